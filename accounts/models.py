@@ -1,0 +1,205 @@
+"""Mail accounts an operator configures, and the folders of each that MailFathom copies."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models.functions import Lower
+
+from accounts import crypto
+
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether `host` names this machine (unencrypted IMAP is allowed only there)."""
+    name = host.strip().strip("[]").lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+class Security(models.TextChoices):
+    TLS = "tls", "Implicit TLS (IMAPS)"
+    STARTTLS = "starttls", "STARTTLS"
+    NONE = "none", "None (loopback hosts only)"
+
+
+class SyncMode(models.TextChoices):
+    POLLING = "polling", "Polling"
+    PUSH = "push", "Push (IMAP IDLE)"
+
+
+class FolderRole(models.TextChoices):
+    INBOX = "inbox", "Inbox"
+    SENT = "sent", "Sent"
+    DRAFTS = "drafts", "Drafts"
+    JUNK = "junk", "Junk"
+    ARCHIVE = "archive", "Archive"
+    TRASH = "trash", "Trash"
+
+
+class MailAccountQuerySet(models.QuerySet["MailAccount"]):
+    def served(self) -> MailAccountQuerySet:
+        """Accounts this deployment serves; rows of any other account are outside every read."""
+        return self.filter(served=True)
+
+
+class MailAccount(models.Model):
+    account_id = models.SlugField(
+        "account identifier",
+        max_length=64,
+        unique=True,
+        help_text="The stable name every result reports. Cannot be changed once saved.",
+    )
+    display_name = models.CharField(max_length=200)
+    served = models.BooleanField(
+        default=True,
+        help_text="Untick to stop serving this account: its stored mail stays, but no read reaches it.",
+    )
+
+    imap_host = models.CharField("IMAP host", max_length=253)
+    imap_port = models.PositiveIntegerField(
+        "IMAP port", default=993, validators=[MinValueValidator(1), MaxValueValidator(65535)]
+    )
+    security = models.CharField(max_length=16, choices=Security.choices, default=Security.TLS)
+    username = models.CharField("IMAP user name", max_length=320)
+    credential_encrypted = models.TextField(blank=True, default="", editable=False)
+
+    sync_enabled = models.BooleanField("synchronization enabled", default=True)
+    sync_mode = models.CharField(
+        "synchronization mode", max_length=16, choices=SyncMode.choices, default=SyncMode.POLLING
+    )
+    poll_interval_seconds = models.PositiveIntegerField(
+        default=300, validators=[MinValueValidator(30), MaxValueValidator(86400)]
+    )
+    max_message_bytes = models.PositiveBigIntegerField(
+        "per-message size limit (bytes)",
+        default=50 * 1024 * 1024,
+        validators=[MinValueValidator(1024)],
+        help_text="Larger messages are listed but their content is not downloaded.",
+    )
+    storage_ceiling_bytes = models.PositiveBigIntegerField(
+        "local storage ceiling (bytes)",
+        default=20 * 1024**3,
+        validators=[MinValueValidator(1024 * 1024)],
+    )
+
+    answering_audit_enabled = models.BooleanField("answering audit trail enabled", default=False)
+    answering_audit_retention_days = models.PositiveIntegerField(
+        "answering audit retention (days)",
+        default=30,
+        validators=[MinValueValidator(1), MaxValueValidator(3650)],
+    )
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = MailAccountQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["account_id"]
+        constraints = [
+            models.UniqueConstraint(Lower("display_name"), name="account_display_name_unique_ci"),
+            models.CheckConstraint(
+                condition=models.Q(imap_port__gte=1, imap_port__lte=65535), name="account_port_range"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(
+                    answering_audit_retention_days__gte=1, answering_audit_retention_days__lte=3650
+                ),
+                name="account_audit_retention_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.display_name or self.account_id
+
+    # --- credential -----------------------------------------------------------------
+
+    def set_credential(self, plain: str) -> None:
+        self.credential_encrypted = crypto.encrypt(plain)
+
+    def get_credential(self) -> str:
+        return crypto.decrypt(self.credential_encrypted) if self.credential_encrypted else ""
+
+    @property
+    def has_credential(self) -> bool:
+        return bool(self.credential_encrypted)
+
+    # --- invariants -----------------------------------------------------------------
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.pk:
+            stored = type(self).objects.filter(pk=self.pk).values_list("account_id", flat=True).first()
+            if stored is not None and stored != self.account_id:
+                errors["account_id"] = "The account identifier cannot be changed once saved."
+        if self.security == Security.NONE and not is_loopback_host(self.imap_host):
+            errors["security"] = "Unencrypted IMAP is allowed only for a loopback host."
+        others = type(self).objects.exclude(pk=self.pk)
+        if self.display_name and (
+            others.filter(display_name__iexact=self.display_name).exists()
+            or others.filter(account_id__iexact=self.display_name).exists()
+        ):
+            errors["display_name"] = "Another account already answers to this name."
+        if self.account_id and others.filter(display_name__iexact=self.account_id).exists():
+            errors["account_id"] = "Another account's display name is already this identifier."
+        if errors:
+            raise ValidationError(errors)
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if self.pk:
+            stored = type(self).objects.filter(pk=self.pk).values_list("account_id", flat=True).first()
+            if stored is not None and stored != self.account_id:
+                raise ValidationError("The account identifier cannot be changed once saved.")
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def normalize_alias(alias: str) -> str:
+    """Return the case-normalized form every alias is stored and compared in."""
+    return alias.strip().casefold()
+
+
+class FolderMapping(models.Model):
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="folders")
+    alias = models.CharField(
+        max_length=256, help_text="MailFathom's name for the folder; stored in lower case."
+    )
+    remote_name = models.CharField("remote IMAP folder", max_length=1000)
+    role = models.CharField(max_length=16, choices=FolderRole.choices, blank=True, default="")
+    visible_to_tools = models.BooleanField(
+        default=True, help_text="Untick to keep this folder out of every MCP tool and answer."
+    )
+
+    class Meta:
+        ordering = ["account", "alias"]
+        constraints = [
+            models.UniqueConstraint(fields=["account", "alias"], name="folder_alias_unique_per_account"),
+            models.UniqueConstraint(
+                fields=["account", "role"],
+                condition=~models.Q(role=""),
+                name="folder_role_unique_per_account",
+                violation_error_message="An account may map at most one folder per role.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.account.account_id}/{self.alias}"
+
+    def clean(self) -> None:
+        self.alias = normalize_alias(self.alias)
+        if not self.alias:
+            raise ValidationError({"alias": "An alias may not be blank."})
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in self.alias):
+            raise ValidationError({"alias": "An alias may not contain control characters."})
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        self.alias = normalize_alias(self.alias)
+        super().save(*args, **kwargs)  # type: ignore[arg-type]

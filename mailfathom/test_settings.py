@@ -1,0 +1,10 @@
+"""Settings for the test suite: the product settings, pointed at TEST_DATABASE_URL if set."""
+
+import os
+
+if os.environ.get("TEST_DATABASE_URL"):
+    os.environ["DATABASE_URL"] = os.environ["TEST_DATABASE_URL"]
+
+from mailfathom.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast; tests only

@@ -1,0 +1,17 @@
+from django.contrib import admin
+from django.contrib.admin.views.decorators import staff_member_required
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from mailfathom import views
+
+admin.site.site_header = "MailFathom administration"
+admin.site.site_title = "MailFathom"
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("health", views.health, name="health"),
+    path("api/", staff_member_required(views.api_root), name="api-root"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]
