@@ -11,6 +11,7 @@ from django.db.models.functions import Lower
 
 from accounts import crypto
 
+IDENTIFIER_IMMUTABLE = "The account identifier cannot be changed once saved."
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 
 
@@ -121,6 +122,11 @@ class MailAccount(models.Model):
     def __str__(self) -> str:
         return self.display_name or self.account_id
 
+    def save(self, *args: object, **kwargs: object) -> None:
+        if self._identifier_changed():
+            raise ValidationError(IDENTIFIER_IMMUTABLE)
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
     # --- credential -----------------------------------------------------------------
 
     def set_credential(self, plain: str) -> None:
@@ -135,12 +141,16 @@ class MailAccount(models.Model):
 
     # --- invariants -----------------------------------------------------------------
 
+    def _identifier_changed(self) -> bool:
+        if self.pk is None:
+            return False
+        stored = type(self).objects.filter(pk=self.pk).values_list("account_id", flat=True).first()
+        return stored is not None and stored != self.account_id
+
     def clean(self) -> None:
         errors: dict[str, str] = {}
-        if self.pk:
-            stored = type(self).objects.filter(pk=self.pk).values_list("account_id", flat=True).first()
-            if stored is not None and stored != self.account_id:
-                errors["account_id"] = "The account identifier cannot be changed once saved."
+        if self._identifier_changed():
+            errors["account_id"] = IDENTIFIER_IMMUTABLE
         if self.security == Security.NONE and not is_loopback_host(self.imap_host):
             errors["security"] = "Unencrypted IMAP is allowed only for a loopback host."
         others = type(self).objects.exclude(pk=self.pk)
@@ -153,13 +163,6 @@ class MailAccount(models.Model):
             errors["account_id"] = "Another account's display name is already this identifier."
         if errors:
             raise ValidationError(errors)
-
-    def save(self, *args: object, **kwargs: object) -> None:
-        if self.pk:
-            stored = type(self).objects.filter(pk=self.pk).values_list("account_id", flat=True).first()
-            if stored is not None and stored != self.account_id:
-                raise ValidationError("The account identifier cannot be changed once saved.")
-        super().save(*args, **kwargs)  # type: ignore[arg-type]
 
 
 def normalize_alias(alias: str) -> str:
@@ -193,13 +196,13 @@ class FolderMapping(models.Model):
     def __str__(self) -> str:
         return f"{self.account.account_id}/{self.alias}"
 
+    def save(self, *args: object, **kwargs: object) -> None:
+        self.alias = normalize_alias(self.alias)
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
     def clean(self) -> None:
         self.alias = normalize_alias(self.alias)
         if not self.alias:
             raise ValidationError({"alias": "An alias may not be blank."})
         if any(ord(ch) < 32 or ord(ch) == 127 for ch in self.alias):
             raise ValidationError({"alias": "An alias may not contain control characters."})
-
-    def save(self, *args: object, **kwargs: object) -> None:
-        self.alias = normalize_alias(self.alias)
-        super().save(*args, **kwargs)  # type: ignore[arg-type]

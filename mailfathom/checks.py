@@ -47,8 +47,7 @@ def check_secrets(app_configs: object = None, **kwargs: object) -> list[Error]:
         except ValueError:
             errors.append(
                 Error(
-                    f"MAILFATHOM_KEYRING key {position} is not a Fernet key "
-                    "(32 bytes, url-safe base64).",
+                    f"MAILFATHOM_KEYRING key {position} is not a Fernet key (32 bytes, url-safe base64).",
                     id="mailfathom.E004",
                 )
             )

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -122,6 +123,11 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = embedded.var_dir() / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+# Admin's CSS and JS are served by WhiteNoise straight from the apps, so no collectstatic
+# step stands between a fresh clone and a working admin.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
 
 # --- REST API ---------------------------------------------------------------------------
 REST_FRAMEWORK = {

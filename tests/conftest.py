@@ -7,7 +7,6 @@ REDIS_URL point elsewhere; pytest-django creates and drops the test database on 
 import pytest
 
 
-
 @pytest.fixture(autouse=True)
 def _keyring_for_tests(settings):
     """Use one known key so tests can assert on encryption without touching var/."""

@@ -80,9 +80,7 @@ def _checked_names(names: Iterable[str] | None, limit: int, what: str, argument:
                 f"Each name in {argument} must be 1 to {MAX_NAME_LENGTH} characters and not blank.",
             )
         if _has_control_character(name):
-            raise MailFathomError(
-                FILTER_REFUSED, f"Names in {argument} may not contain control characters."
-            )
+            raise MailFathomError(FILTER_REFUSED, f"Names in {argument} may not contain control characters.")
         checked.append(name)
     return checked
 

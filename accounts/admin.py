@@ -1,0 +1,89 @@
+"""Operator console for mail accounts and their folder mappings."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+
+from accounts.admin_connection import test_connection_view
+from accounts.forms import FolderMappingFormSet, MailAccountForm
+from accounts.models import FolderMapping, MailAccount
+
+
+class FolderMappingInline(admin.TabularInline):
+    model = FolderMapping
+    formset = FolderMappingFormSet
+    extra = 1
+    fields = ["alias", "remote_name", "role", "visible_to_tools"]
+
+
+@admin.register(MailAccount)
+class MailAccountAdmin(admin.ModelAdmin):
+    form = MailAccountForm
+    inlines = [FolderMappingInline]
+    list_display = ["account_id", "display_name", "imap_host", "served", "sync_enabled", "sync_mode"]
+    list_filter = ["served", "sync_enabled", "sync_mode", "security"]
+    search_fields = ["account_id", "display_name"]
+    readonly_fields = ["credential_status", "connection_link", "created_at", "updated_at"]
+    fieldsets = [
+        (None, {"fields": ["account_id", "display_name", "served"]}),
+        (
+            "IMAP server",
+            {
+                "fields": [
+                    "imap_host",
+                    "imap_port",
+                    "security",
+                    "username",
+                    "credential",
+                    "credential_status",
+                    "connection_link",
+                ]
+            },
+        ),
+        (
+            "Synchronization",
+            {
+                "fields": [
+                    "sync_enabled",
+                    "sync_mode",
+                    "poll_interval_seconds",
+                    "max_message_bytes",
+                    "storage_ceiling_bytes",
+                ]
+            },
+        ),
+        ("Answering audit trail", {"fields": ["answering_audit_enabled", "answering_audit_retention_days"]}),
+        ("Record", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
+    ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: MailAccount | None = None) -> list[str]:
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None:
+            fields.append("account_id")  # immutable once saved: every result reports it
+        return fields
+
+    @admin.display(description="Credential")
+    def credential_status(self, obj: MailAccount) -> str:
+        return "stored (encrypted)" if obj.has_credential else "none stored"
+
+    @admin.display(description="Connection")
+    def connection_link(self, obj: MailAccount) -> str:
+        if obj.pk is None:
+            return "Save the account first, then test its connection."
+        url = reverse("admin:accounts_mailaccount_test_connection", args=[obj.pk])
+        return format_html('<a class="button" href="{}">Test connection and map folders</a>', url)
+
+    def get_urls(self) -> list[URLPattern]:
+        custom = [
+            path(
+                "<path:object_id>/test-connection/",
+                self.admin_site.admin_view(
+                    lambda request, object_id: test_connection_view(self, request, object_id)
+                ),
+                name="accounts_mailaccount_test_connection",
+            )
+        ]
+        return custom + super().get_urls()

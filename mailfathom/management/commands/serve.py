@@ -1,0 +1,174 @@
+"""`make run`: migrate, ensure the admin user, then run web, worker and beat together.
+
+Ctrl-C (or SIGTERM) stops every process this command started and, on the embedded
+default, the embedded PostgreSQL and Redis too. Their data stays in var/ for next time.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from mailfathom import embedded
+from mailfathom.bootstrap import ensure_admin_user
+
+READY_TIMEOUT = 120.0
+STOP_GRACE = 10.0
+
+
+class Command(BaseCommand):
+    help = "Run MailFathom: the web app (admin, API, /mcp), one Celery worker and celery beat."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default=settings.MAILFATHOM["MAILFATHOM_HTTP_HOST"])
+        parser.add_argument("--port", type=int, default=settings.MAILFATHOM["MAILFATHOM_HTTP_PORT"])
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        host, port = options["host"], options["port"]
+        call_command("check")
+        call_command("migrate", interactive=False, verbosity=0)
+        admin_user = ensure_admin_user(settings.MAILFATHOM["MAILFATHOM_ADMIN_PASSWORD"])
+
+        python = sys.executable
+        commands = {
+            "web": [
+                python,
+                "-m",
+                "uvicorn",
+                "mailfathom.asgi:application",
+                "--host",
+                host,
+                "--port",
+                str(port),
+                "--no-access-log",
+            ],
+            "worker": [
+                python,
+                "-m",
+                "celery",
+                "-A",
+                "mailfathom",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                "2",
+            ],
+            "beat": [
+                python,
+                "-m",
+                "celery",
+                "-A",
+                "mailfathom",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "--schedule",
+                settings.CELERY_BEAT_SCHEDULE_FILENAME,
+            ],
+        }
+        log_dir = embedded.var_dir() / "log"
+        log_dir.mkdir(exist_ok=True)
+        children: dict[str, subprocess.Popen[bytes]] = {}
+        stopping = False
+
+        def request_stop(signum: int, frame: object) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, request_stop)
+        signal.signal(signal.SIGTERM, request_stop)
+        try:
+            for name, command in commands.items():
+                # A process group of its own, so Ctrl-C reaches the children only through us
+                # and we stop them in order.
+                # The web server logs to this terminal; worker and beat to var/log/.
+                output = None if name == "web" else open(log_dir / f"{name}.log", "ab")  # noqa: SIM115
+                children[name] = subprocess.Popen(
+                    command,
+                    start_new_session=True,
+                    stdout=output,
+                    stderr=subprocess.STDOUT if output else None,
+                )
+            base = f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}"  # noqa: S104
+            self._wait_until_ready(f"{base}/health", children, lambda: stopping)
+            self._print_banner(base, admin_user)
+            while not stopping:
+                for name, child in children.items():
+                    if child.poll() is not None:
+                        raise CommandError(f"The {name} process stopped (exit code {child.returncode}).")
+                time.sleep(0.5)
+        finally:
+            self._stop(children)
+
+    def _wait_until_ready(self, url: str, children: dict, stopping: Any) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline and not stopping():
+            if children["web"].poll() is not None:
+                raise CommandError("The web server did not start; its error is printed above.")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 (our own URL)
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.5)
+        if not stopping():
+            raise CommandError(f"The web server did not answer {url} within {READY_TIMEOUT:.0f} seconds.")
+
+    def _print_banner(self, base: str, admin_user: Any) -> None:
+        mcp_state = (
+            "enabled"
+            if settings.MAILFATHOM["MAILFATHOM_MCP_ENABLED"]
+            else "disabled until MAILFATHOM_MCP_ENABLED=true"
+        )
+        lines = [
+            "",
+            "MailFathom is running.",
+            f"  Admin:   {base}/admin/   (user: {admin_user.username})",
+        ]
+        if admin_user.password:
+            lines.append(f"           password: {admin_user.password}   <- shown once; change it in admin")
+        lines += [
+            f"  MCP:     {base}/mcp   ({mcp_state})",
+            f"  API:     {base}/api/",
+            f"  Health:  {base}/health",
+            f"  Data:    {embedded.var_dir()}" if settings.EMBEDDED_DATABASE else "  Data:    DATABASE_URL",
+            f"  Logs:    worker and beat in {embedded.var_dir() / 'log'}",
+            "",
+            "Next: log in to admin, add a mail account under 'Mail accounts', then use",
+            "'Test connection and map folders' on it. Press Ctrl-C to stop everything.",
+            "",
+        ]
+        self.stdout.write("\n".join(lines))
+        self.stdout.flush()
+
+    def _stop(self, children: dict[str, subprocess.Popen[bytes]]) -> None:
+        self.stdout.write("Stopping MailFathom...")
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE
+        for child in children.values():
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        if settings.EMBEDDED_REDIS:
+            embedded.stop_redis()
+        if settings.EMBEDDED_DATABASE:
+            from django.db import connections
+
+            connections.close_all()
+            embedded.stop_postgres()
+        self.stdout.write("Stopped.")

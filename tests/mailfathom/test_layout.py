@@ -1,0 +1,24 @@
+"""The project's shape: our `mailbox` app shadows the standard library's module."""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_import_mailbox_resolves_inside_the_repository():
+    import mailbox
+
+    assert Path(mailbox.__file__).resolve().is_relative_to(ROOT)
+    assert not hasattr(mailbox, "Maildir")  # the stdlib module's class is not reachable
+
+
+def test_no_code_of_ours_uses_the_stdlib_mailbox_api():
+    offenders = []
+    for path in ROOT.glob("**/*.py"):
+        if ".venv" in path.parts or "var" in path.parts:
+            continue
+        text = path.read_text()
+        if "mailbox.Maildir" in text or "mailbox.mbox" in text:
+            offenders.append(str(path.relative_to(ROOT)))
+    offenders.remove("tests/mailfathom/test_layout.py")
+    assert offenders == []
