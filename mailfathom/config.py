@@ -106,6 +106,19 @@ SETTINGS: tuple[Setting, ...] = (
         "Whether this deployment synchronizes mail at all; false leaves the local copy as it is.",
     ),
     Setting(
+        "MAILFATHOM_IMAP_CA_FILE",
+        "str",
+        "",
+        "A PEM file of extra certificate authorities to trust for IMAP over TLS (an in-house CA).",
+    ),
+    Setting(
+        "MAILFATHOM_BULK_SENDER_LOCAL_PARTS",
+        "str",
+        "noreply,no-reply,donotreply,do-not-reply,mailer-daemon,postmaster,newsletter,"
+        "newsletters,notifications,notification,bounce,bounces",
+        "Sender local parts that mark mail as bulk, compared whole and without regard to case.",
+    ),
+    Setting(
         "MAILFATHOM_MCP_ENABLED",
         "bool",
         False,
