@@ -1,1 +1,162 @@
-"""Models of this app; filled by a later issue."""
+"""The local mailbox copy: per-folder synchronization state, emails, participants, raw MIME.
+
+Listing never loads raw MIME (it lives in RawMessage, compressed); the plain-text body is
+derived once at synchronization time for indexing; sanitized HTML and attachment bytes
+are derived on read from the raw MIME.
+"""
+
+from __future__ import annotations
+
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+
+from accounts.models import FolderMapping, MailAccount
+from mailbox.ids import uuid7
+
+# Imported messages have no IMAP identity: they take UIDVALIDITY 0 (a value no IMAP server
+# issues) and a UID derived from their content, so importing an archive twice adds nothing
+# and a UIDVALIDITY change on the server never removes them.
+IMPORTED_UIDVALIDITY = 0
+
+
+class Folder(models.Model):
+    """Synchronization state of one remote folder of one account."""
+
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="synced_folders")
+    mapping = models.OneToOneField(
+        FolderMapping, on_delete=models.SET_NULL, null=True, blank=True, related_name="sync_state"
+    )
+    remote_name = models.CharField(max_length=1000)
+    uidvalidity = models.BigIntegerField(null=True, blank=True)
+    highest_uid = models.BigIntegerField(default=0, help_text="Highest UID whose batch is committed.")
+    highest_modseq = models.BigIntegerField(null=True, blank=True)
+    last_committed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When synchronization last committed progress; empty: never."
+    )
+    last_failure_code = models.PositiveIntegerField(null=True, blank=True)
+    last_failure_at = models.DateTimeField(null=True, blank=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    backoff_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.UUIDField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["account", "remote_name"], name="folder_remote_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.account_id}:{self.remote_name}"
+
+
+class Availability(models.TextChoices):
+    AVAILABLE = "available", "Available"
+    EXCEEDED_SIZE_LIMIT = "exceededSizeLimit", "Exceeded the size limit"
+    AWAITING_STORAGE_HEADROOM = "awaitingStorageHeadroom", "Awaiting storage headroom"
+    ENCRYPTED = "encryptedNotReadableLocally", "Encrypted, not readable locally"
+
+
+class Direction(models.TextChoices):
+    INCOMING = "incoming", "Incoming"
+    OUTGOING = "outgoing", "Outgoing"
+
+
+class Email(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="emails")
+    folder = models.ForeignKey(Folder, on_delete=models.CASCADE, related_name="emails")
+    uidvalidity = models.BigIntegerField()
+    uid = models.BigIntegerField()
+
+    message_id = models.CharField(max_length=998, blank=True, default="")
+    in_reply_to = models.CharField(max_length=998, blank=True, default="")
+    references = ArrayField(models.CharField(max_length=998), default=list, blank=True)
+    subject = models.TextField(blank=True, default="")
+    sent_at = models.DateTimeField(null=True, blank=True)
+    received_at = models.DateTimeField(help_text="INTERNALDATE: when the server received it.")
+    sender_address = models.CharField(max_length=320, blank=True, default="")
+    sender_name = models.CharField(max_length=998, blank=True, default="")
+    size_bytes = models.BigIntegerField(help_text="RFC822.SIZE as the server reported it.")
+
+    flags = ArrayField(models.CharField(max_length=256), default=list, blank=True)
+    flags_observed = models.BooleanField(default=False)
+    flags_observed_at = models.DateTimeField(null=True, blank=True)
+
+    direction = models.CharField(max_length=8, choices=Direction.choices, default=Direction.INCOMING)
+    is_bulk = models.BooleanField(default=False)
+
+    # Null while nothing has read the parts (content kept out by the size limit or headroom).
+    attachment_count = models.PositiveIntegerField(null=True, blank=True)
+    inline_count = models.PositiveIntegerField(null=True, blank=True)
+    attachment_total_bytes = models.BigIntegerField(null=True, blank=True)
+    encrypted = models.BooleanField(default=False)
+    unverified_signature = models.BooleanField(default=False)
+    unexpanded_tnef = models.BooleanField(default=False)
+
+    availability = models.CharField(
+        max_length=32, choices=Availability.choices, default=Availability.AVAILABLE
+    )
+    parse_defects = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    text_body = models.TextField(blank=True, default="")
+    synced_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account", "folder", "uidvalidity", "uid"], name="email_remote_identity_unique"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["folder", "-received_at", "-id"], name="email_folder_timeline"),
+            models.Index(fields=["account", "message_id"], name="email_message_id"),
+        ]
+
+    def __str__(self) -> str:
+        return str(self.id)
+
+
+class ParticipantRole(models.TextChoices):
+    TO = "to", "To"
+    CC = "cc", "Cc"
+    BCC = "bcc", "Bcc"
+    REPLY_TO = "reply_to", "Reply-To"
+
+
+class Participant(models.Model):
+    email = models.ForeignKey(Email, on_delete=models.CASCADE, related_name="participants")
+    role = models.CharField(max_length=8, choices=ParticipantRole.choices)
+    position = models.PositiveIntegerField()
+    address = models.CharField(max_length=320, blank=True, default="")
+    display_name = models.CharField(max_length=998, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["email", "role", "position"], name="participant_position_unique"),
+        ]
+        indexes = [models.Index(fields=["address"], name="participant_address")]
+
+    def __str__(self) -> str:
+        return f"{self.role}:{self.position}"
+
+
+class RawMessage(models.Model):
+    """The message as the server sent it, zlib-compressed, in a table of its own."""
+
+    email = models.OneToOneField(Email, on_delete=models.CASCADE, primary_key=True, related_name="raw")
+    compressed = models.BinaryField()
+    sha256 = models.CharField(max_length=64, help_text="Of the uncompressed bytes.")
+    original_size = models.BigIntegerField()
+    stored_size = models.BigIntegerField(help_text="Compressed bytes: what counts against the ceiling.")
+
+    def __str__(self) -> str:
+        return str(self.email_id)
+
+
+class RepairRequest(models.Model):
+    """Stored content a read found missing or damaged; the next synchronization run refetches it."""
+
+    email = models.OneToOneField(Email, on_delete=models.CASCADE, related_name="repair_request")
+    requested_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return str(self.email_id)

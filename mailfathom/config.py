@@ -118,6 +118,24 @@ SETTINGS: tuple[Setting, ...] = (
         "newsletters,notifications,notification,bounce,bounces",
         "Sender local parts that mark mail as bulk, compared whole and without regard to case.",
     ),
+    _int(
+        "MAILFATHOM_SYNC_LEASE_SECONDS",
+        300,
+        10,
+        3600,
+        "How long a synchronization run holds a folder without progress before another run may "
+        "take it over (a crashed worker's folder is free again after this).",
+        unit="seconds",
+    ),
+    _int(
+        "MAILFATHOM_CELERY_VISIBILITY_TIMEOUT",
+        3600,
+        5,
+        86400,
+        "How long Redis keeps a task a worker took but never acknowledged (it died) before "
+        "handing it to another worker.",
+        unit="seconds",
+    ),
     Setting(
         "MAILFATHOM_MCP_ENABLED",
         "bool",

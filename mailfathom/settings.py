@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
     "mailfathom",
@@ -97,9 +98,20 @@ CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_ACKS_LATE = True  # a task whose worker died is delivered again
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+_visibility = MAILFATHOM["MAILFATHOM_CELERY_VISIBILITY_TIMEOUT"]
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": _visibility,
+    # Look for abandoned tasks every few seconds (kombu's default is about 100 s).
+    "unacked_restore_interval": max(1, min(10, _visibility // 2)),
+    "unacked_restore_throttle": 1,
+}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    "sync-due-accounts": {"task": "mailbox.sync_due_accounts", "schedule": 60.0},
+}
 CELERY_BEAT_SCHEDULE_FILENAME = str(embedded.var_dir() / "celerybeat-schedule")
 
 # --- Secrets at rest --------------------------------------------------------------------

@@ -45,6 +45,10 @@ DOVECOT_BINARY = "/usr/sbin/dovecot"
 HOST = "127.0.0.1"
 PLAIN_ONLY_HOST = "127.0.0.2"  # all of 127/8 is loopback on Linux; a `local` block turns TLS off here
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+# Users handed out one per test (tests/mailbox/imap_support.add_user), so tests sharing this
+# server never share a mailbox. Made up front: Dovecot does not reliably notice users
+# appended to its passwd-file while it runs.
+POOL = {f"pool{n:03d}": f"pool{n:03d}-secret" for n in range(1, 121)}
 # Folders that exist in alice's mailbox before the first login, besides the SPECIAL-USE ones
 # Dovecot creates itself. Stored on disk in modified UTF-7, as Dovecot's Maildir++ does.
 ALICE_EXTRA_FOLDERS = ["Projects/Café"]
@@ -265,9 +269,12 @@ def _prepare(root: Path) -> tuple[Path, Path, Path, int]:
         uid, gid = pwd.getpwnam("nobody").pw_uid, grp.getgrnam("nogroup").gr_gid
     else:
         uid, gid = os.getuid(), os.getgid()
-    lines = [f"{user}:{{PLAIN}}{secret}:{uid}:{gid}::{root}/mail/{user}::" for user, secret in USERS.items()]
+    everyone = {**USERS, **POOL}
+    lines = [
+        f"{user}:{{PLAIN}}{secret}:{uid}:{gid}::{root}/mail/{user}::" for user, secret in everyone.items()
+    ]
     (root / "users").write_text("\n".join(lines) + "\n")
-    for user in USERS:
+    for user in everyone:
         home = root / "mail" / user
         for folder in ALICE_EXTRA_FOLDERS if user == "alice" else []:
             for sub in ("cur", "new", "tmp"):

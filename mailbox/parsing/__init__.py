@@ -1,0 +1,25 @@
+"""MIME parsing for MailFathom: pure Python, no Django models, bounded work per message.
+
+Import from here; the submodules are internal.
+"""
+
+from mailbox.parsing.bulk import DEFAULT_BULK_LOCAL_PARTS, is_bulk
+from mailbox.parsing.filenames import normalize_file_name
+from mailbox.parsing.limits import ParseLimits
+from mailbox.parsing.message import attachment_bytes, parse_message
+from mailbox.parsing.results import Address, AttachmentInfo, BulkHeaders, ParsedMessage
+from mailbox.parsing.sanitize import sanitized_html
+
+__all__ = [
+    "DEFAULT_BULK_LOCAL_PARTS",
+    "Address",
+    "AttachmentInfo",
+    "BulkHeaders",
+    "ParseLimits",
+    "ParsedMessage",
+    "attachment_bytes",
+    "is_bulk",
+    "normalize_file_name",
+    "parse_message",
+    "sanitized_html",
+]

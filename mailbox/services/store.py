@@ -1,0 +1,259 @@
+"""Store messages in the local copy: parse once, then write rows in one transaction.
+
+Synchronization and import both come through here, so a message is parsed, classified and
+stored the same way whichever door it came in by. Storing is idempotent: a message whose
+(account, folder, UIDVALIDITY, UID) is already held is skipped, and the uniqueness
+constraint makes a duplicate impossible even if two writers raced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from accounts.models import FolderRole
+from mailbox.models import Availability, Direction, Email, Folder, Participant, RawMessage
+from mailbox.parsing import ParsedMessage, is_bulk, parse_message
+from mailbox.sync.failures import LeaseLost
+
+COMPRESSION_LEVEL = 6
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    """One message as a source reports it; `raw` is None when its content was not fetched."""
+
+    uidvalidity: int
+    uid: int
+    size: int
+    received_at: datetime | None  # None (an import): the Date header, else the time of storing
+    flags: tuple[str, ...] = ()
+    raw: bytes | None = None
+    withheld: str = ""  # an Availability value when raw is deliberately absent
+
+
+@dataclass
+class StoreResult:
+    stored: int = 0
+    skipped: int = 0
+    awaiting_headroom: int = 0
+    defective: int = 0
+    stored_bytes: int = 0
+    email_ids: list = field(default_factory=list)
+
+
+def bulk_local_parts() -> frozenset[str]:
+    raw = settings.MAILFATHOM["MAILFATHOM_BULK_SENDER_LOCAL_PARTS"]
+    return frozenset(part.strip().casefold() for part in raw.split(",") if part.strip())
+
+
+def stored_bytes(account_pk: int) -> int:
+    """Bytes of raw content the account holds locally (compressed, as stored)."""
+    total = RawMessage.objects.filter(email__account_id=account_pk).aggregate(total=Sum("stored_size"))
+    return int(total["total"] or 0)
+
+
+def store_messages(
+    folder: Folder,
+    messages: Sequence[IncomingMessage],
+    *,
+    advance_to_uid: int | None = None,
+    lease_token: uuid.UUID | None = None,
+) -> StoreResult:
+    """Parse and store `messages` into `folder` in one transaction.
+
+    With `advance_to_uid`, the folder's committed progress moves to that UID in the same
+    transaction, so progress never runs ahead of the rows it describes. With `lease_token`,
+    the write happens only if the run still holds the folder's lease (else LeaseLost), so a
+    run that stalled past its lease can never interleave with the one that took it over.
+    Content that would
+    take the account past its storage ceiling is stored as awaitingStorageHeadroom.
+    """
+    account = folder.account
+    own_address = account.username.casefold() if "@" in account.username else ""
+    is_sent_folder = folder.mapping is not None and folder.mapping.role == FolderRole.SENT
+    local_parts = bulk_local_parts()
+    result = StoreResult()
+    prepared = []
+    for message in messages:
+        parsed = parse_message(message.raw) if message.raw is not None else None
+        prepared.append((message, parsed))
+
+    with transaction.atomic():
+        if lease_token is not None and not (
+            Folder.objects.select_for_update().filter(pk=folder.pk, lease_token=lease_token).exists()
+        ):
+            raise LeaseLost
+        held = set(
+            Email.objects.filter(
+                folder=folder,
+                uidvalidity__in={m.uidvalidity for m in messages},
+                uid__in=[m.uid for m in messages],
+            ).values_list("uidvalidity", "uid")
+        )
+        room = account.storage_ceiling_bytes - stored_bytes(account.pk)
+        emails, raws, participants = [], [], []
+        now = timezone.now()
+        for message, parsed in prepared:
+            if (message.uidvalidity, message.uid) in held:
+                result.skipped += 1
+                continue
+            held.add((message.uidvalidity, message.uid))
+            raw_row = None
+            availability = message.withheld or Availability.AVAILABLE
+            if message.raw is not None:
+                compressed = zlib.compress(message.raw, COMPRESSION_LEVEL)
+                if len(compressed) > room:
+                    availability = Availability.AWAITING_STORAGE_HEADROOM
+                    parsed_for_row = None
+                    result.awaiting_headroom += 1
+                else:
+                    room -= len(compressed)
+                    raw_row = (compressed, message.raw)
+                    parsed_for_row = parsed
+            else:
+                parsed_for_row = None
+            email = _email_row(folder, message, parsed_for_row, availability, now)
+            if parsed_for_row is not None:
+                email.is_bulk = is_bulk(parsed_for_row, local_parts)
+                email.direction = _direction(parsed_for_row, own_address, is_sent_folder)
+                if parsed_for_row.defects:
+                    result.defective += 1
+                participants.extend(_participants(email, parsed_for_row))
+            elif is_sent_folder:
+                email.direction = Direction.OUTGOING
+            if raw_row is not None:
+                compressed, original = raw_row
+                raws.append(
+                    RawMessage(
+                        email=email,
+                        compressed=compressed,
+                        sha256=hashlib.sha256(original).hexdigest(),
+                        original_size=len(original),
+                        stored_size=len(compressed),
+                    )
+                )
+                result.stored_bytes += len(compressed)
+            emails.append(email)
+        Email.objects.bulk_create(emails)
+        RawMessage.objects.bulk_create(raws)
+        Participant.objects.bulk_create(participants)
+        result.stored = len(emails)
+        result.email_ids = [email.id for email in emails]
+        if advance_to_uid is not None:
+            Folder.objects.filter(pk=folder.pk).update(
+                highest_uid=advance_to_uid,
+                last_committed_at=now,
+                last_failure_code=None,
+                consecutive_failures=0,
+                backoff_until=None,
+            )
+    return result
+
+
+def fill_content(email: Email, raw: bytes) -> bool:
+    """Store content fetched later for an email held without it; return whether it fit."""
+    parsed = parse_message(raw)
+    compressed = zlib.compress(raw, COMPRESSION_LEVEL)
+    with transaction.atomic():
+        locked = Email.objects.select_for_update(of=("self",)).select_related("account").get(pk=email.pk)
+        if stored_bytes(locked.account_id) + len(compressed) > locked.account.storage_ceiling_bytes:
+            return False
+        RawMessage.objects.update_or_create(
+            email=locked,
+            defaults={
+                "compressed": compressed,
+                "sha256": hashlib.sha256(raw).hexdigest(),
+                "original_size": len(raw),
+                "stored_size": len(compressed),
+            },
+        )
+        _apply_parsed(locked, parsed)
+        locked.availability = Availability.ENCRYPTED if parsed.encrypted else Availability.AVAILABLE
+        locked.is_bulk = is_bulk(parsed, bulk_local_parts())
+        locked.save()
+        locked.participants.all().delete()
+        Participant.objects.bulk_create(_participants(locked, parsed))
+    return True
+
+
+def _email_row(
+    folder: Folder,
+    message: IncomingMessage,
+    parsed: ParsedMessage | None,
+    availability: str,
+    now: datetime,
+) -> Email:
+    email = Email(
+        account_id=folder.account_id,
+        folder=folder,
+        uidvalidity=message.uidvalidity,
+        uid=message.uid,
+        received_at=message.received_at or (parsed.sent_at if parsed else None) or now,
+        size_bytes=message.size,
+        flags=list(message.flags),
+        flags_observed=True,
+        flags_observed_at=now,
+        availability=availability,
+    )
+    if parsed is not None:
+        _apply_parsed(email, parsed)
+        if parsed.encrypted:
+            email.availability = Availability.ENCRYPTED
+    return email
+
+
+def _apply_parsed(email: Email, parsed: ParsedMessage) -> None:
+    email.message_id = parsed.message_id[:998]
+    email.in_reply_to = parsed.in_reply_to[:998]
+    email.references = [reference[:998] for reference in parsed.references]
+    email.subject = parsed.subject
+    email.sent_at = parsed.sent_at
+    email.sender_address = parsed.sender.address[:320] if parsed.sender else ""
+    email.sender_name = parsed.sender.display_name[:998] if parsed.sender else ""
+    email.attachment_count = len(parsed.attachments)
+    email.inline_count = parsed.inline_count
+    email.attachment_total_bytes = parsed.attachment_total_size
+    email.encrypted = parsed.encrypted
+    email.unverified_signature = parsed.unverified_signature
+    email.unexpanded_tnef = parsed.unexpanded_tnef
+    email.parse_defects = list(parsed.defects)
+    email.text_body = parsed.text_body.replace("\x00", "")
+
+
+def _direction(parsed: ParsedMessage, own_address: str, is_sent_folder: bool) -> str:
+    if is_sent_folder:
+        return Direction.OUTGOING
+    if own_address and parsed.sender and parsed.sender.address.casefold() == own_address:
+        return Direction.OUTGOING
+    return Direction.INCOMING
+
+
+def _participants(email: Email, parsed: ParsedMessage) -> list[Participant]:
+    rows = []
+    for role, addresses in (
+        ("to", parsed.to),
+        ("cc", parsed.cc),
+        ("bcc", parsed.bcc),
+        ("reply_to", parsed.reply_to),
+    ):
+        for position, address in enumerate(addresses):
+            rows.append(
+                Participant(
+                    email=email,
+                    role=role,
+                    position=position,
+                    address=address.address[:320],
+                    display_name=address.display_name[:998],
+                )
+            )
+    return rows

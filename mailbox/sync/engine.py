@@ -1,0 +1,296 @@
+"""Synchronize an account's mapped folders from IMAP into the local copy.
+
+Reading never changes the server: folders are opened with EXAMINE (read-only) and bodies
+fetched with BODY.PEEK[], so no \\Seen flag is ever set. New mail arrives in batches; each
+batch is stored and the folder's progress advanced in one transaction, so a run killed at
+any point resumes where the last committed batch ended, losing and duplicating nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from imapclient import IMAPClient
+
+from accounts.models import MailAccount
+from accounts.services.imap import open_client
+from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email, Folder, RepairRequest
+from mailbox.services.store import IncomingMessage, fill_content, store_messages
+from mailbox.sync import folder_state
+from mailbox.sync.failures import (
+    INTERNAL_FAILURE,
+    LeaseLost,
+    classify,
+    connection_is_dead,
+    describe_internal,
+)
+
+logger = logging.getLogger(__name__)
+
+BATCH_SIZE = 100
+MAX_BATCH_BYTES = 16 * 1024 * 1024
+FLAG_BATCH_SIZE = 1000
+ClientFactory = Callable[[MailAccount], IMAPClient]
+
+
+@dataclass
+class FolderRun:
+    alias: str
+    stored: int = 0
+    withheld: int = 0
+    expunged: int = 0
+    flags_updated: int = 0
+    refetched: int = 0
+    uidvalidity_changed: bool = False
+    skipped_locked: bool = False
+    failure_code: int | None = None
+
+
+@dataclass
+class AccountRun:
+    account_id: str
+    folders: list[FolderRun] = field(default_factory=list)
+    failure_code: int | None = None
+    skipped: str = ""
+
+
+def _default_client(account: MailAccount) -> IMAPClient:
+    return open_client(account, timeout=60.0)
+
+
+def synchronize_account(
+    account_pk: int, *, client_factory: ClientFactory = _default_client, force: bool = False
+) -> AccountRun:
+    """Run one synchronization pass over every mapped folder of the account.
+
+    Folders in backoff are skipped unless `force`. A folder another run holds the lease of
+    is skipped, never interleaved. A failure is recorded on the folder and ends only what
+    it must: a dead connection ends the run, a missing folder only that folder.
+    """
+    account = MailAccount.objects.get(pk=account_pk)
+    run = AccountRun(account_id=account.account_id)
+    if not settings.MAILFATHOM["MAILFATHOM_SYNC_ENABLED"]:
+        run.skipped = "synchronization is disabled for this deployment"
+        return run
+    if not account.served or not account.sync_enabled:
+        run.skipped = "synchronization is disabled for this account"
+        return run
+    due = [f for f in folder_state.ensure_folders(account) if force or not folder_state.in_backoff(f)]
+    if not due:
+        run.skipped = "no folder is due"
+        return run
+    try:
+        client = client_factory(account)
+    except Exception as error:
+        run.failure_code = classify(error)
+        for folder in due:
+            folder_state.record_failure(folder, run.failure_code)
+        logger.warning("sync %s: cannot open a session (failure %s)", account.account_id, run.failure_code)
+        return run
+    client.normalise_times = False
+    try:
+        for folder in due:
+            folder_run = _run_folder(client, folder)
+            run.folders.append(folder_run)
+            if folder_run.failure_code and connection_is_dead(folder_run.failure_code):
+                run.failure_code = folder_run.failure_code
+                break
+    finally:
+        _close(client)
+    logger.info(
+        "sync %s: %d folders, %d stored, %d expunged, %d flag changes",
+        account.account_id,
+        len(run.folders),
+        sum(f.stored for f in run.folders),
+        sum(f.expunged for f in run.folders),
+        sum(f.flags_updated for f in run.folders),
+    )
+    return run
+
+
+def _close(client: IMAPClient) -> None:
+    try:
+        client.logout()
+    except Exception:
+        try:
+            client.shutdown()
+        except Exception:  # noqa: S110 (the session is gone either way)
+            pass
+
+
+def _run_folder(client: IMAPClient, folder: Folder) -> FolderRun:
+    alias = folder.mapping.alias if folder.mapping else ""
+    result = FolderRun(alias=alias)
+    token = folder_state.acquire_lease(folder)
+    if token is None:
+        result.skipped_locked = True
+        return result
+    try:
+        synchronize_folder(client, folder, token, result)
+    except Exception as error:
+        result.failure_code = classify(error)
+        folder_state.record_failure(folder, result.failure_code)
+        if result.failure_code == INTERNAL_FAILURE:
+            logger.error("sync folder %s: internal failure: %s", alias, describe_internal(error))
+        else:
+            logger.warning("sync folder %s: failure %s", alias, result.failure_code)
+    finally:
+        folder_state.release_lease(folder, token)
+    return result
+
+
+def synchronize_folder(client: IMAPClient, folder: Folder, token: uuid.UUID, result: FolderRun) -> None:
+    """Bring one folder's local rows to the server's state (see the module docstring)."""
+    folder.refresh_from_db()
+    selected = client.select_folder(folder.remote_name, readonly=True)
+    uidvalidity = int(selected[b"UIDVALIDITY"])
+    modseq = selected.get(b"HIGHESTMODSEQ")
+    if folder.uidvalidity != uidvalidity:
+        result.uidvalidity_changed = folder.uidvalidity is not None
+        _reset_uidvalidity(folder, uidvalidity)
+
+    server_uids = set(client.search(["ALL"]))
+    result.expunged = _remove_expunged(folder, server_uids)
+
+    new_uids = sorted(uid for uid in server_uids if uid > folder.highest_uid)
+    limit = folder.account.max_message_bytes
+    for chunk in _chunks(new_uids, BATCH_SIZE):
+        meta = client.fetch(chunk, ["RFC822.SIZE", "INTERNALDATE", "FLAGS"])
+        for batch in _byte_bounded(chunk, meta, limit):
+            if not folder_state.renew_lease(folder, token):
+                raise LeaseLost
+            messages = _fetch_bodies(client, folder, batch, meta)
+            stored = store_messages(folder, messages, advance_to_uid=batch[-1], lease_token=token)
+            result.stored += stored.stored
+            result.withheld += sum(1 for m in messages if m.raw is None)
+            folder.highest_uid = batch[-1]
+
+    result.flags_updated = _reconcile_flags(client, folder, server_uids)
+    result.refetched = _refetch_missing_content(client, folder)
+    Folder.objects.filter(pk=folder.pk, lease_token=token).update(
+        highest_modseq=int(modseq) if modseq is not None else None,
+        last_committed_at=timezone.now(),
+        last_failure_code=None,
+        consecutive_failures=0,
+        backoff_until=None,
+    )
+
+
+def _reset_uidvalidity(folder: Folder, uidvalidity: int) -> None:
+    """A new UIDVALIDITY voids every UID we hold: drop those rows and start the folder over."""
+    with transaction.atomic():
+        Email.objects.filter(folder=folder).exclude(uidvalidity=IMPORTED_UIDVALIDITY).delete()
+        Folder.objects.filter(pk=folder.pk).update(
+            uidvalidity=uidvalidity, highest_uid=0, highest_modseq=None
+        )
+    folder.uidvalidity, folder.highest_uid, folder.highest_modseq = uidvalidity, 0, None
+
+
+def _remove_expunged(folder: Folder, server_uids: set[int]) -> int:
+    local = Email.objects.filter(folder=folder, uidvalidity=folder.uidvalidity, uid__lte=folder.highest_uid)
+    gone = [pk for pk, uid in local.values_list("pk", "uid") if uid not in server_uids]
+    if gone:
+        Email.objects.filter(pk__in=gone).delete()
+    return len(gone)
+
+
+def _byte_bounded(uids: list[int], meta: dict, limit: int) -> Iterable[list[int]]:
+    """Split `uids` so no batch fetches more than MAX_BATCH_BYTES of bodies (one always fits)."""
+    batch: list[int] = []
+    size = 0
+    for uid in uids:
+        body = int(meta[uid][b"RFC822.SIZE"]) if uid in meta else 0
+        body = body if body <= limit else 0  # over the limit: only the envelope is kept
+        if batch and size + body > MAX_BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(uid)
+        size += body
+    if batch:
+        yield batch
+
+
+def _fetch_bodies(client: IMAPClient, folder: Folder, uids: list[int], meta: dict) -> list[IncomingMessage]:
+    """Fetch the bodies of the batch's messages under the size limit (BODY.PEEK: no \\Seen)."""
+    limit = folder.account.max_message_bytes
+    small = [uid for uid in uids if uid in meta and int(meta[uid][b"RFC822.SIZE"]) <= limit]
+    bodies = client.fetch(small, ["BODY.PEEK[]"]) if small else {}
+    messages = []
+    for uid in uids:
+        if uid not in meta:
+            continue  # expunged between SEARCH and FETCH
+        info = meta[uid]
+        raw = bodies.get(uid, {}).get(b"BODY[]") if uid in small else None
+        if uid in small and raw is None:
+            continue  # expunged between the two FETCHes; a later run sees it gone
+        messages.append(
+            IncomingMessage(
+                uidvalidity=folder.uidvalidity or 0,
+                uid=uid,
+                size=int(info[b"RFC822.SIZE"]),
+                received_at=info[b"INTERNALDATE"],
+                flags=_flags(info[b"FLAGS"]),
+                raw=raw,
+                withheld="" if raw is not None else Availability.EXCEEDED_SIZE_LIMIT,
+            )
+        )
+    return messages
+
+
+def _flags(raw: Iterable[Any]) -> tuple[str, ...]:
+    """Decode flags; \\Recent is left out: it belongs to a session, not to the message."""
+    decoded = (f.decode("utf-8", "replace") if isinstance(f, bytes) else str(f) for f in raw)
+    return tuple(sorted(flag for flag in decoded if flag.casefold() != "\\recent"))
+
+
+def _reconcile_flags(client: IMAPClient, folder: Folder, server_uids: set[int]) -> int:
+    """Refresh the flags of held messages; only changed rows are written."""
+    local = dict(
+        Email.objects.filter(folder=folder, uidvalidity=folder.uidvalidity).values_list("uid", "flags")
+    )
+    uids = sorted(uid for uid in local if uid in server_uids)
+    now = timezone.now()
+    changed = 0
+    for batch in _chunks(uids, FLAG_BATCH_SIZE):
+        answer = client.fetch(batch, ["FLAGS"])
+        for uid, info in answer.items():
+            flags = list(_flags(info[b"FLAGS"]))
+            if uid in local and sorted(local[uid]) != flags:
+                Email.objects.filter(folder=folder, uidvalidity=folder.uidvalidity, uid=uid).update(
+                    flags=flags, flags_observed=True, flags_observed_at=now
+                )
+                changed += 1
+    Email.objects.filter(folder=folder, uidvalidity=folder.uidvalidity, flags_observed=False).update(
+        flags_observed=True, flags_observed_at=now
+    )
+    return changed
+
+
+def _refetch_missing_content(client: IMAPClient, folder: Folder) -> int:
+    """Fetch content held back for storage headroom, and content a read asked to repair."""
+    wanted = Email.objects.filter(folder=folder, uidvalidity=folder.uidvalidity).filter(
+        availability=Availability.AWAITING_STORAGE_HEADROOM
+    ) | Email.objects.filter(folder=folder, uidvalidity=folder.uidvalidity, repair_request__isnull=False)
+    refetched = 0
+    for email in wanted.select_related("account"):
+        answer = client.fetch([email.uid], ["BODY.PEEK[]"])
+        raw = answer.get(email.uid, {}).get(b"BODY[]")
+        if raw is None:
+            continue
+        if not fill_content(email, raw):
+            break  # still no headroom; later runs try again
+        RepairRequest.objects.filter(email=email).delete()
+        refetched += 1
+    return refetched
+
+
+def _chunks(items: list[int], size: int) -> Iterable[list[int]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

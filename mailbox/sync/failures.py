@@ -1,0 +1,72 @@
+"""Synchronization failures: internal codes (never shown to MCP callers) and backoff.
+
+A failure is recorded per folder as a code and a time, never as the server's words, which
+may quote mail. The codes sit outside the caller category, so a boundary shows 54001.
+"""
+
+from __future__ import annotations
+
+import imaplib
+import random
+import socket
+import ssl
+import traceback
+from datetime import datetime, timedelta
+
+from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
+
+CANNOT_CONNECT = 61001
+LOGIN_REFUSED = 61002
+TIMED_OUT = 61003
+TLS_FAILED = 61004
+UNEXPECTED_ANSWER = 61005
+FOLDER_MISSING = 61006
+LEASE_LOST = 61007
+CONNECTION_LOST = 61008
+INTERNAL_FAILURE = 61009
+
+BACKOFF_BASE_SECONDS = 60
+BACKOFF_MAX_SECONDS = 3600
+
+
+class LeaseLost(Exception):
+    """Another run took this folder's lease; this run must stop writing to it."""
+
+
+def classify(error: BaseException) -> int:
+    """Map an exception raised while talking to a server onto a failure code."""
+    if isinstance(error, LeaseLost):
+        return LEASE_LOST
+    if isinstance(error, LoginError):
+        return LOGIN_REFUSED
+    if isinstance(error, socket.timeout | TimeoutError):
+        return TIMED_OUT
+    if isinstance(error, ssl.SSLError):
+        return TLS_FAILED
+    if isinstance(error, IMAPClientAbortError | imaplib.IMAP4.abort | ConnectionError | EOFError):
+        return CONNECTION_LOST
+    if isinstance(error, OSError):
+        return CANNOT_CONNECT
+    if isinstance(error, IMAPClientError | imaplib.IMAP4.error):
+        return UNEXPECTED_ANSWER
+    return INTERNAL_FAILURE
+
+
+def describe_internal(error: BaseException) -> str:
+    """Where an unexpected exception came from, without its message (which may quote mail)."""
+    frames = traceback.extract_tb(error.__traceback__)[-4:]
+    where = " <- ".join(
+        f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno} {frame.name}" for frame in reversed(frames)
+    )
+    return f"{type(error).__name__} at {where}"
+
+
+def connection_is_dead(code: int) -> bool:
+    """Whether the session cannot be used for the next folder after this failure."""
+    return code in {CANNOT_CONNECT, LOGIN_REFUSED, TIMED_OUT, TLS_FAILED, CONNECTION_LOST}
+
+
+def next_attempt(now: datetime, consecutive_failures: int) -> datetime:
+    """Exponential backoff with jitter, so failing accounts neither hammer nor align."""
+    ceiling = min(BACKOFF_BASE_SECONDS * 2 ** max(consecutive_failures - 1, 0), BACKOFF_MAX_SECONDS)
+    return now + timedelta(seconds=ceiling * random.uniform(0.5, 1.0))  # noqa: S311 (jitter, not crypto)

@@ -1,0 +1,76 @@
+"""Folder rows, leases and failure records: the database side of a synchronization run."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import F, Q
+from django.utils import timezone
+
+from accounts.models import MailAccount
+from mailbox.models import Folder
+from mailbox.sync.failures import next_attempt
+
+
+def lease_seconds() -> int:
+    return settings.MAILFATHOM["MAILFATHOM_SYNC_LEASE_SECONDS"]
+
+
+def ensure_folders(account: MailAccount) -> list[Folder]:
+    """Return a Folder row for every folder mapping of `account`, creating missing ones.
+
+    A Folder whose mapping was removed keeps its rows but is no longer synchronized or read.
+    """
+    folders = []
+    for mapping in account.folders.all():
+        folder, _ = Folder.objects.get_or_create(
+            account=account, remote_name=mapping.remote_name, defaults={"mapping": mapping}
+        )
+        if folder.mapping_id != mapping.pk:
+            Folder.objects.filter(mapping=mapping).exclude(pk=folder.pk).update(mapping=None)
+            folder.mapping = mapping
+            folder.save(update_fields=["mapping"])
+        folders.append(folder)
+    return folders
+
+
+def acquire_lease(folder: Folder) -> uuid.UUID | None:
+    """Take the folder's lease unless another live run holds it; a conditional UPDATE."""
+    token = uuid.uuid4()
+    now = timezone.now()
+    taken = (
+        Folder.objects.filter(pk=folder.pk)
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+        .update(lease_token=token, lease_expires_at=now + timedelta(seconds=lease_seconds()))
+    )
+    return token if taken else None
+
+
+def renew_lease(folder: Folder, token: uuid.UUID) -> bool:
+    now = timezone.now()
+    return bool(
+        Folder.objects.filter(pk=folder.pk, lease_token=token).update(
+            lease_expires_at=now + timedelta(seconds=lease_seconds())
+        )
+    )
+
+
+def release_lease(folder: Folder, token: uuid.UUID) -> None:
+    Folder.objects.filter(pk=folder.pk, lease_token=token).update(lease_token=None, lease_expires_at=None)
+
+
+def record_failure(folder: Folder, code: int) -> None:
+    now = timezone.now()
+    Folder.objects.filter(pk=folder.pk).update(
+        last_failure_code=code,
+        last_failure_at=now,
+        consecutive_failures=F("consecutive_failures") + 1,
+    )
+    folder.refresh_from_db(fields=["consecutive_failures"])
+    Folder.objects.filter(pk=folder.pk).update(backoff_until=next_attempt(now, folder.consecutive_failures))
+
+
+def in_backoff(folder: Folder) -> bool:
+    return folder.backoff_until is not None and folder.backoff_until > timezone.now()

@@ -1,0 +1,151 @@
+"""The sync task end to end: a real Celery worker process consuming from the real Redis.
+
+The worker runs as a separate process, pointed at this test session's database, so what it
+commits is what the test reads. One test kills it mid-run (SIGKILL, as an OOM killer or a
+lost machine would) and checks the redelivered task converges to a clean run's rows.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from mailbox.models import Email, RawMessage
+from mailbox.sync.engine import synchronize_account
+from mailbox.tasks import sync_account
+from tests.dovecot import dovecot_server  # noqa: F401
+from tests.mailbox.imap_support import account_for, add_user, corpus_messages, local_state
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _database_url() -> str:
+    params = connection.settings_dict
+    password = f":{quote(params['PASSWORD'])}" if params["PASSWORD"] else ""
+    port = f":{params['PORT']}" if params.get("PORT") else ""
+    if params["HOST"].startswith("/"):  # a unix socket directory travels as a query option
+        return f"postgres://{params['USER']}{password}@{port}/{params['NAME']}?host={params['HOST']}"
+    return f"postgres://{params['USER']}{password}@{params['HOST']}{port}/{params['NAME']}"
+
+
+class Worker:
+    def __init__(self, log: Path) -> None:
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "mailfathom.settings",
+            "DATABASE_URL": _database_url(),
+            "DJANGO_SECRET_KEY": "test-worker",
+            "MAILFATHOM_KEYRING": settings.MAILFATHOM_KEYRING,
+            "MAILFATHOM_SYNC_LEASE_SECONDS": "10",
+            "MAILFATHOM_CELERY_VISIBILITY_TIMEOUT": "5",
+        }
+        self.log = log
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "mailfathom",
+                "worker",
+                "--pool",
+                "solo",
+                "--loglevel",
+                "INFO",
+                "--without-heartbeat",
+                "--without-mingle",
+                "--without-gossip",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=open(log, "ab"),
+            stderr=subprocess.STDOUT,  # noqa: SIM115
+        )
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def _wait_for(condition, timeout: float, message) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    pytest.fail(message())
+
+
+@pytest.fixture
+def user(dovecot):
+    return add_user(dovecot)
+
+
+def test_worker_consumes_the_sync_task_from_redis(user, tmp_path):
+    user.append("INBOX", corpus_messages("spamassassin/easy-ham-1/", 40))
+    account = account_for(user)
+    worker = Worker(tmp_path / "worker.log")
+    try:
+        sync_account.delay(account.pk)
+        _wait_for(
+            lambda: local_state(account, "inbox") == user.state("INBOX"),
+            60,
+            lambda: "the worker did not synchronize:\n" + (tmp_path / "worker.log").read_text()[-3000:],
+        )
+    finally:
+        worker.stop()
+
+
+def test_worker_killed_mid_run_converges_to_a_clean_run(user, tmp_path):
+    user.append("INBOX", corpus_messages("spamassassin/easy-ham-1/", 400))
+    account = account_for(user)
+    first = Worker(tmp_path / "first.log")
+    try:
+        sync_account.delay(account.pk)
+        _wait_for(
+            lambda: Email.objects.filter(account=account).exists(),
+            60,
+            lambda: "the first worker stored nothing:\n" + (tmp_path / "first.log").read_text()[-3000:],
+        )
+        first.kill()
+    finally:
+        first.stop()
+    partial = Email.objects.filter(account=account).count()
+    second = Worker(tmp_path / "second.log")
+    try:
+        _wait_for(
+            lambda: local_state(account, "inbox") == user.state("INBOX"),
+            90,
+            lambda: (
+                f"no convergence after the kill ({partial} stored before it):\n"
+                + (tmp_path / "second.log").read_text()[-3000:]
+            ),
+        )
+    finally:
+        second.stop()
+
+    clean = account_for(user, account_id="clean-run", display_name="Clean run")
+    synchronize_account(clean.pk)
+    killed_rows = set(RawMessage.objects.filter(email__account=account).values_list("email__uid", "sha256"))
+    clean_rows = set(RawMessage.objects.filter(email__account=clean).values_list("email__uid", "sha256"))
+    assert killed_rows == clean_rows
+    assert len(killed_rows) == 400
