@@ -9,9 +9,12 @@ from celery import shared_task
 from django.db.models import Min
 from django.utils import timezone
 
-from accounts.models import MailAccount
+from accounts.models import MailAccount, SyncMode
+from mailbox.models import Folder
+from mailbox.sync import idle
 from mailbox.sync.engine import synchronize_account
 from mailbox.sync.folder_state import lease_seconds
+from mailfathom.keyvalue import redis_client
 
 logger = logging.getLogger(__name__)
 
@@ -59,3 +62,39 @@ def sync_due_accounts() -> int:
             sync_account.delay(account.pk)
             enqueued += 1
     return enqueued
+
+
+WATCH_SECONDS = 20 * 60
+WATCHER_KEY = "mailfathom:idle-watcher:{folder_pk}"
+
+
+@shared_task(name="mailbox.watch_folder", ignore_result=True)
+def watch_folder(folder_pk: int) -> dict:
+    """Hold an IDLE session on one folder for up to WATCH_SECONDS (push mode)."""
+    try:
+        result = idle.watch_folder(folder_pk, max_seconds=WATCH_SECONDS)
+    except Folder.DoesNotExist:
+        return {"skipped": "folder no longer exists"}
+    finally:
+        redis_client().delete(WATCHER_KEY.format(folder_pk=folder_pk))
+    return {"synchronizations": result.synchronizations, "failure": result.failure_code}
+
+
+@shared_task(name="mailbox.start_push_watchers", ignore_result=True)
+def start_push_watchers() -> int:
+    """Start an IDLE watcher for every mapped folder of push-mode accounts that has none.
+
+    A Redis key marks a running watcher; it expires on its own if the worker died, so a
+    watcher is restarted at most one watch period plus a minute after a crash.
+    """
+    client = redis_client()
+    started = 0
+    folders = Folder.objects.filter(
+        account__in=MailAccount.objects.served().filter(sync_enabled=True, sync_mode=SyncMode.PUSH),
+        mapping__isnull=False,
+    )
+    for folder_pk in folders.values_list("pk", flat=True):
+        if client.set(WATCHER_KEY.format(folder_pk=folder_pk), "1", nx=True, ex=WATCH_SECONDS + 60):
+            watch_folder.apply_async((folder_pk,), queue="push")
+            started += 1
+    return started

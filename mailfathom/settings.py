@@ -111,6 +111,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "sync-due-accounts": {"task": "mailbox.sync_due_accounts", "schedule": 60.0},
+    "start-push-watchers": {"task": "mailbox.start_push_watchers", "schedule": 60.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(embedded.var_dir() / "celerybeat-schedule")
 

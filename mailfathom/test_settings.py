@@ -8,3 +8,8 @@ if os.environ.get("TEST_DATABASE_URL"):
 from mailfathom.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast; tests only
+
+# Two test runs against one server (two checkouts, or helpers in parallel) need two test
+# databases: MAILFATHOM_TEST_DB_SUFFIX names this run's.
+if os.environ.get("MAILFATHOM_TEST_DB_SUFFIX"):
+    DATABASES["default"]["TEST"] = {"NAME": f"test_mailfathom_{os.environ['MAILFATHOM_TEST_DB_SUFFIX']}"}  # noqa: F405

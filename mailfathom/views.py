@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import redis
-from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
+
+from mailfathom.keyvalue import redis_client
 
 
 def health(request: HttpRequest) -> JsonResponse:
@@ -30,9 +31,8 @@ def _database_ok() -> bool:
 
 
 def _redis_ok() -> bool:
-    url = settings.REDIS_URL.replace("redis+socket://", "unix://", 1)
     try:
-        client = redis.Redis.from_url(url, socket_timeout=2)
+        client = redis_client(timeout=2)
         try:
             return bool(client.ping())
         finally:

@@ -97,7 +97,7 @@ def synchronize_account(
     client.normalise_times = False
     try:
         for folder in due:
-            folder_run = _run_folder(client, folder)
+            folder_run = run_folder(client, folder)
             run.folders.append(folder_run)
             if folder_run.failure_code and connection_is_dead(folder_run.failure_code):
                 run.failure_code = folder_run.failure_code
@@ -125,7 +125,8 @@ def _close(client: IMAPClient) -> None:
             pass
 
 
-def _run_folder(client: IMAPClient, folder: Folder) -> FolderRun:
+def run_folder(client: IMAPClient, folder: Folder) -> FolderRun:
+    """Synchronize one folder over an open session, under its lease; record any failure."""
     alias = folder.mapping.alias if folder.mapping else ""
     result = FolderRun(alias=alias)
     token = folder_state.acquire_lease(folder)

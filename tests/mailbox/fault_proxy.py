@@ -11,6 +11,8 @@ import select
 import socket
 import threading
 
+_ABORT = b"\x01\x00\x00\x00\x00\x00\x00\x00"  # SO_LINGER on, 0 s: close sends RST
+
 
 class CuttingProxy:
     def __init__(self, target_host: str, target_port: int) -> None:
@@ -21,8 +23,18 @@ class CuttingProxy:
         self.last_session_bytes = 0
         self.cuts = 0
         self._closed = threading.Event()
+        self._live: set[socket.socket] = set()
         self._thread = threading.Thread(target=self._accept, daemon=True)
         self._thread.start()
+
+    def cut_now(self) -> None:
+        """Reset every open connection at once, as a network path dropping would."""
+        for client in list(self._live):
+            with contextlib.suppress(OSError):
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _ABORT)
+                client.shutdown(socket.SHUT_RDWR)
+                client.close()
+        self.cuts += 1
 
     def close(self) -> None:
         self._closed.set()
@@ -39,6 +51,7 @@ class CuttingProxy:
 
     def _pipe(self, client: socket.socket, cut_after: int | None) -> None:
         server = socket.create_connection(self.target, timeout=30)
+        self._live.add(client)
         sent = 0
         try:
             while True:
@@ -67,6 +80,7 @@ class CuttingProxy:
         except OSError:
             return
         finally:
+            self._live.discard(client)
             self.last_session_bytes = sent
             for sock in (client, server):
                 with contextlib.suppress(OSError):

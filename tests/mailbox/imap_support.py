@@ -10,16 +10,15 @@ import subprocess
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from imapclient import IMAPClient
 
 from accounts.models import FolderRole, Security
+from tests.corpus import CORPUS
 from tests.dovecot import POOL, DovecotServer
 from tests.factories import FolderMappingFactory, MailAccountFactory
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 _unused = iter(POOL)
 
 

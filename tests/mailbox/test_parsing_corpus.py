@@ -18,9 +18,9 @@ import pytest
 from mailbox.parsing import ParsedMessage, ParseLimits, attachment_bytes, parse_message, sanitized_html
 from mailbox.parsing.limits import Budget
 from mailbox.parsing.structure import walk
+from tests.corpus import CORPUS
 from tests.mailbox.test_parsing_filenames import assert_safe_file_name
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 TORTURE = CORPUS / "mime-torture"
 NOT_MESSAGES = {".txt", ".jsonl"}
 HANG_SECONDS = 5.0  # generous: catches a hang, not a slow machine
