@@ -7,11 +7,16 @@ are derived on read from the raw MIME.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from accounts.models import FolderMapping, MailAccount
 from mailbox.ids import uuid7
+
+if TYPE_CHECKING:
+    from mailbox.services.selection import Selection
 
 # Imported messages have no IMAP identity: they take UIDVALIDITY 0 (a value no IMAP server
 # issues) and a UID derived from their content, so importing an archive twice adds nothing
@@ -61,6 +66,49 @@ class Direction(models.TextChoices):
     OUTGOING = "outgoing", "Outgoing"
 
 
+class EmailQuerySet(models.QuerySet["Email"]):
+    def in_selection(self, selection: Selection) -> EmailQuerySet:
+        """Emails a selection may read: served accounts, readable folders, every filter applied.
+
+        Reads are keyed on the folder mappings the scope resolved, so a folder whose mapping
+        was removed or hidden, or an account no longer served, reads as empty.
+        """
+        rows = self.filter(
+            account_id__in=[account.account_pk for account in selection.scope.accounts],
+            folder__mapping_id__in=selection.folder_mapping_ids,
+            account__served=True,
+        )
+        f = selection.filter
+        if f.sender_address:
+            rows = rows.filter(sender_address__iexact=f.sender_address)
+        if f.recipient_address:
+            rows = rows.filter(
+                models.Exists(
+                    Participant.objects.filter(
+                        email=models.OuterRef("pk"),
+                        role__in=("to", "cc"),
+                        address__iexact=f.recipient_address,
+                    )
+                )
+            )
+        if f.subject_fragment:
+            rows = rows.filter(subject__icontains=f.subject_fragment)
+        if f.received_on_or_after:
+            rows = rows.filter(received_at__gte=f.received_on_or_after)
+        if f.received_before:
+            rows = rows.filter(received_at__lt=f.received_before)
+        if f.is_remotely_seen is not None:
+            seen = models.Q(flags__contains=["\\Seen"])
+            rows = rows.filter(seen if f.is_remotely_seen else ~seen)
+        if f.has_attachments is not None:
+            rows = (
+                rows.filter(attachment_count__gt=0)
+                if f.has_attachments
+                else rows.exclude(attachment_count__gt=0)
+            )
+        return rows
+
+
 class Email(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="emails")
@@ -99,6 +147,8 @@ class Email(models.Model):
     parse_defects = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     text_body = models.TextField(blank=True, default="")
     synced_at = models.DateTimeField(auto_now_add=True)
+
+    objects = EmailQuerySet.as_manager()
 
     class Meta:
         constraints = [

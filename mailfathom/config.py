@@ -136,6 +136,51 @@ SETTINGS: tuple[Setting, ...] = (
         "handing it to another worker.",
         unit="seconds",
     ),
+    _int(
+        "MAILFATHOM_CONTENT_BODY_CHARACTER_LIMIT",
+        100000,
+        1000,
+        10000000,
+        "Characters of one email's plain text (or sanitized HTML) one content read returns; "
+        "longer bodies are cut and say bodyCharacterLimit.",
+    ),
+    _int(
+        "MAILFATHOM_CONTENT_READ_CHARACTER_BUDGET",
+        200000,
+        1000,
+        20000000,
+        "Characters one content read returns across all the emails it names; emails past the "
+        "budget are cut and say readCharacterBudget.",
+    ),
+    Setting(
+        "MAILFATHOM_PUBLIC_BASE_URL",
+        "str",
+        "",
+        "The address clients reach this server at (https://mail.example.org). Unset: attachment "
+        "download links are unavailable.",
+    ),
+    _int(
+        "MAILFATHOM_ATTACHMENT_LINK_MINUTES",
+        10,
+        1,
+        30,
+        "How long an attachment download link works.",
+        unit="minutes",
+    ),
+    Setting(
+        "MAILFATHOM_SENSITIVE_SCAN_ENABLED",
+        "bool",
+        False,
+        "Whether card numbers, IBANs, phone numbers and national identifiers are redacted from "
+        "what content reads and searches return.",
+    ),
+    _int(
+        "MAILFATHOM_SENSITIVE_SCAN_CEILING",
+        200000,
+        1000,
+        10000000,
+        "Characters of one body the scanner analyses; the rest is withheld, never served unscanned.",
+    ),
     Setting(
         "MAILFATHOM_MCP_ENABLED",
         "bool",
