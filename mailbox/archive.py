@@ -14,6 +14,7 @@ from pathlib import Path
 
 MAILDIR_FLAGS = {"D": "\\Draft", "F": "\\Flagged", "R": "\\Answered", "S": "\\Seen", "T": "\\Deleted"}
 _ESCAPED_FROM = re.compile(rb"^>+From ")
+_HEADER_END = re.compile(rb"\r?\n\r?\n")
 
 
 @dataclass(frozen=True)
@@ -114,8 +115,8 @@ def _mbox_message(lines: list[bytes]) -> ArchivedMessage:
         lines = lines[:-1]
     raw = b"".join(lines)
     flags: tuple[str, ...] = ()
-    header_end = raw.find(b"\n\n")
-    headers = raw[: header_end if header_end >= 0 else len(raw)]
+    header_end = _HEADER_END.search(raw)
+    headers = raw[: header_end.start()] if header_end else raw
     for header in headers.splitlines():
         if header.lower().startswith(b"status:") and b"R" in header[7:]:
             flags = ("\\Seen",)

@@ -8,18 +8,23 @@ importing the same archive again stores nothing new.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from accounts.models import MailAccount, normalize_alias
 from mailbox.archive import ArchivedMessage, read_archive
-from mailbox.models import IMPORTED_UIDVALIDITY, Availability
-from mailbox.services.store import IncomingMessage, store_messages
+from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email
+from mailbox.parsing import parse_message
+from mailbox.services.store import IncomingMessage, fill_content, store_messages
 from mailbox.sync.folder_state import ensure_folders
 from mailfathom.errors import MailFathomError
 
 BATCH_SIZE = 200
+HEADER_BYTES = 256 * 1024  # enough for any real header block; bounds the work for oversize messages
+_HEADER_END = re.compile(rb"\r?\n\r?\n")
 IMPORT_TARGET_UNKNOWN = 62001
 
 
@@ -29,6 +34,8 @@ class ImportResult:
     stored: int = 0
     skipped: int = 0
     withheld: int = 0
+    awaiting_headroom: int = 0
+    filled: int = 0
     defective: int = 0
 
 
@@ -61,6 +68,26 @@ def import_archive(
         result.stored += stored.stored
         result.skipped += stored.skipped
         result.defective += stored.defective
+        result.awaiting_headroom += stored.awaiting_headroom
+        new = set(stored.email_ids)
+        result.withheld += Email.objects.filter(
+            id__in=new, availability=Availability.EXCEEDED_SIZE_LIMIT
+        ).count()
+        # Held rows still waiting for headroom have no server copy to fetch it from: fill them now.
+        waiting = {
+            email.uid: email
+            for email in Email.objects.filter(
+                folder=folder,
+                uidvalidity=IMPORTED_UIDVALIDITY,
+                uid__in=[m.uid for m in batch if m.raw is not None],
+                availability=Availability.AWAITING_STORAGE_HEADROOM,
+            ).exclude(id__in=new)
+        }
+        for message in batch:
+            email = waiting.pop(message.uid, None)
+            if email is not None and message.raw is not None and fill_content(email, message.raw):
+                result.filled += 1
+                result.skipped -= 1
         if progress:
             progress(len(batch))
         batch.clear()
@@ -68,7 +95,6 @@ def import_archive(
     for archived in read_archive(path):
         result.read += 1
         batch.append(_incoming(archived, account.max_message_bytes))
-        result.withheld += batch[-1].raw is None
         if len(batch) >= BATCH_SIZE:
             flush()
     if batch:
@@ -82,8 +108,16 @@ def _incoming(archived: ArchivedMessage, limit: int) -> IncomingMessage:
         uidvalidity=IMPORTED_UIDVALIDITY,
         uid=content_uid(archived.raw),
         size=len(archived.raw),
-        received_at=None,
+        # Content kept out is not parsed in store_messages, so read its Date header here.
+        received_at=_header_date(archived.raw) if too_big else None,
         flags=archived.flags,
         raw=None if too_big else archived.raw,
         withheld=Availability.EXCEEDED_SIZE_LIMIT if too_big else "",
     )
+
+
+def _header_date(raw: bytes) -> datetime | None:
+    """Return the Date header of a message without parsing its body (bounded work)."""
+    head = raw[:HEADER_BYTES]
+    end = _HEADER_END.search(head)
+    return parse_message(head[: end.end()] if end else head).sent_at

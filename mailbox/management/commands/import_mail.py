@@ -24,6 +24,7 @@ class Command(BaseCommand):
             total = count_messages(path)
         except ArchiveError as error:
             raise CommandError(str(error)) from error
+        # tqdm redraws one line in place; Django's OutputWrapper would add a newline per update.
         bar = tqdm(total=total, unit="msg", disable=bool(options["no_progress"]), file=sys.stderr)
         try:
             result = import_archive(
@@ -35,5 +36,7 @@ class Command(BaseCommand):
             bar.close()
         self.stdout.write(
             f"Read {result.read} messages: {result.stored} stored, {result.skipped} already held, "
-            f"{result.withheld} over the size limit (envelope only), {result.defective} with parse defects."
+            f"{result.withheld} over the size limit (envelope only), "
+            f"{result.awaiting_headroom} awaiting storage headroom (envelope only), "
+            f"{result.filled} filled in, {result.defective} with parse defects."
         )

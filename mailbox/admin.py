@@ -1,0 +1,178 @@
+"""Operator console for the local copy: synchronization state and message metadata, read-only.
+
+Operators configure accounts; they do not read or edit mail. No page here shows a subject,
+an address, a body or raw MIME, and no page can add, change or delete a row.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from django.contrib import admin, messages
+from django.db import transaction
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+from django.utils import formats, timezone
+from django.utils.translation import ngettext
+
+from mailbox import tasks
+from mailbox.models import Email, Folder
+
+NEVER = "never"
+UNMAPPED = "(unmapped)"
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Viewable by staff with view permission; rows change only through synchronization."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+def _when(value: object) -> str:
+    return formats.localize(timezone.localtime(value))  # type: ignore[arg-type]
+
+
+@admin.register(Folder)
+class FolderAdmin(ReadOnlyAdmin):
+    list_display = [
+        "account",
+        "alias",
+        "remote_name",
+        "last_committed",
+        "last_failure",
+        "consecutive_failures",
+        "backoff_until",
+        "message_count",
+        "lease_held",
+    ]
+    list_filter = ["account"]
+    list_select_related = ["account", "mapping"]
+    ordering = ["account__account_id", "remote_name"]
+    actions = ["synchronize_now"]
+    fields = [
+        "account",
+        "mapping",
+        "remote_name",
+        "uidvalidity",
+        "highest_uid",
+        "highest_modseq",
+        "last_committed_at",
+        "last_failure_code",
+        "last_failure_at",
+        "consecutive_failures",
+        "backoff_until",
+        "lease_expires_at",
+    ]
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Folder]:
+        return super().get_queryset(request).annotate(message_count=Count("emails"))
+
+    @admin.display(description="alias", ordering="mapping__alias")
+    def alias(self, obj: Folder) -> str:
+        return obj.mapping.alias if obj.mapping is not None else UNMAPPED
+
+    @admin.display(description="last committed", ordering="last_committed_at", empty_value=NEVER)
+    def last_committed(self, obj: Folder) -> object:
+        return obj.last_committed_at
+
+    @admin.display(description="last failure", ordering="last_failure_at")
+    def last_failure(self, obj: Folder) -> str:
+        if obj.last_failure_code is None:
+            return "-"
+        if obj.last_failure_at is None:
+            return str(obj.last_failure_code)
+        return f"{obj.last_failure_code} at {_when(obj.last_failure_at)}"
+
+    @admin.display(description="messages", ordering="message_count")
+    def message_count(self, obj: Folder) -> int:
+        return obj.message_count  # type: ignore[attr-defined]
+
+    @admin.display(description="lease held", boolean=True)
+    def lease_held(self, obj: Folder) -> bool:
+        return obj.lease_expires_at is not None and obj.lease_expires_at > timezone.now()
+
+    def has_sync_permission(self, request: HttpRequest) -> bool:
+        # Starting a run is an operation on the account, so it takes the account's permission.
+        return request.user.has_perm("accounts.change_mailaccount")
+
+    @admin.action(description="Synchronize now", permissions=["sync"])
+    def synchronize_now(self, request: HttpRequest, queryset: QuerySet[Folder]) -> None:
+        """Queue one forced run per distinct account of the selected folders, after commit."""
+        account_pks = sorted(set(queryset.values_list("account_id", flat=True)))
+        for account_pk in account_pks:
+            transaction.on_commit(partial(tasks.sync_account.delay, account_pk, force=True))
+        self.message_user(
+            request,
+            ngettext(
+                "Queued %(count)d synchronization run.",
+                "Queued %(count)d synchronization runs.",
+                len(account_pks),
+            )
+            % {"count": len(account_pks)},
+            messages.SUCCESS,
+        )
+
+
+@admin.register(Email)
+class EmailAdmin(ReadOnlyAdmin):
+    list_display = [
+        "id",
+        "account",
+        "folder_alias",
+        "received_at",
+        "availability",
+        "is_bulk",
+        "direction",
+        "size_bytes",
+        "attachment_count",
+    ]
+    list_filter = ["account", "availability", "direction", "is_bulk"]
+    list_select_related = ["account", "folder__mapping"]
+    ordering = ["-received_at", "-id"]
+    show_full_result_count = False  # a COUNT(*) over every email on each page view is not worth it
+    # Metadata only: subject, addresses, Message-IDs and the body are mail content.
+    fields = [
+        "id",
+        "account",
+        "folder",
+        "uidvalidity",
+        "uid",
+        "received_at",
+        "sent_at",
+        "size_bytes",
+        "flags",
+        "flags_observed_at",
+        "availability",
+        "direction",
+        "is_bulk",
+        "attachment_count",
+        "inline_count",
+        "attachment_total_bytes",
+        "encrypted",
+        "unverified_signature",
+        "unexpanded_tnef",
+        "parse_defects",
+        "synced_at",
+    ]
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Email]:
+        # Never load the body or addresses: no page here shows them.
+        return (
+            super()
+            .get_queryset(request)
+            .defer("text_body", "subject", "sender_address", "sender_name", "references")
+        )
+
+    @admin.display(description="folder", ordering="folder__mapping__alias")
+    def folder_alias(self, obj: Email) -> str:
+        mapping = obj.folder.mapping
+        return mapping.alias if mapping is not None else UNMAPPED

@@ -1,0 +1,279 @@
+"""The local copy in the operator's console: synchronization state and metadata, never mail content."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.auth.models import Permission, User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from mailbox import tasks
+from mailbox.models import Email, Folder
+from mailbox.services.store import IncomingMessage, store_messages
+from mailbox.sync.folder_state import ensure_folders
+from tests.factories import FolderMappingFactory, MailAccountFactory
+
+pytestmark = pytest.mark.django_db
+
+SUBJECT = "Confidential merger plan for Zanzibar"
+SENDER = "chief.secret@example.org"
+BODY = "Nobody at the console should read this sentence"
+
+
+def _message(n: int) -> bytes:
+    return (
+        f"From: Chief <{SENDER}>\r\nTo: board@example.org\r\nSubject: {SUBJECT} {n}\r\n"
+        f"Message-ID: <admin-{n}@example.org>\r\nDate: Mon, 2 Nov 2026 10:00:00 +0000\r\n\r\n"
+        f"{BODY} ({n}).\r\n"
+    ).encode()
+
+
+def _folder(alias: str = "inbox", account=None) -> Folder:
+    account = account or MailAccountFactory()
+    mapping = FolderMappingFactory(account=account, alias=alias)
+    return next(f for f in ensure_folders(account) if f.mapping_id == mapping.pk)
+
+
+def _store(folder: Folder, count: int, start: int = 0) -> None:
+    messages = [_message(n) for n in range(start, start + count)]
+    incoming = [
+        IncomingMessage(uidvalidity=1, uid=start + n + 1, size=len(raw), received_at=None, raw=raw)
+        for n, raw in enumerate(messages)
+    ]
+    assert store_messages(folder, incoming).stored == count
+
+
+def _cell(page: str, field: str, row: int) -> str:
+    """Return the text of the `field` column in changelist row `row` (0-based)."""
+    cells = re.findall(rf'<t[dh] class="field-{field}[^"]*">(.*?)</t[dh]>', page, re.S)
+    return re.sub(r"<[^>]+>", "", cells[row]).strip()
+
+
+def _changelist(client, model: str, account=None, **params) -> str:
+    """Render a changelist, narrowed to `account` when given.
+
+    Narrowing keeps a test to its own rows even when another test session has committed
+    rows to the same database.
+    """
+    if account is not None:
+        params["account__id__exact"] = account.pk
+    response = client.get(reverse(f"admin:mailbox_{model}_changelist"), params)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+# --- folders ------------------------------------------------------------------------
+
+
+def test_folder_list_shows_never_for_an_unsynchronized_folder_and_the_message_count(admin_client):
+    account = MailAccountFactory(account_id="acme")
+    fresh = _folder("archive", account)
+    busy = _folder("inbox", account)
+    _store(busy, 3)
+    Folder.objects.filter(pk=busy.pk).update(
+        last_committed_at=timezone.now(),
+        last_failure_code=62001,
+        last_failure_at=timezone.now(),
+        consecutive_failures=2,
+        lease_token="0190a0a0-0000-7000-8000-000000000000",
+        lease_expires_at=timezone.now() + timedelta(minutes=5),
+    )
+
+    page = _changelist(admin_client, "folder", account)
+
+    # Rows are ordered by account then remote name: ARCHIVE, then INBOX.
+    assert [_cell(page, "alias", 0), _cell(page, "alias", 1)] == ["archive", "inbox"]
+    assert _cell(page, "last_committed", 0) == "never"
+    assert _cell(page, "last_committed", 1) != "never"
+    assert _cell(page, "message_count", 0) == "0"
+    assert _cell(page, "message_count", 1) == "3"
+    assert _cell(page, "last_failure", 0) == "-"
+    assert _cell(page, "last_failure", 1).startswith("62001 at ")
+    assert _cell(page, "consecutive_failures", 1) == "2"
+    assert 'alt="False"' in re.findall(r'class="field-lease_held">(.*?)</td>', page)[0]
+    assert 'alt="True"' in re.findall(r'class="field-lease_held">(.*?)</td>', page)[1]
+    assert fresh.pk != busy.pk
+
+
+def test_folder_whose_mapping_was_removed_shows_unmapped(admin_client):
+    folder = _folder("old")
+    folder.mapping.delete()
+
+    page = _changelist(admin_client, "folder", folder.account)
+
+    assert _cell(page, "alias", 0) == "(unmapped)"
+
+
+def test_folder_list_costs_the_same_queries_for_one_folder_or_many(admin_client):
+    account = MailAccountFactory()
+    _store(_folder("one", account), 2)
+    with CaptureQueriesContext(connection) as one:
+        _changelist(admin_client, "folder", account)
+    for n in range(4):
+        _store(_folder(f"more-{n}", account), 2, start=10 * (n + 1))
+    with CaptureQueriesContext(connection) as many:
+        page = _changelist(admin_client, "folder", account)
+
+    assert page.count('class="field-message_count"') == 5
+    # Rows add no query each (account, mapping and count come with the rows).
+    assert len(many.captured_queries) == len(one.captured_queries)
+
+
+def test_folder_list_filters_by_account(admin_client):
+    first = _folder("inbox")
+    second = _folder("inbox")
+
+    page = _changelist(admin_client, "folder", second.account)
+
+    assert page.count('class="field-alias"') == 1
+    assert str(second.account) in page
+    assert first.account_id != second.account_id
+
+
+def test_synchronize_now_queues_one_forced_run_per_account_after_commit(
+    admin_client, monkeypatch, django_capture_on_commit_callbacks
+):
+    # The task's delay() is our seam to the broker: recording it here tests what the action
+    # asks for without a Redis round trip; the worker's side is tested in test_sync_worker.
+    queued: list[tuple[tuple, dict]] = []
+    monkeypatch.setattr(tasks.sync_account, "delay", lambda *a, **kw: queued.append((a, kw)))
+    first_account = MailAccountFactory()
+    second_account = MailAccountFactory()
+    selected = [
+        _folder("inbox", first_account),
+        _folder("sent", first_account),
+        _folder("junk", first_account),
+        _folder("inbox", second_account),
+    ]
+    _folder("unselected")  # a third account, not selected: nothing is queued for it
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = admin_client.post(
+            reverse("admin:mailbox_folder_changelist"),
+            {"action": "synchronize_now", ACTION_CHECKBOX_NAME: [f.pk for f in selected]},
+            follow=True,
+        )
+        assert queued == []  # nothing reaches the broker before the transaction commits
+
+    assert response.status_code == 200
+    assert len(callbacks) == 2
+    assert sorted(queued) == sorted(
+        [((first_account.pk,), {"force": True}), ((second_account.pk,), {"force": True})]
+    )
+    assert "Queued 2 synchronization runs." in response.content.decode()
+
+
+def test_synchronize_now_is_not_offered_without_permission_to_change_accounts(client, monkeypatch):
+    queued: list = []
+    monkeypatch.setattr(tasks.sync_account, "delay", lambda *a, **kw: queued.append(a))
+    viewer = User.objects.create_user("viewer", password="pw", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_folder"))
+    client.force_login(viewer)
+    folder = _folder("inbox")
+
+    page = _changelist(client, "folder", folder.account)
+    response = client.post(
+        reverse("admin:mailbox_folder_changelist"),
+        {"action": "synchronize_now", ACTION_CHECKBOX_NAME: [folder.pk]},
+    )
+
+    assert "synchronize_now" not in page
+    assert response.status_code in (200, 302)
+    assert queued == []
+
+
+def test_folder_pages_add_change_and_delete_nothing(admin_client):
+    folder = _folder("inbox")
+    change = reverse("admin:mailbox_folder_change", args=[folder.pk])
+
+    assert admin_client.get(reverse("admin:mailbox_folder_add")).status_code == 403
+    assert admin_client.get(change).status_code == 200  # viewable, read-only
+    assert admin_client.post(change, {"remote_name": "Elsewhere"}).status_code == 403
+    assert admin_client.get(reverse("admin:mailbox_folder_delete", args=[folder.pk])).status_code == 403
+    folder.refresh_from_db()
+    assert folder.remote_name == "INBOX"
+
+
+# --- emails -------------------------------------------------------------------------
+
+
+def test_email_list_shows_metadata_but_no_subject_sender_or_body(admin_client):
+    folder = _folder("inbox")
+    _store(folder, 2)
+
+    page = _changelist(admin_client, "email", folder.account)
+
+    assert page.count('class="field-folder_alias"') == 2
+    assert _cell(page, "folder_alias", 0) == "inbox"
+    assert _cell(page, "availability", 0) == "Available"
+    assert SUBJECT not in page
+    assert SENDER not in page
+    assert "Chief" not in page
+    assert BODY not in page
+    assert 'id="searchbar"' not in page  # no search over mail content
+
+
+def test_email_list_filters_by_availability_direction_and_bulk(admin_client):
+    folder = _folder("inbox")
+    _store(folder, 2)
+
+    def rows(**params: str) -> int:
+        return _changelist(admin_client, "email", folder.account, **params).count("field-folder_alias")
+
+    assert rows(availability="exceededSizeLimit") == 0
+    assert rows(availability="available") == 2
+    assert rows(direction="outgoing") == 0
+    assert rows(direction="incoming") == 2
+    assert rows(is_bulk__exact="1") == 0
+    assert rows(is_bulk__exact="0") == 2
+
+
+def test_email_list_costs_the_same_queries_for_one_email_or_many(admin_client):
+    folder = _folder("inbox")
+    _store(folder, 1)
+    with CaptureQueriesContext(connection) as one:
+        _changelist(admin_client, "email", folder.account)
+    _store(folder, 6, start=100)
+    with CaptureQueriesContext(connection) as many:
+        page = _changelist(admin_client, "email", folder.account)
+
+    assert page.count('class="field-folder_alias"') == 7
+    assert len(many.captured_queries) == len(one.captured_queries)
+
+
+def test_email_change_page_is_read_only_and_shows_no_mail_content(admin_client):
+    folder = _folder("inbox")
+    _store(folder, 1)
+    email = Email.objects.get(folder=folder)
+    assert BODY in email.text_body and SUBJECT in email.subject  # the row does hold content
+    url = reverse("admin:mailbox_email_change", args=[email.pk])
+
+    response = admin_client.get(url)
+    page = response.content.decode()
+
+    assert response.status_code == 200
+    assert BODY not in page
+    assert SUBJECT not in page
+    assert SENDER not in page
+    assert "admin-0@example.org" not in page  # the Message-ID neither
+    assert str(email.size_bytes) in page
+    assert admin_client.post(url, {"availability": "exceededSizeLimit"}).status_code == 403
+    email.refresh_from_db()
+    assert email.availability == "available"
+
+
+def test_email_cannot_be_added_or_deleted(admin_client):
+    folder = _folder("inbox")
+    _store(folder, 1)
+    email = Email.objects.get(folder=folder)
+
+    assert admin_client.get(reverse("admin:mailbox_email_add")).status_code == 403
+    assert admin_client.get(reverse("admin:mailbox_email_delete", args=[email.pk])).status_code == 403
+    assert "delete_selected" not in _changelist(admin_client, "email", folder.account)
+    assert Email.objects.filter(folder=folder).count() == 1
