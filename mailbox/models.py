@@ -10,10 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 
 from accounts.models import FolderMapping, MailAccount
 from mailbox.ids import uuid7
+from mailbox.lexical import lexical_document
 
 if TYPE_CHECKING:
     from mailbox.services.selection import Selection
@@ -146,6 +149,14 @@ class Email(models.Model):
     )
     parse_defects = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     text_body = models.TextField(blank=True, default="")
+    # Sender and recipient names and addresses, space-joined at storing time, so the lexical
+    # index can be a generated column of this one row.
+    participants_text = models.TextField(blank=True, default="")
+    search_vector = models.GeneratedField(
+        expression=lexical_document(),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
     synced_at = models.DateTimeField(auto_now_add=True)
 
     objects = EmailQuerySet.as_manager()
@@ -157,6 +168,7 @@ class Email(models.Model):
             ),
         ]
         indexes = [
+            GinIndex(fields=["search_vector"], name="email_search_vector"),
             models.Index(fields=["folder", "-received_at", "-id"], name="email_folder_timeline"),
             models.Index(fields=["account", "message_id"], name="email_message_id"),
         ]

@@ -216,7 +216,7 @@ def _apply_parsed(email: Email, parsed: ParsedMessage) -> None:
     email.message_id = parsed.message_id[:998]
     email.in_reply_to = parsed.in_reply_to[:998]
     email.references = [reference[:998] for reference in parsed.references]
-    email.subject = parsed.subject
+    email.subject = parsed.subject.replace("\x00", "")
     email.sent_at = parsed.sent_at
     email.sender_address = parsed.sender.address[:320] if parsed.sender else ""
     email.sender_name = parsed.sender.display_name[:998] if parsed.sender else ""
@@ -228,6 +228,17 @@ def _apply_parsed(email: Email, parsed: ParsedMessage) -> None:
     email.unexpanded_tnef = parsed.unexpanded_tnef
     email.parse_defects = list(parsed.defects)
     email.text_body = parsed.text_body.replace("\x00", "")
+    email.participants_text = _participants_text(parsed)
+
+
+def _participants_text(parsed: ParsedMessage) -> str:
+    """Names and addresses of everyone on the message, for the lexical index."""
+    people = [parsed.sender] if parsed.sender else []
+    people += [*parsed.to, *parsed.cc, *parsed.reply_to]
+    words = []
+    for person in people[:200]:
+        words += [person.display_name, person.address]
+    return " ".join(word for word in words if word).replace("\x00", "")[:20000]
 
 
 def _direction(parsed: ParsedMessage, own_address: str, is_sent_folder: bool) -> str:
