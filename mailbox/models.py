@@ -13,6 +13,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from pgvector.django import VectorField
 
 from accounts.models import FolderMapping, MailAccount
 from mailbox.ids import uuid7
@@ -149,6 +150,7 @@ class Email(models.Model):
     )
     parse_defects = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     text_body = models.TextField(blank=True, default="")
+    embedded = models.BooleanField(default=False, help_text="Whether the active profile has its passages.")
     # Sender and recipient names and addresses, space-joined at storing time, so the lexical
     # index can be a generated column of this one row.
     participants_text = models.TextField(blank=True, default="")
@@ -222,3 +224,74 @@ class RepairRequest(models.Model):
 
     def __str__(self) -> str:
         return str(self.email_id)
+
+
+class EmbeddingProfile(models.Model):
+    """Which provider, model and dimension the stored vectors were made with; one is active.
+
+    Vectors from two models live in different spaces, so a query is compared only with
+    passages of the active profile, and a configured model that differs from it makes
+    semantic search degraded rather than silently wrong.
+    """
+
+    provider = models.CharField(max_length=32)
+    model = models.CharField(max_length=200)
+    dimensions = models.PositiveIntegerField()
+    active = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "model", "dimensions"], name="embedding_profile_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["active"], condition=models.Q(active=True), name="one_active_profile"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}:{self.dimensions}"
+
+
+class Passage(models.Model):
+    """A bounded window of one email's text (subject first), embedded under one profile."""
+
+    email = models.ForeignKey(Email, on_delete=models.CASCADE, related_name="passages")
+    profile = models.ForeignKey(EmbeddingProfile, on_delete=models.CASCADE, related_name="passages")
+    position = models.PositiveSmallIntegerField()
+    characters = models.PositiveIntegerField(help_text="Length of the text embedded (not stored).")
+    embedding = VectorField(dimensions=None)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["email", "profile", "position"], name="passage_position_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email_id}:{self.position}"
+
+
+class EmbeddingSpend(models.Model):
+    """Characters and calls spent embedding per period, durable across worker restarts."""
+
+    period_start = models.DateTimeField(unique=True)
+    characters = models.BigIntegerField(default=0)
+    calls = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return self.period_start.isoformat()
+
+
+class LexicalTermStat(models.Model):
+    """How many emails hold each indexed word: the inverse document frequency of ranking.
+
+    A snapshot from ts_stat, refreshed periodically (mailbox.tasks.refresh_term_stats): a
+    ranking only needs the proportions, which move slowly as mail arrives.
+    """
+
+    word = models.TextField(primary_key=True)
+    documents = models.PositiveIntegerField()
+
+    def __str__(self) -> str:
+        return self.word

@@ -181,6 +181,22 @@ SETTINGS: tuple[Setting, ...] = (
         10000000,
         "Characters of one body the scanner analyses; the rest is withheld, never served unscanned.",
     ),
+    _int(
+        "MAILFATHOM_EMBEDDING_WINDOW_CHARACTERS",
+        2000,
+        200,
+        100000,
+        "Characters of each email embedded: the subject and the start of the body, about 512 "
+        "tokens by default. Whole bodies of a large mailbox would take hours on a CPU.",
+    ),
+    _int(
+        "MAILFATHOM_EMBEDDING_MAX_CHARACTERS_PER_HOUR",
+        50000000,
+        1000,
+        10000000000,
+        "Characters the embedding sweep may send to the provider per hour, counted in the "
+        "database so a restarting worker cannot start the hour over.",
+    ),
     Setting(
         "MAILFATHOM_MCP_ENABLED",
         "bool",
@@ -257,6 +273,80 @@ SETTINGS: tuple[Setting, ...] = (
         1,
         100,
         "Emails one answer may cite; more are cut.",
+    ),
+    Setting(
+        "MAILFATHOM_EMBEDDING_PROVIDER",
+        "choice",
+        "local",
+        "Where embeddings come from: local (the bundled multilingual-e5-small), openai (an "
+        "OpenAI-compatible endpoint), or none (search is lexical only).",
+        choices=("local", "openai", "none"),
+    ),
+    Setting(
+        "MAILFATHOM_EMBEDDING_BASE_URL",
+        "str",
+        "",
+        "Base URL of the OpenAI-compatible embedding endpoint (http://127.0.0.1:11434/v1). "
+        "Unset: OpenAI's own.",
+    ),
+    Setting(
+        "MAILFATHOM_EMBEDDING_MODEL",
+        "str",
+        "multilingual-e5-small",
+        "Embedding model name; the local provider serves only multilingual-e5-small. A name "
+        "containing e5 gets the query:/passage: prefixes.",
+    ),
+    Setting(
+        "MAILFATHOM_EMBEDDING_API_KEY",
+        "str",
+        "",
+        "Secret key sent to the embedding endpoint. Unset: none is sent that means anything "
+        "(local servers need none).",
+    ),
+    _int(
+        "MAILFATHOM_EMBEDDING_DIMENSIONS",
+        384,
+        1,
+        16000,
+        "Length of the vectors the embedding model returns; a reply of another length is "
+        "refused as a model mismatch.",
+    ),
+    _int(
+        "MAILFATHOM_EMBEDDING_TIMEOUT_SECONDS",
+        10,
+        1,
+        600,
+        "Deadline of one embedding call, retries included.",
+        unit="seconds",
+    ),
+    _int(
+        "MAILFATHOM_EMBEDDING_MAX_RETRIES",
+        2,
+        0,
+        10,
+        "Retries of an embedding call that failed transiently (timeout, 429, 5xx, unreachable).",
+    ),
+    _int(
+        "MAILFATHOM_EMBEDDING_CONCURRENCY",
+        4,
+        1,
+        256,
+        "Embedding calls one process keeps in flight; further calls are refused, not queued.",
+    ),
+    _int(
+        "MAILFATHOM_EMBEDDING_CIRCUIT_FAILURES",
+        5,
+        1,
+        1000,
+        "Consecutive failed embedding calls that open the circuit (calls then fail fast).",
+    ),
+    _int(
+        "MAILFATHOM_EMBEDDING_CIRCUIT_SECONDS",
+        60,
+        1,
+        3600,
+        "How long an open embedding circuit fails calls fast before one probe call goes through.",
+        unit="seconds",
     ),
 )
 

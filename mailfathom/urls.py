@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from mailfathom import views
@@ -11,6 +11,7 @@ admin.site.site_title = "MailFathom"
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("health", views.health, name="health"),
+    path("attachments/", include("mailbox.urls")),
     path("api/", staff_member_required(views.api_root), name="api-root"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

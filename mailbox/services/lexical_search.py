@@ -1,81 +1,115 @@
 """Lexical ranking over Email.search_vector: candidates, ranks and highlighted extracts.
 
-The query is parsed by websearch_to_tsquery in each configuration of mailbox.lexical and
-the three are OR-ed, so stemmed and exact words both count. A message matches if it holds
-any query word (OR), which is what long, sentence-like queries need; one that holds every
-word (AND) in some configuration ranks above those that do not. Ranks are ts_rank with
-document-length normalization, subject above participants above body.
+Ranking is BM25-like without term frequency: a message scores the inverse document
+frequency of each query word it holds, and a word in the subject counts extra. Query
+words are the query's lexemes in every configuration of mailbox.lexical (exact words and
+English and German stems); words held by more than COMMON_WORD_SHARE of all mail carry
+almost no evidence and are dropped, which also keeps the candidate set small. Document
+frequencies come from the LexicalTermStat snapshot (a word missing from it counts as rare).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from django.db import connection
 
 from mailbox.lexical import CONFIGURATIONS
-from mailbox.models import EmailQuerySet
+from mailbox.models import Email, EmailQuerySet, LexicalTermStat
 
-# ts_rank weights for D, C, B, A: body (C) 0.2, participants (B) 0.4, subject (A) 1.0.
-RANK_WEIGHTS = "{0.05, 0.2, 0.4, 1.0}"
-ALL_WORDS_BONUS = 1.0
-TYPED_QUERY_WORDS = 12
+COMMON_WORD_SHARE = 0.2
+MAX_QUERY_WORDS = 32
+SUBJECT_BONUS = 0.5
 
 
 @dataclass(frozen=True)
 class LexicalHit:
     email_id: str
     score: float
-    exact: bool  # whether the unstemmed words matched, not only their stems
+    exact: bool  # whether an unstemmed query word matched, not only a stem
 
 
-def _any_word_query(config: str) -> str:
-    # Every distinct word of the query, OR-ed, as `config` normalizes it.
-    return (
-        f"(SELECT coalesce(string_agg(quote_literal(word), ' | '), '') FROM "
-        f"unnest(tsvector_to_array(to_tsvector('{config}', %(q)s))) AS word)::tsquery"
+@dataclass(frozen=True)
+class QueryWords:
+    weights: dict[str, float]  # word -> idf
+    exact: frozenset[str]  # the words as written (the `simple` configuration)
+
+
+def query_words(query: str) -> QueryWords:
+    """The query's informative words with their inverse document frequency."""
+    selects = " UNION ".join(
+        f"SELECT unnest(tsvector_to_array(to_tsvector('{config}', %(q)s))), '{config}'"
+        for config in CONFIGURATIONS
     )
+    with connection.cursor() as cursor:
+        cursor.execute(selects, {"q": query})
+        rows = cursor.fetchall()
+    words = {word for word, _ in rows}
+    exact = frozenset(word for word, config in rows if config == "simple")
+    total = max(Email.objects.count(), 1)
+    known = dict(LexicalTermStat.objects.filter(word__in=words).values_list("word", "documents"))
+    frequency = {word: known.get(word, 1) for word in words}
+    informative = [w for w in words if frequency[w] / total <= COMMON_WORD_SHARE]
+    if not informative:  # every word is common: keep the rarest few rather than nothing
+        informative = sorted(words, key=lambda w: frequency[w])[:3]
+    chosen = sorted(informative, key=lambda w: frequency[w])[:MAX_QUERY_WORDS]
+    weights = {w: math.log(1 + (total - frequency[w] + 0.5) / (frequency[w] + 0.5)) for w in chosen}
+    return QueryWords(weights=weights, exact=exact & set(chosen))
 
 
-def _all_words_query(config: str, typed: bool) -> str:
-    # Short queries are typed searches: websearch syntax ("phrase", -word, or). Long ones are
-    # pasted text, where a dash or a quote is punctuation rather than an operator.
-    function = "websearch_to_tsquery" if typed else "plainto_tsquery"
-    return f"{function}('{config}', %(q)s)"
-
-
-def _query_sql(query: str) -> tuple[str, str, str]:
-    typed = len(query.split()) <= TYPED_QUERY_WORDS
-    any_words = " || ".join(_any_word_query(config) for config in CONFIGURATIONS)
-    all_words = " || ".join(_all_words_query(config, typed) for config in CONFIGURATIONS)
-    return any_words, all_words, _any_word_query("simple")
+def _tsquery(words: list[str], params: dict, prefix: str) -> str:
+    """A tsquery matching any of `words`, bound as parameters (never spliced as text)."""
+    parts = []
+    for index, word in enumerate(words):
+        params[f"{prefix}{index}"] = word
+        parts.append(f"quote_literal(%({prefix}{index})s)")
+    return f"array_to_string(ARRAY[{', '.join(parts)}], ' | ')::tsquery"
 
 
 def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[LexicalHit]:
     """Return up to `limit` matches among `candidates`, best first, newest first on ties."""
+    words = query_words(query)
+    if not words.weights:
+        return []
+    params: dict = {"limit": limit}
+    terms = []
+    for index, (word, weight) in enumerate(words.weights.items()):
+        params[f"w{index}"] = word
+        params[f"i{index}"] = weight
+        terms.append(
+            f"%(i{index})s * ((e.search_vector @@ quote_literal(%(w{index})s)::tsquery)::int"
+            f" + {SUBJECT_BONUS} * (e.search_vector @@ (quote_literal(%(w{index})s) || ':A')::tsquery)::int)"
+        )
+    any_word = _tsquery(list(words.weights), params, "a")
+    exact = _tsquery(sorted(words.exact), params, "x") if words.exact else "NULL::tsquery"
     inner_sql, inner_params = candidates.values("id").query.sql_with_params()
-    any_words, all_words, exact = _query_sql(query)
+    for index, value in enumerate(inner_params):
+        params[f"p{index}"] = value
     sql = f"""
-        WITH q AS (SELECT ({any_words}) AS any_words, ({all_words}) AS all_words, ({exact}) AS exact)
-        SELECT e.id::text,
-               ts_rank('{RANK_WEIGHTS}', e.search_vector, q.any_words, 1)
-                 + CASE WHEN e.search_vector @@ q.all_words THEN {ALL_WORDS_BONUS} ELSE 0 END AS score,
-               e.search_vector @@ q.exact AS exact
-        FROM mailbox_email e, q
-        WHERE e.id IN ({inner_sql}) AND e.search_vector @@ q.any_words
+        SELECT e.id::text, ({" + ".join(terms)}) AS score, coalesce(e.search_vector @@ {exact}, false)
+        FROM mailbox_email e
+        WHERE e.search_vector @@ {any_word} AND e.id IN ({_name_positional(inner_sql, len(inner_params))})
         ORDER BY score DESC, e.received_at DESC, e.id DESC
         LIMIT %(limit)s
     """
-    params = {"q": query, "limit": limit}
-    # The candidate subquery comes with positional parameters; name them for one dict.
-    for index, value in enumerate(inner_params):
-        params[f"p{index}"] = value
-    sql = _name_positional(sql, len(inner_params))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return [
-            LexicalHit(email_id=row[0], score=float(row[1]), exact=bool(row[2])) for row in cursor.fetchall()
-        ]
+        rows = cursor.fetchall()
+    return [LexicalHit(email_id=row[0], score=float(row[1]), exact=bool(row[2])) for row in rows]
+
+
+def refresh_term_stats() -> int:
+    """Replace the document-frequency snapshot from the index itself; return the word count."""
+    from django.db import transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {LexicalTermStat._meta.db_table}")
+        cursor.execute(
+            f"INSERT INTO {LexicalTermStat._meta.db_table} (word, documents) "
+            "SELECT word, ndoc FROM ts_stat('SELECT search_vector FROM mailbox_email')"
+        )
+        return cursor.rowcount
 
 
 def _name_positional(sql: str, count: int) -> str:
@@ -98,17 +132,21 @@ def highlight(
     """Return up to `max_extracts` extracts of each email's body, matched words between **."""
     if not email_ids:
         return {}
-    any_words, _, _ = _query_sql(query)
-    options = (
+    words = query_words(query)
+    if not words.weights:
+        return {}
+    params: dict = {"ids": email_ids}
+    any_word = _tsquery(list(words.weights), params, "a")
+    params["options"] = (
         f"StartSel=**, StopSel=**, MaxFragments={max_extracts}, MaxWords=35, MinWords=12, "
         "FragmentDelimiter=\x1f, HighlightAll=false"
     )
     sql = f"""
-        SELECT id::text, ts_headline('english', left(text_body, 20000), ({any_words}), %(options)s)
-        FROM mailbox_email WHERE id::text = ANY(%(ids)s) AND search_vector @@ ({any_words})
+        SELECT id::text, ts_headline('simple', left(text_body, 20000), {any_word}, %(options)s)
+        FROM mailbox_email WHERE id::text = ANY(%(ids)s)
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, {"q": query, "ids": email_ids, "options": options})
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     extracts: dict[str, list[str]] = {}
     for email_id, headline in rows:

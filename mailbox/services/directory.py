@@ -1,0 +1,102 @@
+"""list_accounts: the accounts this deployment serves, the names they answer to, their folders.
+
+This is the one read that publishes the account set, so a caller can fill in the account
+filter of every other tool. It is resolved through the same scope as every other read: an
+account no longer served is absent, and so is a folder hidden from tools or mapped by no
+one. The junk folder is listed (nothing is read from it here).
+
+Each account lists every folder tools may read, including folders synchronization has not
+reached yet (wasSynchronized false, no time), in the shape folderFreshness takes elsewhere
+plus the folder's role. An empty folders list therefore means the account lets tools read
+no folder at all: whatever mail it has, no tool will return any of it.
+
+Nothing about how an account is reached is published: no host, port, security mode, user
+name or credential.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from django.conf import settings
+
+from accounts.models import FolderRole, MailAccount, SyncMode
+from accounts.services.scope import resolve_scope
+from mailbox.services.freshness import last_commits
+from mailfathom.wire import WireModel
+
+SynchronizationMode = Literal["polling", "push"]
+WireFolderRole = Literal["inbox", "sent", "drafts", "junk", "archive", "trash"]
+
+_MODES: dict[str, SynchronizationMode] = {SyncMode.POLLING: "polling", SyncMode.PUSH: "push"}
+_ROLES: dict[str, WireFolderRole] = {
+    FolderRole.INBOX: "inbox",
+    FolderRole.SENT: "sent",
+    FolderRole.DRAFTS: "drafts",
+    FolderRole.JUNK: "junk",
+    FolderRole.ARCHIVE: "archive",
+    FolderRole.TRASH: "trash",
+}
+
+
+class DirectoryFolder(WireModel):
+    alias: str
+    role: WireFolderRole | None
+    last_committed_at: datetime | None
+    was_synchronized: bool
+
+
+class DirectoryAccount(WireModel):
+    account_id: str
+    display_name: str
+    synchronization_mode: SynchronizationMode
+    synchronization_enabled: bool
+    folders: list[DirectoryFolder]
+
+
+class AccountDirectory(WireModel):
+    """Served accounts by identifier; synchronization_enabled is the deployment-wide switch."""
+
+    accounts: list[DirectoryAccount]
+    synchronization_enabled: bool
+
+
+def list_accounts() -> AccountDirectory:
+    """Return every served account, ordered by identifier, with the folders tools may read.
+
+    An account's synchronization_enabled is true only while both the account and the
+    deployment synchronize; false means its folders' times are as current as they will get.
+    """
+    deployment_syncs = bool(settings.MAILFATHOM["MAILFATHOM_SYNC_ENABLED"])
+    scope = resolve_scope()
+    settings_by_pk = {
+        row["pk"]: row
+        for row in MailAccount.objects.filter(pk__in=[a.account_pk for a in scope.accounts]).values(
+            "pk", "sync_mode", "sync_enabled"
+        )
+    }
+    commits = last_commits(scope.folder_mapping_ids)
+    accounts = []
+    for account in scope.accounts:
+        row = settings_by_pk.get(account.account_pk)
+        if row is None:  # deleted since the scope was resolved
+            continue
+        accounts.append(
+            DirectoryAccount(
+                account_id=account.account_id,
+                display_name=account.display_name,
+                synchronization_mode=_MODES[row["sync_mode"]],
+                synchronization_enabled=deployment_syncs and row["sync_enabled"],
+                folders=[
+                    DirectoryFolder(
+                        alias=folder.alias,
+                        role=_ROLES[folder.role] if folder.role else None,
+                        last_committed_at=commits.get(folder.mapping_id),
+                        was_synchronized=commits.get(folder.mapping_id) is not None,
+                    )
+                    for folder in account.folders
+                ],
+            )
+        )
+    return AccountDirectory(accounts=accounts, synchronization_enabled=deployment_syncs)

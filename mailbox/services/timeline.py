@@ -1,0 +1,133 @@
+"""list_emails: a bounded page of email summaries from the local copy, newest received first.
+
+Order of checks, cheapest first and before any query: the page size (51001), the direction
+(51002), the cursor's authenticity (52001); then the filters (51002) and the caller's scope
+(53001/53003) through mailbox.services.selection; then whether the cursor belongs to this
+selection and direction (52002).
+
+Pages are keyset-paginated on (received_at, id) in the chosen direction, so mail arriving
+between two calls never shifts or repeats the rest of a walk: a cursor names the last row
+returned, not an offset. The junk folder takes part only when include_junk_mail is true,
+and that choice is echoed in includedJunkMail and bound into the cursor.
+
+Decision: naming the junk folder explicitly (folders=["role:junk"], or its alias) does not
+stand in for include_junk_mail. Such a request is not refused (the role exists, so it is
+not 53003) but reads nothing and reports no freshness for it: include_junk_mail is the one
+switch that lets junk mail into a result, so a folder filter can only narrow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db.models import Q
+
+from mailbox.models import Email
+from mailbox.services import cursor as cursors
+from mailbox.services.freshness import FolderFreshness, folder_freshness
+from mailbox.services.selection import select
+from mailbox.services.summaries import EmailSummary, summarize
+from mailfathom.errors import FILTER_REFUSED, PAGE_SIZE_OUT_OF_RANGE, MailFathomError
+from mailfathom.wire import WireModel
+
+MIN_PAGE_SIZE = 1
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 25
+
+NEWEST_FIRST = "newestFirst"
+OLDEST_FIRST = "oldestFirst"
+DIRECTIONS = (NEWEST_FIRST, OLDEST_FIRST)
+
+
+class EmailPage(WireModel):
+    """One page of the timeline; next_cursor is None on the last page."""
+
+    emails: list[EmailSummary]
+    next_cursor: str | None
+    included_junk_mail: bool
+    folder_freshness: list[FolderFreshness]
+
+
+def _checked_page_size(page_size: object) -> int:
+    if page_size is None:
+        return DEFAULT_PAGE_SIZE
+    if (
+        isinstance(page_size, bool)
+        or not isinstance(page_size, int)
+        or not MIN_PAGE_SIZE <= page_size <= MAX_PAGE_SIZE
+    ):
+        raise MailFathomError(
+            PAGE_SIZE_OUT_OF_RANGE,
+            f"The pageSize argument must be a whole number from {MIN_PAGE_SIZE} to {MAX_PAGE_SIZE}.",
+        )
+    return page_size
+
+
+def list_emails(
+    accounts: Iterable[str] | None = None,
+    folders: Iterable[str] | None = None,
+    sender_address: str | None = None,
+    recipient_address: str | None = None,
+    subject_fragment: str | None = None,
+    received_on_or_after: datetime | None = None,
+    received_before: datetime | None = None,
+    is_remotely_seen: bool | None = None,
+    has_attachments: bool | None = None,
+    include_junk_mail: bool = False,
+    direction: str = NEWEST_FIRST,
+    page_size: int | None = None,
+    cursor: str | None = None,
+) -> EmailPage:
+    """Return one page of summaries for the caller's selection, with per-folder freshness.
+
+    A page size outside 1..100 is refused (51001), never clamped. No accounts means every
+    served account; an unserved or unknown name is 53001 rather than an empty page. A cursor
+    only carries a position: the scope is resolved afresh on every call, so a cursor can
+    never reach an account, folder or junk mail the current request would not.
+    """
+    size = _checked_page_size(page_size)
+    if direction not in DIRECTIONS:
+        raise MailFathomError(FILTER_REFUSED, "The direction argument must be newestFirst or oldestFirst.")
+    decoded = cursors.decode(cursor, DIRECTIONS) if cursor is not None else None
+
+    selection = select(
+        accounts,
+        folders,
+        sender_address=sender_address,
+        recipient_address=recipient_address,
+        subject_fragment=subject_fragment,
+        received_on_or_after=received_on_or_after,
+        received_before=received_before,
+        is_remotely_seen=is_remotely_seen,
+        has_attachments=has_attachments,
+        include_junk=include_junk_mail,
+    )
+    fingerprint = selection.fingerprint()
+
+    rows = Email.objects.in_selection(selection)
+    newest_first = direction == NEWEST_FIRST
+    if decoded is not None:
+        position = decoded.require_match(direction, fingerprint)
+        moment, last_id = position.received_at, position.email_id
+        if newest_first:
+            after = Q(received_at__lt=moment) | Q(received_at=moment, id__lt=last_id)
+        else:
+            after = Q(received_at__gt=moment) | Q(received_at=moment, id__gt=last_id)
+        rows = rows.filter(after)
+    ordering = ("-received_at", "-id") if newest_first else ("received_at", "id")
+    # Body text is never part of a summary; leave it in the database.
+    fetched = list(rows.order_by(*ordering).defer("text_body")[: size + 1])
+
+    page = fetched[:size]
+    next_cursor = None
+    if len(fetched) > size:
+        last = page[-1]
+        next_cursor = cursors.issue(cursors.Position(last.received_at, last.pk), direction, fingerprint)
+
+    return EmailPage(
+        emails=summarize(page),
+        next_cursor=next_cursor,
+        included_junk_mail=selection.filter.include_junk,
+        folder_freshness=folder_freshness(selection),
+    )
