@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from accounts.models import MailAccount, SyncMode
 from mailbox.models import Folder
+from mailbox.services import embedding, lexical_search
 from mailbox.sync import idle
 from mailbox.sync.engine import synchronize_account
 from mailbox.sync.folder_state import lease_seconds
@@ -20,6 +21,11 @@ logger = logging.getLogger(__name__)
 
 
 LOCKED_RETRIES = 5
+# One task embeds at most this many batches, so a large backlog is worked off by the
+# schedule in slices rather than by one task holding a worker for hours.
+EMBED_BATCHES_PER_TASK = 20
+SWEEP_KEY = "mailfathom:embedding-sweep"
+SWEEP_LOCK_SECONDS = 30 * 60
 
 
 @shared_task(name="mailbox.sync_account", bind=True, ignore_result=True, max_retries=LOCKED_RETRIES)
@@ -98,3 +104,26 @@ def start_push_watchers() -> int:
             watch_folder.apply_async((folder_pk,), queue="push")
             started += 1
     return started
+
+
+@shared_task(name="mailbox.refresh_term_stats", ignore_result=True)
+def refresh_term_stats() -> int:
+    """Rebuild the word statistics lexical ranking weighs query words by."""
+    return lexical_search.refresh_term_stats()
+
+
+@shared_task(name="mailbox.embed_pending", ignore_result=True)
+def embed_pending() -> dict:
+    """Embed mail that has no passage under the active profile, newest first, in bounded batches.
+
+    One sweep at a time: a Redis key (expiring on its own if the worker dies) keeps the
+    schedule from starting a second sweep over the same rows.
+    """
+    client = redis_client()
+    if not client.set(SWEEP_KEY, "1", nx=True, ex=SWEEP_LOCK_SECONDS):
+        return {"skipped": "a sweep is running"}
+    try:
+        result = embedding.embed_pending(max_batches=EMBED_BATCHES_PER_TASK)
+    finally:
+        client.delete(SWEEP_KEY)
+    return {"embedded": result.embedded, "stopped_by": result.stopped_by}

@@ -52,3 +52,11 @@ def check_secrets(app_configs: object = None, **kwargs: object) -> list[Error]:
                 )
             )
     return errors
+
+
+@register()
+def check_embedding_provider(app_configs: object = None, **kwargs: object) -> list[Error]:
+    """Refuse MAILFATHOM_EMBEDDING_* values that do not fit the chosen provider."""
+    from mailfathom.providers import embedding_configuration_problems
+
+    return [Error(message, id="mailfathom.E005") for message in embedding_configuration_problems()]

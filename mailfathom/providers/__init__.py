@@ -1,4 +1,90 @@
-"""OpenAI-compatible chat and embedding clients, the local embedder, and their resilience.
+"""Chat and embedding providers: the local embedder, OpenAI-compatible clients, resilience, health.
 
-Filled by the search and answering issues; importable now so the dependency contracts hold.
+The embedder is configured by the MAILFATHOM_EMBEDDING_* settings (mailfathom.config) and
+built once per process by `get_embedder()`, the one handler Django's backend pattern asks
+for: `EMBEDDING_BACKENDS` maps each MAILFATHOM_EMBEDDING_PROVIDER choice to a dotted
+backend class, so adding a provider touches that registry (and the setting's choices) and
+nothing else. A backend class offers `from_settings(values)` and
+`configuration_problems(values)`.
+
+What callers get is always wrapped in mailfathom.providers.resilience.ResilientEmbedder:
+deadline, retries, circuit and concurrency limit, with every outcome written to the shared
+health record (mailfathom.providers.health). This package imports no app.
 """
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from mailfathom.providers.base import Embedder, EmbeddingProfileSpec
+from mailfathom.providers.errors import ProviderError, provider_code
+from mailfathom.providers.resilience import Resilience, ResilientEmbedder
+
+__all__ = [
+    "EMBEDDING_BACKENDS",
+    "EMBEDDING_ROLE",
+    "Embedder",
+    "EmbeddingProfileSpec",
+    "ProviderError",
+    "build_embedder",
+    "embedding_configuration_problems",
+    "get_embedder",
+    "provider_code",
+    "reset_embedder",
+]
+
+EMBEDDING_ROLE = "embedding"
+EMBEDDING_BACKENDS: dict[str, str] = {
+    "local": "mailfathom.providers.local.LocalEmbedder",
+    "openai": "mailfathom.providers.openai_compat.OpenAIEmbedder",
+}
+
+_lock = threading.Lock()
+_embedder: tuple[int, Embedder | None] | None = None
+
+
+def build_embedder(values: Mapping[str, Any]) -> Embedder | None:
+    """A new resilient embedder from MAILFATHOM_* `values`; None when the provider is "none"."""
+    provider = values["MAILFATHOM_EMBEDDING_PROVIDER"]
+    if provider == "none":
+        return None
+    backend = import_string(EMBEDDING_BACKENDS[provider]).from_settings(values)
+    return ResilientEmbedder(backend, Resilience.from_settings(values, EMBEDDING_ROLE))
+
+
+def get_embedder() -> Embedder | None:
+    """This process's embedder, built from the settings on first use; None when none is configured.
+
+    A forked child (a Celery prefork worker) builds its own rather than sharing its parent's
+    HTTP connections, locks and engine threads.
+    """
+    global _embedder
+    with _lock:
+        if _embedder is None or _embedder[0] != os.getpid():
+            _embedder = (os.getpid(), build_embedder(settings.MAILFATHOM))
+        return _embedder[1]
+
+
+def reset_embedder() -> None:
+    """Forget this process's embedder so the next `get_embedder()` reads the settings again."""
+    global _embedder
+    with _lock:
+        _embedder = None
+
+
+def embedding_configuration_problems(values: Mapping[str, Any] | None = None) -> list[str]:
+    """Sentences naming each MAILFATHOM_EMBEDDING_* setting that does not fit the chosen provider.
+
+    Meant for a system check; it imports the backend class but builds nothing.
+    """
+    values = settings.MAILFATHOM if values is None else values
+    provider = values["MAILFATHOM_EMBEDDING_PROVIDER"]
+    if provider == "none":
+        return []
+    return import_string(EMBEDDING_BACKENDS[provider]).configuration_problems(values)

@@ -1,0 +1,196 @@
+"""Embeddings of the local copy: the active profile, the sweep, and the semantic-search state.
+
+Each email gets one passage: its subject and the first MAILFATHOM_EMBEDDING_WINDOW_CHARACTERS
+of its body. The sweep embeds newest mail first, in batches, each batch's vectors and the
+spend ledger written in one transaction. Vectors live in pgvector; an HNSW index (cosine)
+is created per profile on its own dimension when the profile is activated.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from mailbox.models import Availability, Email, EmailQuerySet, EmbeddingProfile, EmbeddingSpend, Passage
+from mailfathom.providers import EMBEDDING_ROLE, get_embedder
+from mailfathom.providers.base import Embedder
+from mailfathom.providers.errors import ProviderError
+from mailfathom.providers.health import read_health
+
+logger = logging.getLogger(__name__)
+
+INACTIVE, AVAILABLE, DEGRADED = "inactive", "available", "degraded"
+SWEEP_BATCH = 32
+
+
+def active_profile() -> EmbeddingProfile | None:
+    return EmbeddingProfile.objects.filter(active=True).first()
+
+
+def activate_profile(embedder: Embedder) -> EmbeddingProfile:
+    """Return the profile of `embedder`, activating it (and its vector index) if none is active."""
+    spec = embedder.profile
+    with transaction.atomic():
+        profile, _ = EmbeddingProfile.objects.get_or_create(
+            provider=spec.provider, model=spec.model, dimensions=spec.dimensions
+        )
+        if not EmbeddingProfile.objects.filter(active=True).exists():
+            profile.active = True
+            profile.save(update_fields=["active"])
+            Email.objects.update(embedded=False)
+    _ensure_vector_index(profile)
+    return profile
+
+
+def _ensure_vector_index(profile: EmbeddingProfile) -> None:
+    # One partial HNSW index per profile, on the column cast to the profile's dimension:
+    # pgvector indexes only fixed-dimension expressions.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_class WHERE relname = %s", [f"passage_hnsw_{int(profile.pk)}"])
+        if cursor.fetchone():
+            return
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS passage_hnsw_{int(profile.pk)} ON mailbox_passage "
+            f"USING hnsw ((embedding::vector({int(profile.dimensions)})) vector_cosine_ops) "
+            f"WHERE profile_id = {int(profile.pk)}"
+        )
+
+
+def passage_text(subject: str, body: str) -> str:
+    window = settings.MAILFATHOM["MAILFATHOM_EMBEDDING_WINDOW_CHARACTERS"]
+    return f"{subject}\n\n{body}"[:window].strip()
+
+
+@dataclass
+class SweepResult:
+    embedded: int = 0
+    skipped_empty: int = 0
+    batches: int = 0
+    stopped_by: str = ""  # "", "ceiling", "provider"
+
+
+def _period_start(now: datetime) -> datetime:
+    return now.replace(minute=0, second=0, microsecond=0)
+
+
+def _spent_this_period(now: datetime) -> int:
+    row = EmbeddingSpend.objects.filter(period_start=_period_start(now)).first()
+    return row.characters if row else 0
+
+
+def embed_pending(*, max_batches: int | None = None, batch_size: int = SWEEP_BATCH) -> SweepResult:
+    """Embed emails that have no passage under the active profile, newest received first."""
+    result = SweepResult()
+    embedder = get_embedder()
+    if embedder is None:
+        return result
+    profile = activate_profile(embedder)
+    batch_size = max(1, min(batch_size, embedder.max_batch))
+    ceiling = settings.MAILFATHOM["MAILFATHOM_EMBEDDING_MAX_CHARACTERS_PER_HOUR"]
+    while max_batches is None or result.batches < max_batches:
+        rows = list(
+            Email.objects.filter(embedded=False, availability=Availability.AVAILABLE)
+            .order_by("-received_at", "-id")
+            .values_list("id", "subject", "text_body")[:batch_size]
+        )
+        if not rows:
+            break
+        texts = [(email_id, passage_text(subject, body)) for email_id, subject, body in rows]
+        wanted = [(email_id, text) for email_id, text in texts if text]
+        spend = sum(len(text) for _, text in wanted)
+        now = timezone.now()
+        if _spent_this_period(now) + spend > ceiling:
+            result.stopped_by = "ceiling"
+            break
+        try:
+            vectors = embedder.embed_passages([text for _, text in wanted]) if wanted else []
+        except ProviderError as error:
+            result.stopped_by = "provider"
+            logger.warning("embedding sweep stopped: provider %s", error.kind)
+            break
+        with transaction.atomic():
+            Passage.objects.bulk_create(
+                [
+                    Passage(
+                        email_id=email_id, profile=profile, position=0, characters=len(text), embedding=vector
+                    )
+                    for (email_id, text), vector in zip(wanted, vectors, strict=True)
+                ],
+                ignore_conflicts=True,
+            )
+            Email.objects.filter(id__in=[row[0] for row in rows]).update(embedded=True)
+            ledger, _ = EmbeddingSpend.objects.get_or_create(period_start=_period_start(now))
+            EmbeddingSpend.objects.filter(pk=ledger.pk).update(
+                characters=F("characters") + spend, calls=F("calls") + (1 if wanted else 0)
+            )
+        result.embedded += len(wanted)
+        result.skipped_empty += len(rows) - len(wanted)
+        result.batches += 1
+    if result.embedded:
+        logger.info("embedding sweep: %d embedded in %d batches", result.embedded, result.batches)
+    return result
+
+
+def semantic_state() -> str:
+    """inactive, available or degraded, read without calling the provider."""
+    if not profile_matches():
+        return INACTIVE if get_embedder() is None or active_profile() is None else DEGRADED
+    return DEGRADED if read_health(EMBEDDING_ROLE).state == DEGRADED else AVAILABLE
+
+
+def profile_matches() -> bool:
+    """Whether the configured embedder makes vectors in the active profile's space."""
+    embedder = get_embedder()
+    profile = active_profile()
+    if embedder is None or profile is None:
+        return False
+    spec = embedder.profile
+    return (spec.provider, spec.model, spec.dimensions) == (
+        profile.provider,
+        profile.model,
+        profile.dimensions,
+    )
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    email_id: str
+    distance: float
+
+
+def rank_vector(
+    candidates: EmailQuerySet, query_vector: list[float], profile: EmbeddingProfile, limit: int
+) -> list[VectorHit]:
+    """Nearest emails of `candidates` to the query, closest first.
+
+    Filters narrow the candidates before ranking; pgvector 0.8's iterative scan keeps the
+    HNSW index useful under a narrow filter (it continues the scan until `limit` rows pass).
+    """
+    inner_sql, inner_params = candidates.values("id").query.sql_with_params()
+    dims = int(profile.dimensions)
+    # One passage per email (position 0), so ordering by distance alone lets the HNSW index
+    # serve the ORDER BY ... LIMIT.
+    sql = f"""
+        SELECT p.email_id::text, p.embedding::vector({dims}) <=> %s::vector({dims}) AS distance
+        FROM mailbox_passage p
+        WHERE p.profile_id = %s AND p.position = 0 AND p.email_id IN ({inner_sql})
+        ORDER BY distance
+        LIMIT %s
+    """
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute("SET LOCAL hnsw.ef_search = 100")
+        cursor.execute(sql, [str(query_vector), profile.pk, *inner_params, limit])
+        return [VectorHit(email_id=row[0], distance=float(row[1])) for row in cursor.fetchall()]
+
+
+def coverage(candidates: EmailQuerySet) -> tuple[int, int]:
+    """How many of the candidate emails are embedded under the active profile, of how many."""
+    total = candidates.count()
+    return candidates.filter(embedded=True).count(), total

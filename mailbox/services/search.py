@@ -1,0 +1,192 @@
+"""search_emails: one bounded window of matches ranked by relevance, with highlighted extracts.
+
+Lexical ranking always runs. When an embedding profile is active and the query can be
+placed in its space, the query is embedded and the two rankings are fused by reciprocal
+rank fusion (hybrid); a provider that fails makes this call lexical and the state degraded,
+and the next successful call recovers on its own. There is no cursor: a relevance order
+moves as mail is indexed. The query text is never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime
+
+from mailbox.models import Email
+from mailbox.services import embedding
+from mailbox.services.freshness import FolderFreshness, folder_freshness
+from mailbox.services.lexical_search import highlight, rank_lexical
+from mailbox.services.selection import select
+from mailbox.services.summaries import EmailSummary, summarize
+from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.providers import get_embedder
+from mailfathom.providers.errors import ProviderError
+from mailfathom.wire import WireModel
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARACTERS = 512
+MIN_RESULT_LIMIT, MAX_RESULT_LIMIT, DEFAULT_RESULT_LIMIT = 1, 50, 20
+RESULT_LIMIT_OUT_OF_RANGE = 51003
+EXTRACTS_PER_EMAIL = 3
+CHARACTERS_PER_EXTRACT = 240
+# Each ranking contributes this many candidates to the fusion; RRF's usual constant.
+FUSION_DEPTH = 100
+RRF_K = 60
+
+
+class SearchMatch(WireModel):
+    summary: EmailSummary
+    relevance_rank: float
+    snippets: list[str]
+    match_kind: str  # "exact", "stemmed" or "semantic"
+
+
+class EmbeddingCoverage(WireModel):
+    embedded_emails: int
+    emails_in_scope: int
+
+
+class SearchResult(WireModel):
+    matches: list[SearchMatch]
+    retrieval_mode: str  # "lexical" or "hybrid"
+    semantic_search: str  # "inactive", "available" or "degraded"
+    included_junk_mail: bool
+    folder_freshness: list[FolderFreshness]
+    embedding_coverage: EmbeddingCoverage | None
+
+
+def _checked_query(query_text: object) -> str:
+    if (
+        not isinstance(query_text, str)
+        or not query_text.strip()
+        or len(query_text) > MAX_QUERY_CHARACTERS
+        or any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in query_text)
+    ):
+        raise MailFathomError(
+            FILTER_REFUSED,
+            f"The queryText argument must be 1 to {MAX_QUERY_CHARACTERS} characters, not blank, "
+            "without control characters.",
+        )
+    return query_text
+
+
+def _checked_limit(result_limit: object) -> int:
+    if result_limit is None:
+        return DEFAULT_RESULT_LIMIT
+    if (
+        isinstance(result_limit, bool)
+        or not isinstance(result_limit, int)
+        or not MIN_RESULT_LIMIT <= result_limit <= MAX_RESULT_LIMIT
+    ):
+        raise MailFathomError(
+            RESULT_LIMIT_OUT_OF_RANGE,
+            f"The resultLimit argument must be a whole number from {MIN_RESULT_LIMIT} to {MAX_RESULT_LIMIT}.",
+        )
+    return result_limit
+
+
+def search_emails(
+    query_text: str,
+    accounts: Iterable[str] | None = None,
+    folders: Iterable[str] | None = None,
+    sender_address: str | None = None,
+    recipient_address: str | None = None,
+    subject_fragment: str | None = None,
+    received_on_or_after: datetime | None = None,
+    received_before: datetime | None = None,
+    is_remotely_seen: bool | None = None,
+    has_attachments: bool | None = None,
+    include_junk_mail: bool = False,
+    result_limit: int | None = None,
+) -> SearchResult:
+    """Search the caller's scope; see the module docstring for modes and states."""
+    query = _checked_query(query_text)
+    limit = _checked_limit(result_limit)
+    selection = select(
+        accounts,
+        folders,
+        sender_address=sender_address,
+        recipient_address=recipient_address,
+        subject_fragment=subject_fragment,
+        received_on_or_after=received_on_or_after,
+        received_before=received_before,
+        is_remotely_seen=is_remotely_seen,
+        has_attachments=has_attachments,
+        include_junk=include_junk_mail,
+    )
+    candidates = Email.objects.in_selection(selection)
+    ranked, mode, state = rank(candidates, query, limit)
+    emails = {str(e.id): e for e in Email.objects.filter(id__in=[email_id for email_id, _, _ in ranked])}
+    ordered = [emails[email_id] for email_id, _, _ in ranked if email_id in emails]
+    summaries = {summary.stored_email_id: summary for summary in summarize(ordered)}
+    extracts = highlight([str(e.id) for e in ordered], query, EXTRACTS_PER_EMAIL, CHARACTERS_PER_EXTRACT)
+    matches = [
+        SearchMatch(
+            summary=summaries[email_id],
+            relevance_rank=score,
+            snippets=extracts.get(email_id, [])[:EXTRACTS_PER_EMAIL],
+            match_kind=kind,
+        )
+        for email_id, score, kind in ranked
+        if email_id in summaries
+    ]
+    coverage = None
+    if state != embedding.INACTIVE:
+        embedded, total = embedding.coverage(candidates)
+        coverage = EmbeddingCoverage(embedded_emails=embedded, emails_in_scope=total)
+    return SearchResult(
+        matches=matches,
+        retrieval_mode=mode,
+        semantic_search=state,
+        included_junk_mail=selection.filter.include_junk,
+        folder_freshness=folder_freshness(selection),
+        embedding_coverage=coverage,
+    )
+
+
+def rank(candidates, query: str, limit: int) -> tuple[list[tuple[str, float, str]], str, str]:
+    """Rank `candidates` for `query`: [(email id, score, match kind)], mode, semantic state."""
+    state = embedding.semantic_state()
+    lexical = rank_lexical(candidates, query, FUSION_DEPTH if state != embedding.INACTIVE else limit)
+    if state == embedding.INACTIVE:
+        return (
+            [(hit.email_id, hit.score, "exact" if hit.exact else "stemmed") for hit in lexical[:limit]],
+            ("lexical"),
+            state,
+        )
+    profile = embedding.active_profile()
+    embedder = get_embedder()
+    try:
+        # A degraded provider is still asked: its circuit fails fast while open, and the
+        # next call that succeeds is what restores hybrid search.
+        vector = embedder.embed_query(query) if embedder and embedding.profile_matches() else None
+    except ProviderError as error:
+        logger.info("search: query embedding failed (%s); answering lexically", error.kind)
+        vector = None
+    if vector is None or profile is None:
+        lexical_only = [
+            (hit.email_id, hit.score, "exact" if hit.exact else "stemmed") for hit in lexical[:limit]
+        ]
+        return lexical_only, "lexical", embedding.DEGRADED
+    semantic = embedding.rank_vector(candidates, vector, profile, FUSION_DEPTH)
+    return fuse(lexical, semantic, candidates, limit), "hybrid", embedding.AVAILABLE
+
+
+def fuse(lexical, semantic, candidates, limit: int) -> list[tuple[str, float, str]]:
+    """Reciprocal rank fusion of the two rankings; ties go to the newest received."""
+    scores: dict[str, float] = {}
+    kinds: dict[str, str] = {}
+    for position, hit in enumerate(lexical, start=1):
+        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + 1.0 / (RRF_K + position)
+        kinds[hit.email_id] = "exact" if hit.exact else "stemmed"
+    for position, hit in enumerate(semantic, start=1):
+        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + 1.0 / (RRF_K + position)
+        kinds.setdefault(hit.email_id, "semantic")
+    received = dict(
+        (str(email_id), moment)
+        for email_id, moment in candidates.filter(id__in=list(scores)).values_list("id", "received_at")
+    )
+    order = sorted(scores, key=lambda email_id: (-scores[email_id], -received[email_id].timestamp()))
+    return [(email_id, scores[email_id], kinds[email_id]) for email_id in order[:limit]]

@@ -1,0 +1,153 @@
+"""The health record of each provider role ("embedding", "chat"), shared by every process.
+
+Web workers and Celery workers on any machine call the same providers, so the record lives
+in Redis: one hash per role holding the time of the last success, the time and kind of the
+last failure, and the count of failures since the last success. Nothing else is stored —
+no text, no query, no model output — so the record can be shown to any operator.
+
+`read_health` turns the record into a state (mcp-tools.txt, semanticSearch):
+
+- inactive: the role has no provider configured;
+- degraded: the last call failed and none has succeeded since;
+- available: otherwise, including a provider never called yet.
+
+Recovery needs nothing but the next successful call, from any process. The hash key is
+namespaced by the deployment's database name (two deployments may share one Redis; each
+test run has its own test database), or by the PROVIDER_HEALTH_NAMESPACE Django setting
+when one is set. If Redis cannot be reached, recording logs a warning and the call's own
+outcome stands, and reading falls back to what this process recorded itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, replace
+
+import redis
+from django.conf import settings
+
+from mailfathom.keyvalue import redis_client
+
+logger = logging.getLogger("mailfathom.providers")
+
+AVAILABLE = "available"
+DEGRADED = "degraded"
+INACTIVE = "inactive"
+
+RECORD_FIELDS = ("last_success_at", "last_failure_at", "last_failure_kind", "consecutive_failures")
+
+
+@dataclass(frozen=True)
+class Health:
+    """What is known about one role's provider; times are Unix seconds."""
+
+    role: str
+    state: str
+    last_success_at: float | None = None
+    last_failure_at: float | None = None
+    last_failure_kind: str | None = None
+    consecutive_failures: int = 0
+
+
+_local: dict[str, Health] = {}
+_local_lock = threading.Lock()
+_clients: dict[tuple[int, str], redis.Redis] = {}
+
+
+def _redis() -> redis.Redis:
+    """One client (and connection pool) per process and Redis URL, short socket timeouts."""
+    key = (os.getpid(), settings.REDIS_URL)
+    client = _clients.get(key)
+    if client is None:
+        client = _clients[key] = redis_client(timeout=2.0)
+    return client
+
+
+def health_key(role: str) -> str:
+    namespace = getattr(settings, "PROVIDER_HEALTH_NAMESPACE", "") or settings.DATABASES["default"].get(
+        "NAME", ""
+    )
+    return f"mailfathom:provider-health:{namespace}:{role}"
+
+
+def is_configured(role: str) -> bool:
+    """Whether a provider is configured for `role` (MAILFATHOM_<ROLE>_PROVIDER not "none")."""
+    return settings.MAILFATHOM.get(f"MAILFATHOM_{role.upper()}_PROVIDER", "none") != "none"
+
+
+def _remember(role: str, **changes: object) -> None:
+    with _local_lock:
+        current = _local.get(role, Health(role, AVAILABLE))
+        _local[role] = replace(current, **changes)  # type: ignore[arg-type]
+
+
+def record_success(role: str) -> None:
+    """Note a successful call: the role is available again, from every process's view."""
+    now = time.time()
+    _remember(role, last_success_at=now, consecutive_failures=0)
+    try:
+        _redis().hset(health_key(role), mapping={"last_success_at": now, "consecutive_failures": 0})
+    except (redis.RedisError, OSError) as error:
+        logger.warning("provider health not recorded: role=%s error=%s", role, type(error).__name__)
+
+
+def record_failure(role: str, kind: str) -> None:
+    """Note a failed call of `kind` (a ProviderError kind, never a message)."""
+    now = time.time()
+    with _local_lock:
+        previous = _local.get(role, Health(role, AVAILABLE)).consecutive_failures
+    _remember(role, last_failure_at=now, last_failure_kind=kind, consecutive_failures=previous + 1)
+    key = health_key(role)
+    try:
+        pipe = _redis().pipeline(transaction=True)
+        pipe.hset(key, mapping={"last_failure_at": now, "last_failure_kind": kind})
+        pipe.hincrby(key, "consecutive_failures", 1)
+        pipe.execute()
+    except (redis.RedisError, OSError) as error:
+        logger.warning("provider health not recorded: role=%s error=%s", role, type(error).__name__)
+
+
+def _state(record: Health, configured: bool) -> str:
+    if not configured:
+        return INACTIVE
+    return DEGRADED if record.consecutive_failures > 0 else AVAILABLE
+
+
+def read_health(role: str, *, configured: bool | None = None) -> Health:
+    """Return the shared record of `role` and its state (see the module docstring).
+
+    `configured` defaults to `is_configured(role)`; a role whose configuration is not a
+    MAILFATHOM_<ROLE>_PROVIDER choice passes its own answer.
+    """
+    if configured is None:
+        configured = is_configured(role)
+    try:
+        raw = _redis().hgetall(health_key(role))
+    except (redis.RedisError, OSError) as error:
+        logger.warning("provider health not read: role=%s error=%s", role, type(error).__name__)
+        with _local_lock:
+            record = _local.get(role, Health(role, AVAILABLE))
+        return replace(record, state=_state(record, configured))
+    fields = {key.decode(): value.decode() for key, value in raw.items()}
+    record = Health(
+        role,
+        AVAILABLE,
+        last_success_at=float(fields["last_success_at"]) if "last_success_at" in fields else None,
+        last_failure_at=float(fields["last_failure_at"]) if "last_failure_at" in fields else None,
+        last_failure_kind=fields.get("last_failure_kind"),
+        consecutive_failures=int(fields.get("consecutive_failures", 0)),
+    )
+    return replace(record, state=_state(record, configured))
+
+
+def clear_health(role: str) -> None:
+    """Forget everything recorded about `role` (tests; an operator starting afresh)."""
+    with _local_lock:
+        _local.pop(role, None)
+    try:
+        _redis().delete(health_key(role))
+    except (redis.RedisError, OSError) as error:
+        logger.warning("provider health not cleared: role=%s error=%s", role, type(error).__name__)

@@ -1,0 +1,176 @@
+"""Hybrid search: the embedding sweep, fused ranking, and degraded answers when the provider fails.
+
+The provider is the real `openai` client against the scripted OpenAI-compatible server in
+tests/providers (deterministic vectors), so the whole client path runs; one test uses the
+bundled local model for meaning rather than shared words.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from accounts.models import FolderRole
+from mailbox.models import Email, EmbeddingSpend, Passage
+from mailbox.services.embedding import embed_pending
+from mailbox.services.lexical_search import refresh_term_stats
+from mailbox.services.search import search_emails
+from mailfathom.providers import health, reset_embedder
+from tests.factories import MailAccountFactory
+from tests.mailbox.factories import EmailFactory, mapped_folder
+from tests.providers.openai_server import ScriptedOpenAIServer, status
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _isolated_health(settings):
+    settings.PROVIDER_HEALTH_NAMESPACE = f"test-search-{uuid.uuid4().hex}"
+    yield
+    health.clear_health("embedding")
+    reset_embedder()
+
+
+@pytest.fixture
+def scripted():
+    with ScriptedOpenAIServer(dimensions=384) as server:
+        yield server
+
+
+def _use(settings, **values):
+    updates = {f"MAILFATHOM_EMBEDDING_{name.upper()}": value for name, value in values.items()}
+    settings.MAILFATHOM = {**settings.MAILFATHOM, **updates}
+    reset_embedder()
+
+
+@pytest.fixture
+def inbox():
+    account = MailAccountFactory(account_id="team", display_name="Team")
+    return mapped_folder(account, "inbox", FolderRole.INBOX)
+
+
+def test_sweep_embeds_newest_first_and_records_spend(settings, scripted, inbox):
+    _use(
+        settings,
+        provider="openai",
+        base_url=scripted.base_url,
+        model="text-embed",
+        api_key="k",
+        max_retries=0,
+    )
+    old = EmailFactory(folder=inbox, subject="old", body="first words")
+    new = EmailFactory(folder=inbox, subject="new", body="second words")
+
+    result = embed_pending(max_batches=1, batch_size=1)
+
+    assert result.embedded == 1
+    assert Email.objects.get(pk=new.pk).embedded and not Email.objects.get(pk=old.pk).embedded
+    assert EmbeddingSpend.objects.get().characters == len("new\n\nsecond words")
+    embed_pending()
+    assert Passage.objects.count() == 2
+
+
+def test_search_is_hybrid_when_a_profile_is_active_and_the_provider_answers(settings, scripted, inbox):
+    _use(
+        settings,
+        provider="openai",
+        base_url=scripted.base_url,
+        model="text-embed",
+        api_key="k",
+        max_retries=0,
+    )
+    EmailFactory(folder=inbox, subject="Quarterly report", body="figures for the quarter")
+    embed_pending()
+    refresh_term_stats()
+
+    result = search_emails("quarterly figures")
+
+    assert result.retrieval_mode == "hybrid"
+    assert result.semantic_search == "available"
+    assert result.embedding_coverage.embedded_emails == 1
+    assert result.matches[0].summary.subject == "Quarterly report"
+
+
+def test_provider_failure_answers_lexically_reports_degraded_and_recovers(settings, scripted, inbox):
+    _use(
+        settings,
+        provider="openai",
+        base_url=scripted.base_url,
+        model="text-embed",
+        api_key="k",
+        max_retries=0,
+    )
+    EmailFactory(folder=inbox, subject="Quarterly report", body="figures for the quarter")
+    embed_pending()
+    refresh_term_stats()
+
+    scripted.embeddings.script(status(500))
+    failed = search_emails("quarterly figures")
+    assert failed.retrieval_mode == "lexical"
+    assert failed.semantic_search == "degraded"
+    assert [m.summary.subject for m in failed.matches] == ["Quarterly report"]
+
+    recovered = search_emails("quarterly figures")
+    assert recovered.retrieval_mode == "hybrid"
+    assert recovered.semantic_search == "available"
+
+
+def test_configured_model_other_than_the_active_profile_is_degraded(settings, scripted, inbox):
+    _use(
+        settings,
+        provider="openai",
+        base_url=scripted.base_url,
+        model="text-embed",
+        api_key="k",
+        max_retries=0,
+    )
+    EmailFactory(folder=inbox, subject="a", body="b")
+    embed_pending()
+    _use(
+        settings,
+        provider="openai",
+        base_url=scripted.base_url,
+        model="other-model",
+        api_key="k",
+        max_retries=0,
+    )
+
+    result = search_emails("anything at all")
+
+    assert result.semantic_search == "degraded"
+    assert result.retrieval_mode == "lexical"
+
+
+def test_no_provider_is_inactive_and_lexical(settings, inbox):
+    _use(settings, provider="none")
+    EmailFactory(folder=inbox, subject="Quarterly report", body="figures")
+    refresh_term_stats()
+    result = search_emails("quarterly")
+    assert (result.retrieval_mode, result.semantic_search, result.embedding_coverage) == (
+        "lexical",
+        "inactive",
+        None,
+    )
+
+
+def test_local_model_finds_mail_by_meaning_under_a_narrow_filter(settings, inbox):
+    _use(settings, provider="local")
+    EmailFactory(folder=inbox, subject="Car insurance", body="Your vehicle policy renewal is due next month.")
+    for n in range(30):
+        EmailFactory(folder=inbox, subject=f"Recipe {n}", body="Mix flour, sugar and eggs, then bake.")
+    EmailFactory(
+        folder=inbox,
+        subject="Automobile coverage",
+        body="The premium for insuring your car goes up.",
+        to=["owner@example.org"],
+    )
+    embed_pending()
+    refresh_term_stats()
+
+    result = search_emails("auto insurance premium", recipient_address="owner@example.org")
+
+    assert result.retrieval_mode == "hybrid"
+    assert [m.summary.subject for m in result.matches] == ["Automobile coverage"]
+    wide = search_emails("motor vehicle policy")
+    assert wide.matches[0].summary.subject == "Car insurance"
