@@ -6,6 +6,8 @@ REDIS_URL point elsewhere; pytest-django creates and drops the test database on 
 
 import pytest
 
+pytest_plugins = ["tests.privacy"]
+
 
 @pytest.fixture(autouse=True)
 def _keyring_for_tests(settings):

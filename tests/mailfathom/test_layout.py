@@ -22,3 +22,16 @@ def test_no_code_of_ours_uses_the_stdlib_mailbox_api():
             offenders.append(str(path.relative_to(ROOT)))
     offenders.remove("tests/mailfathom/test_layout.py")
     assert offenders == []
+
+
+def test_privacy_check_catches_a_leaking_log_line(caplog):
+    import logging
+
+    from tests import privacy
+
+    privacy.remember("Quarterly secret subject")
+    before = len(privacy._records)
+    logging.getLogger("mailfathom.test").warning("report: %s", "Quarterly secret subject")
+    leaked = [line for line in privacy._records[before:] if "Quarterly secret subject" in line]
+    assert leaked, "the suite-wide privacy handler did not see the log line"
+    privacy._records[before:] = [line for line in privacy._records[before:] if line not in leaked]

@@ -1,0 +1,79 @@
+"""A suite-wide check that no log line carries mail content, an address or a query.
+
+Every log record emitted in this test process is kept. After each test that used the
+database, the subjects and addresses it stored are collected; every search query is
+collected as it is made. At the end of the session, a log line containing any of them
+fails the run. (Processes the tests start, uvicorn and Celery workers, log elsewhere and
+are not covered here.)
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+MIN_LENGTH = 8  # shorter strings ("inbox", "a@b.c") collide with ordinary log words
+
+_records: list[str] = []
+_private: set[str] = set()
+
+
+class _Keep(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            _records.append(record.getMessage())
+        except Exception:  # noqa: S110 (a malformed record is not ours to judge)
+            pass
+
+
+def remember(*values: str) -> None:
+    """Mark values as private for this session (tests may call it for their own data)."""
+    _private.update(value for value in values if value and len(value) >= MIN_LENGTH)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    logging.getLogger().addHandler(_Keep(level=logging.DEBUG))
+
+
+@pytest.fixture(autouse=True)
+def _remember_search_queries(monkeypatch):
+    from mailbox.services import search
+
+    checked = search._checked_query
+
+    def recording(query_text: object) -> str:
+        if isinstance(query_text, str):
+            remember(query_text.strip())
+        return checked(query_text)
+
+    monkeypatch.setattr(search, "_checked_query", recording)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    yield
+    if item.get_closest_marker("django_db") is None and "db" not in getattr(item, "fixturenames", ()):
+        return
+    try:
+        from mailbox.models import Email, Participant
+
+        rows = Email.objects.values_list("subject", "sender_address")[:5000]
+        for subject, sender in rows:
+            remember(subject, sender)
+        remember(*Participant.objects.values_list("address", flat=True)[:5000])
+    except Exception:  # noqa: S110 (a test that broke its connection is reported by itself)
+        pass
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    leaks = sorted(
+        {(value, line[:200]) for line in _records for value in _private if value in line},
+    )
+    if leaks:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter:
+            reporter.write_line(f"privacy: {len(leaks)} log lines carry private test data:", red=True)
+            for value, line in leaks[:20]:
+                reporter.write_line(f"  {value!r} in: {line}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
