@@ -19,7 +19,7 @@ from mailbox.services.search import search_emails
 from mailfathom.providers import health, reset_embedder
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.providers.openai_server import ScriptedOpenAIServer, status
+from tests.providers.openai_server import ScriptedOpenAIServer, hang, model_not_found, status
 
 pytestmark = pytest.mark.django_db
 
@@ -92,7 +92,12 @@ def test_search_is_hybrid_when_a_profile_is_active_and_the_provider_answers(sett
     assert result.matches[0].summary.subject == "Quarterly report"
 
 
-def test_provider_failure_answers_lexically_reports_degraded_and_recovers(settings, scripted, inbox):
+@pytest.mark.parametrize(
+    "failure",
+    [status(500), status(429, retry_after="0"), status(401), hang(3), model_not_found()],
+    ids=["500", "429", "401", "timeout", "wrong-model"],
+)
+def test_provider_failure_answers_lexically_reports_degraded_and_recovers(settings, scripted, inbox, failure):
     _use(
         settings,
         provider="openai",
@@ -100,12 +105,13 @@ def test_provider_failure_answers_lexically_reports_degraded_and_recovers(settin
         model="text-embed",
         api_key="k",
         max_retries=0,
+        timeout_seconds=1,
     )
     EmailFactory(folder=inbox, subject="Quarterly report", body="figures for the quarter")
     embed_pending()
     refresh_term_stats()
 
-    scripted.embeddings.script(status(500))
+    scripted.embeddings.script(failure)
     failed = search_emails("quarterly figures")
     assert failed.retrieval_mode == "lexical"
     assert failed.semantic_search == "degraded"
