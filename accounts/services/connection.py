@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from imapclient import IMAPClient
 from imapclient.exceptions import CapabilityError, IMAPClientError, LoginError
 
 from accounts.models import (
@@ -26,6 +25,7 @@ from accounts.models import (
     is_loopback_host,
     normalize_alias,
 )
+from accounts.services.imap import LoginDisabled, open_client
 from mailfathom.errors import MailFathomError
 
 logger = logging.getLogger(__name__)
@@ -115,31 +115,22 @@ def _kind(error: BaseException) -> str:
 
 
 def _list(account: MailAccount, password: str, timeout: float, context: ssl.SSLContext) -> list[RemoteFolder]:
-    implicit_tls = account.security == Security.TLS
-    client = IMAPClient(
-        account.imap_host,
-        port=account.imap_port,
-        ssl=implicit_tls,
-        ssl_context=context if implicit_tls else None,
-        timeout=timeout,
-    )
     try:
-        if account.security == Security.STARTTLS:
-            client.starttls(context)
-        if client.has_capability("LOGINDISABLED"):
-            raise _Failure("login_disabled")
-        client.login(account.username, password)
+        client = open_client(account, timeout=timeout, ssl_context=context, password=password)
+    except LoginDisabled:
+        raise _Failure("login_disabled") from None
+    try:
         listed = client.list_folders()
-        try:
-            client.logout()
-        except (IMAPClientError, OSError):
-            pass  # the folders are read; a failed goodbye changes nothing
     except BaseException:
         try:
             client.shutdown()
         except Exception:  # noqa: S110 - already failing; the first error is the one reported
             pass
         raise
+    try:
+        client.logout()
+    except (IMAPClientError, OSError):
+        pass  # the folders are read; a failed goodbye changes nothing
     return [
         _remote_folder(_as_text(name), tuple(_as_text(flag) for flag in flags), _as_text(delimiter))
         for flags, delimiter, name in listed

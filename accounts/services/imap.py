@@ -22,12 +22,21 @@ def tls_context() -> ssl.SSLContext:
     return context
 
 
+class LoginDisabled(Exception):
+    """The server refuses passwords on this connection (it advertises LOGINDISABLED)."""
+
+
 def open_client(
-    account: MailAccount, *, timeout: float = 30.0, ssl_context: ssl.SSLContext | None = None
+    account: MailAccount,
+    *,
+    timeout: float = 30.0,
+    ssl_context: ssl.SSLContext | None = None,
+    password: str | None = None,
 ) -> IMAPClient:
     """Connect, secure and log in; the caller owns the session and must log out.
 
-    Raises the socket, ssl and imapclient exceptions as they come: callers classify them.
+    `password` defaults to the account's stored credential. Raises LoginDisabled, or the
+    socket, ssl and imapclient exceptions as they come: callers classify them.
     """
     context = ssl_context or tls_context()
     implicit_tls = account.security == Security.TLS
@@ -41,7 +50,9 @@ def open_client(
     try:
         if account.security == Security.STARTTLS:
             client.starttls(context)
-        client.login(account.username, account.get_credential())
+        if client.has_capability("LOGINDISABLED"):
+            raise LoginDisabled
+        client.login(account.username, account.get_credential() if password is None else password)
     except BaseException:
         try:
             client.shutdown()

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from mailbox.models import Email
 from mailbox.services import embedding
+from mailbox.services.bounds import whole_number
 from mailbox.services.freshness import FolderFreshness, folder_freshness
 from mailbox.services.lexical_search import highlight, rank_lexical
 from mailbox.services.selection import select
@@ -72,21 +73,6 @@ def _checked_query(query_text: object) -> str:
     return query_text
 
 
-def _checked_limit(result_limit: object) -> int:
-    if result_limit is None:
-        return DEFAULT_RESULT_LIMIT
-    if (
-        isinstance(result_limit, bool)
-        or not isinstance(result_limit, int)
-        or not MIN_RESULT_LIMIT <= result_limit <= MAX_RESULT_LIMIT
-    ):
-        raise MailFathomError(
-            RESULT_LIMIT_OUT_OF_RANGE,
-            f"The resultLimit argument must be a whole number from {MIN_RESULT_LIMIT} to {MAX_RESULT_LIMIT}.",
-        )
-    return result_limit
-
-
 def search_emails(
     query_text: str,
     accounts: Iterable[str] | None = None,
@@ -103,7 +89,14 @@ def search_emails(
 ) -> SearchResult:
     """Search the caller's scope; see the module docstring for modes and states."""
     query = _checked_query(query_text)
-    limit = _checked_limit(result_limit)
+    limit = whole_number(
+        result_limit,
+        minimum=MIN_RESULT_LIMIT,
+        maximum=MAX_RESULT_LIMIT,
+        default=DEFAULT_RESULT_LIMIT,
+        code=RESULT_LIMIT_OUT_OF_RANGE,
+        argument="resultLimit",
+    )
     selection = select(
         accounts,
         folders,

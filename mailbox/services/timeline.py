@@ -25,6 +25,7 @@ from django.db.models import Q
 
 from mailbox.models import Email
 from mailbox.services import cursor as cursors
+from mailbox.services.bounds import whole_number
 from mailbox.services.freshness import FolderFreshness, folder_freshness
 from mailbox.services.selection import select
 from mailbox.services.summaries import EmailSummary, summarize
@@ -49,21 +50,6 @@ class EmailPage(WireModel):
     folder_freshness: list[FolderFreshness]
 
 
-def _checked_page_size(page_size: object) -> int:
-    if page_size is None:
-        return DEFAULT_PAGE_SIZE
-    if (
-        isinstance(page_size, bool)
-        or not isinstance(page_size, int)
-        or not MIN_PAGE_SIZE <= page_size <= MAX_PAGE_SIZE
-    ):
-        raise MailFathomError(
-            PAGE_SIZE_OUT_OF_RANGE,
-            f"The pageSize argument must be a whole number from {MIN_PAGE_SIZE} to {MAX_PAGE_SIZE}.",
-        )
-    return page_size
-
-
 def list_emails(
     accounts: Iterable[str] | None = None,
     folders: Iterable[str] | None = None,
@@ -86,7 +72,14 @@ def list_emails(
     only carries a position: the scope is resolved afresh on every call, so a cursor can
     never reach an account, folder or junk mail the current request would not.
     """
-    size = _checked_page_size(page_size)
+    size = whole_number(
+        page_size,
+        minimum=MIN_PAGE_SIZE,
+        maximum=MAX_PAGE_SIZE,
+        default=DEFAULT_PAGE_SIZE,
+        code=PAGE_SIZE_OUT_OF_RANGE,
+        argument="pageSize",
+    )
     if direction not in DIRECTIONS:
         raise MailFathomError(FILTER_REFUSED, "The direction argument must be newestFirst or oldestFirst.")
     decoded = cursors.decode(cursor, DIRECTIONS) if cursor is not None else None
