@@ -87,3 +87,6 @@ class MailAccountAdmin(admin.ModelAdmin):
             )
         ]
         return custom + super().get_urls()
+
+
+from accounts import admin_mcp  # noqa: E402,F401

@@ -206,3 +206,38 @@ class FolderMapping(models.Model):
             raise ValidationError({"alias": "An alias may not be blank."})
         if any(ord(ch) < 32 or ord(ch) == 127 for ch in self.alias):
             raise ValidationError({"alias": "An alias may not contain control characters."})
+
+
+class McpApiKeyQuerySet(models.QuerySet["McpApiKey"]):
+    def active(self) -> McpApiKeyQuerySet:
+        """Keys that still open /mcp: not revoked."""
+        return self.filter(revoked_at__isnull=True)
+
+
+class McpApiKey(models.Model):
+    """A key an MCP client presents as `Authorization: Bearer`; only its SHA-256 is stored.
+
+    The key itself is shown once, when it is created (accounts.services.mcp_keys). The
+    prefix is its first characters, kept so an operator can tell keys apart in admin.
+    """
+
+    name = models.CharField(max_length=100, help_text="Who or what uses this key, for your own records.")
+    prefix = models.CharField(max_length=16, editable=False)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = McpApiKeyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "MCP API key"
+        verbose_name_plural = "MCP API keys"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None

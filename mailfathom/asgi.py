@@ -1,8 +1,10 @@
-"""ASGI entrypoint: Django for every path but /mcp, which the MCP bridge will serve.
+"""ASGI entrypoint: Django for every path but /mcp, which the MCP bridge serves.
 
-Django's ASGI handler refuses the `lifespan` scope, so a small dispatcher answers it and
-routes `/mcp` and `/mcp/...` apart. Until the MCP issue lands, or while
-MAILFATHOM_MCP_ENABLED is false, `/mcp` answers 404.
+Django's ASGI handler refuses the `lifespan` scope, so a small dispatcher routes `lifespan`
+and `/mcp`, `/mcp/...` to the MCP app (whose lifespan runs the SDK's session manager) and
+everything else to Django. A Starlette Mount would not do: POST /mcp would fall through to
+Django. While MAILFATHOM_MCP_ENABLED is false the MCP app is not even built: `/mcp`
+answers 404 and the lifespan is answered here.
 """
 
 from __future__ import annotations
@@ -12,11 +14,19 @@ from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mailfathom.settings")
 
+from django.conf import settings  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 django_app = get_asgi_application()
-call_command("check")  # refuse to serve a misconfigured deployment
+call_command("check")  # refuse to serve a misconfigured deployment (an MCP posture included)
+
+if settings.MAILFATHOM["MAILFATHOM_MCP_ENABLED"]:
+    from mailfathom.mcp.http import build_mcp_app
+
+    mcp_app = build_mcp_app()
+else:
+    mcp_app = None
 
 Scope = dict[str, Any]
 
@@ -50,8 +60,8 @@ async def _lifespan(scope: Scope, receive: Any, send: Any) -> None:
 
 async def application(scope: Scope, receive: Any, send: Any) -> None:
     if scope["type"] == "lifespan":
-        await _lifespan(scope, receive, send)
+        await (mcp_app or _lifespan)(scope, receive, send)
     elif scope["type"] == "http" and is_mcp_path(scope["path"]):
-        await _not_found(scope, receive, send)
+        await (mcp_app or _not_found)(scope, receive, send)
     else:
         await django_app(scope, receive, send)

@@ -6,9 +6,14 @@ run them; an Error stops the process with a message naming the setting and its r
 
 from __future__ import annotations
 
+import ipaddress
+
 from cryptography.fernet import Fernet
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import CheckMessage, Error, register
+from django.core.checks import Warning as CheckWarning
+
+from mailfathom import config
 
 
 @register()
@@ -60,3 +65,57 @@ def check_embedding_provider(app_configs: object = None, **kwargs: object) -> li
     from mailfathom.providers import embedding_configuration_problems
 
     return [Error(message, id="mailfathom.E005") for message in embedding_configuration_problems()]
+
+
+def _is_loopback_address(host: str) -> bool:
+    name = host.strip().strip("[]").lower()
+    if name in {"localhost", "localhost.localdomain"}:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+@register()
+def check_mcp_posture(app_configs: object = None, **kwargs: object) -> list[CheckMessage]:
+    """Refuse an enabled /mcp without a stated posture, or open to the network without a key."""
+    values = settings.MAILFATHOM
+    if not values["MAILFATHOM_MCP_ENABLED"]:
+        return []
+    posture = values["MAILFATHOM_MCP_AUTH"]
+    if posture not in ("api-key", "none"):
+        return [
+            Error(
+                "MAILFATHOM_MCP_ENABLED is true but MAILFATHOM_MCP_AUTH is not set: state whether "
+                "MCP clients present an API key (api-key) or nothing (none).",
+                id="mailfathom.E020",
+                hint="See docs/operations/mcp-endpoint.md.",
+            )
+        ]
+    messages: list[CheckMessage] = []
+    bound_to_loopback = _is_loopback_address(values["MAILFATHOM_HTTP_HOST"])
+    if (
+        posture == "none"
+        and not bound_to_loopback
+        and not values["MAILFATHOM_MCP_ALLOW_UNAUTHENTICATED_NONLOOPBACK"]
+    ):
+        messages.append(
+            Error(
+                "MAILFATHOM_MCP_AUTH=none is allowed only while MAILFATHOM_HTTP_HOST is a loopback "
+                "address; use api-key, or set MAILFATHOM_MCP_ALLOW_UNAUTHENTICATED_NONLOOPBACK=true.",
+                id="mailfathom.E021",
+                hint="See docs/operations/mcp-endpoint.md.",
+            )
+        )
+    default_hosts = config.BY_NAME["MAILFATHOM_MCP_ALLOWED_HOSTS"].default
+    if not bound_to_loopback and values["MAILFATHOM_MCP_ALLOWED_HOSTS"] == default_hosts:
+        messages.append(
+            CheckWarning(
+                "MAILFATHOM_HTTP_HOST is not a loopback address but MAILFATHOM_MCP_ALLOWED_HOSTS "
+                "still lists only loopback names, so clients reaching this server by another "
+                "name are refused with 421.",
+                id="mailfathom.W020",
+            )
+        )
+    return messages

@@ -348,6 +348,58 @@ SETTINGS: tuple[Setting, ...] = (
         "How long an open embedding circuit fails calls fast before one probe call goes through.",
         unit="seconds",
     ),
+    Setting(
+        "MAILFATHOM_MCP_AUTH",
+        "choice",
+        "",
+        "How MCP clients authenticate: api-key (a key from admin or create_mcp_key, sent as "
+        "Authorization: Bearer) or none. Required once MAILFATHOM_MCP_ENABLED is true.",
+        choices=("api-key", "none"),
+    ),
+    Setting(
+        "MAILFATHOM_MCP_ALLOW_UNAUTHENTICATED_NONLOOPBACK",
+        "bool",
+        False,
+        "Allow MAILFATHOM_MCP_AUTH=none while the server is bound to an address other than "
+        "loopback (anyone who reaches it then reads the mail).",
+    ),
+    Setting(
+        "MAILFATHOM_MCP_ALLOWED_HOSTS",
+        "str",
+        "127.0.0.1:*,localhost:*,[::1]:*",
+        "Comma-separated Host header values /mcp answers (host:* allows any port); others get 421.",
+    ),
+    Setting(
+        "MAILFATHOM_MCP_ALLOWED_ORIGINS",
+        "str",
+        "http://127.0.0.1:*,http://localhost:*,http://[::1]:*",
+        "Comma-separated Origin header values /mcp accepts (scheme://host:* allows any port); a "
+        "request from another origin gets 403. Requests without an Origin are accepted.",
+    ),
+    _int(
+        "MAILFATHOM_MCP_REQUEST_TIMEOUT",
+        600,
+        1,
+        3600,
+        "How long one /mcp request may take before it is abandoned with 504.",
+        unit="seconds",
+    ),
+    _int(
+        "MAILFATHOM_MCP_MAX_CONCURRENT_CALLS",
+        8,
+        1,
+        256,
+        "Tool calls one process runs at once (each holds a database connection); further calls "
+        "wait for a free slot within the request timeout.",
+    ),
+    _int(
+        "MAILFATHOM_MCP_MAX_BODY_BYTES",
+        1048576,
+        1024,
+        67108864,
+        "Largest /mcp request body accepted; a larger one is refused with 413.",
+        unit="bytes",
+    ),
 )
 
 BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}

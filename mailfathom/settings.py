@@ -170,5 +170,9 @@ LOGGING = {
         "openai": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
         "httpcore2": {"level": "WARNING"},
+        # The MCP SDK logs a refused Host or Origin header's value (caller-written text) at
+        # WARNING, and a line per stateless request at INFO.
+        "mcp.server.transport_security": {"level": "ERROR"},
+        "mcp.server.streamable_http": {"level": "WARNING"},
     },
 }

@@ -1,4 +1,6 @@
-"""The MCP bridge: descriptors, argument conversion and result mapping over the use cases.
+"""The MCP bridge: descriptors, argument conversion, result mapping, auth and the call filter.
 
-Filled by the MCP issue. Until then `/mcp` answers 404 (see mailfathom.asgi).
+It calls use cases only (an import-linter contract). The ASGI app is built by
+mailfathom.mcp.http.build_mcp_app and served at /mcp by mailfathom.asgi when
+MAILFATHOM_MCP_ENABLED is true; docs/operations/mcp-endpoint.md says how to run it.
 """

@@ -1,0 +1,77 @@
+"""Operator console for MCP API keys: create one (shown once), see when each was used, revoke.
+
+Creating a key goes through accounts.services.mcp_keys, which stores only its hash; the
+key itself is rendered once in the response to the add form and kept nowhere else (not in
+a message, which would sit in the session store until read).
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template import engines
+
+from accounts.models import McpApiKey
+from accounts.services.mcp_keys import create_key, revoke
+
+_SHOWN_ONCE = """{% extends "admin/base_site.html" %}
+{% block content %}
+<h1>MCP API key created</h1>
+<p>Key <strong>{{ name }}</strong> was created. Copy it now: MailFathom stores only a hash
+and cannot show it again.</p>
+<p><input type="text" readonly size="60" value="{{ key }}" onclick="this.select()"></p>
+<p>Clients send it as <code>Authorization: Bearer {{ prefix }}…</code> to <code>/mcp</code>.</p>
+<p><a class="button" href="{{ changelist_url }}">Back to MCP API keys</a></p>
+{% endblock %}"""
+
+
+@admin.register(McpApiKey)
+class McpApiKeyAdmin(admin.ModelAdmin):
+    list_display = ["name", "prefix", "status", "created_at", "last_used_at", "revoked_at"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["name", "prefix"]
+    fields = ["name", "prefix", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    actions = ["revoke_keys"]
+
+    @admin.display(description="Status")
+    def status(self, obj: McpApiKey) -> str:
+        return "revoked" if obj.is_revoked else "active"
+
+    def get_fields(self, request: HttpRequest, obj: McpApiKey | None = None) -> list[str]:
+        return ["name"] if obj is None else list(self.fields)
+
+    def save_model(self, request: HttpRequest, obj: McpApiKey, form: object, change: bool) -> None:
+        if change:
+            obj.save(update_fields=["name"])
+            return
+        issued = create_key(obj.name)
+        obj.pk = issued.record.pk
+        obj.prefix = issued.record.prefix
+        obj.key_hash = issued.record.key_hash
+        obj.created_at = issued.record.created_at
+        obj._state.adding = False
+        obj._issued_key = issued.key  # type: ignore[attr-defined]  # rendered once by response_add
+
+    def response_add(self, request: HttpRequest, obj: McpApiKey, post_url_continue: str | None = None):
+        key = getattr(obj, "_issued_key", None)
+        if key is None:
+            return super().response_add(request, obj, post_url_continue)
+        template = engines["django"].from_string(_SHOWN_ONCE)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "MCP API key created",
+            "name": obj.name,
+            "key": key,
+            "prefix": obj.prefix,
+            "changelist_url": "../",
+        }
+        response = HttpResponse(template.render(context, request))
+        response["Cache-Control"] = "no-store"
+        return response
+
+    @admin.action(description="Revoke selected keys")
+    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[McpApiKey]) -> None:
+        revoked = sum(revoke(key.pk) for key in queryset)
+        self.message_user(request, f"{revoked} key(s) revoked.", messages.SUCCESS)

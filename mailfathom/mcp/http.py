@@ -1,0 +1,180 @@
+"""The /mcp ASGI app: the SDK's Streamable HTTP transport behind MailFathom's own gates.
+
+From the outside in:
+
+1. Deadline: a request still running after MAILFATHOM_MCP_REQUEST_TIMEOUT is abandoned
+   with 504 (its use case finishes in its worker thread; the answer is dropped).
+2. The posture gate: with `api-key`, a request without a valid, unrevoked key in
+   `Authorization: Bearer` is 401 with no detail; with `none` and no override, a request
+   that did not arrive on a loopback address is 403, whatever address uvicorn was bound to.
+3. The SDK app: Host and Origin checked against the configured allow-lists (421 / 403,
+   DNS-rebinding protection), the body limit (413), then the JSON-RPC exchange.
+
+The transport runs stateless with JSON responses: every POST is answered by one JSON
+document, so any worker process can serve any request and a timeout can still become a
+504 (a server-sent-event stream would have committed its status before the call ended).
+A stateless server has nothing to push, so GET (the optional server-to-client stream) is
+405, as the transport specification provides, instead of a stream held open for nothing.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+from typing import Any
+
+import anyio
+from django.conf import settings
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
+
+from accounts.services.mcp_keys import authenticate
+from mailfathom.mcp.execution import UseCaseRunner
+from mailfathom.mcp.server import build_server
+
+logger = logging.getLogger("mailfathom.mcp")
+
+MCP_PATH = "/mcp"
+API_KEY, NO_AUTH = "api-key", "none"
+
+Scope = dict[str, Any]
+ASGIApp = Any
+
+
+async def _answer(send: Any, status: int, error: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    body = json.dumps({"error": error}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class Deadline:
+    """Abandon a request that runs past `seconds` with 504 (if nothing was sent yet)."""
+
+    def __init__(self, app: ASGIApp, seconds: float) -> None:
+        self.app, self.seconds = app, seconds
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        with anyio.move_on_after(self.seconds) as deadline:
+            await self.app(scope, receive, tracking_send)
+        if deadline.cancelled_caught:
+            logger.warning("mcp: request abandoned after the %s s request timeout", self.seconds)
+            if not started:
+                await _answer(send, 504, "timeout")
+
+
+class NoEventStream:
+    """Answer GET with 405: this server offers no server-to-client event stream."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            await _answer(send, 405, "method not allowed", ((b"allow", b"POST"),))
+            return
+        await self.app(scope, receive, send)
+
+
+class BearerKeyGate:
+    """Admit a request only with a valid, unrevoked MCP API key as its Bearer token."""
+
+    def __init__(self, app: ASGIApp, runner: UseCaseRunner) -> None:
+        self.app, self.runner = app, runner
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        header = Headers(scope=scope).get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        key = None
+        if scheme.lower() == "bearer" and token.strip():
+            key = await self.runner.run(authenticate, token.strip())
+        if key is None:
+            logger.info("mcp: request refused: no valid API key")
+            await _answer(send, 401, "unauthorized", ((b"www-authenticate", b"Bearer"),))
+            return
+        await self.app(scope, receive, send)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host in ("localhost",)
+
+
+class LoopbackGate:
+    """Posture none: serve only requests that arrived on a loopback address of this machine."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            server = scope.get("server")
+            if not server or not _is_loopback(str(server[0])):
+                logger.warning("mcp: unauthenticated request on a non-loopback address refused")
+                await _answer(send, 403, "forbidden")
+                return
+        await self.app(scope, receive, send)
+
+
+def _listed(raw: str) -> list[str]:
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def build_mcp_app() -> ASGIApp:
+    """Build the /mcp app from settings; the system checks have already refused a bad posture."""
+    values = settings.MAILFATHOM
+    runner = UseCaseRunner(values["MAILFATHOM_MCP_MAX_CONCURRENT_CALLS"])
+    server = build_server(runner)
+    app: ASGIApp = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        json_response=True,
+        stateless_http=True,
+        max_request_body_size=values["MAILFATHOM_MCP_MAX_BODY_BYTES"],
+        transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=_listed(values["MAILFATHOM_MCP_ALLOWED_HOSTS"]),
+            allowed_origins=_listed(values["MAILFATHOM_MCP_ALLOWED_ORIGINS"]),
+        ),
+    )
+    posture = values["MAILFATHOM_MCP_AUTH"]
+    if posture == API_KEY:
+        app = BearerKeyGate(app, runner)
+    elif posture == NO_AUTH and not values["MAILFATHOM_MCP_ALLOW_UNAUTHENTICATED_NONLOOPBACK"]:
+        app = LoopbackGate(app)
+    elif posture != NO_AUTH:
+        raise RuntimeError("MAILFATHOM_MCP_AUTH must be api-key or none")  # the checks refuse it first
+    _quiet_sdk_loggers()
+    return Deadline(NoEventStream(app), values["MAILFATHOM_MCP_REQUEST_TIMEOUT"])
+
+
+def _quiet_sdk_loggers() -> None:
+    """Keep caller-written header values and per-request noise out of the log.
+
+    The SDK logs a refused Host or Origin header's value at WARNING (caller text in the
+    log; the 421/403 is in the access log) and "Terminating session" at INFO for every
+    stateless request.
+    """
+    logging.getLogger("mcp.server.transport_security").setLevel(logging.ERROR)
+    logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)

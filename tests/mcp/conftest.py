@@ -1,0 +1,246 @@
+"""The MCP bridge under a real uvicorn, reached with the real `mcp` client over HTTP.
+
+Each server is a uvicorn process serving mailfathom.asgi against this session's test
+database, so rows a test commits (tests use transaction=True) are what the server reads.
+Its log goes to a file the tests read, to check what was and was not written there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import anyio
+import httpx2
+import pytest
+from django.db import connection
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from accounts.services.mcp_keys import create_key
+
+ROOT = Path(__file__).resolve().parents[2]
+# The key tests/conftest.py gives every test, so the server signs cursors with the same ring.
+TEST_KEYRING = "Y2hhbmdlLW1lLXRoaXMtaXMtYS10ZXN0LWtleS0wMDA="
+
+T = TypeVar("T")
+
+
+def database_url() -> str:
+    params = connection.settings_dict
+    password = f":{quote(params['PASSWORD'])}" if params["PASSWORD"] else ""
+    port = f":{params['PORT']}" if params.get("PORT") else ""
+    if params["HOST"].startswith("/"):  # a unix socket directory travels as a query option
+        return f"postgres://{params['USER']}{password}@{port}/{params['NAME']}?host={params['HOST']}"
+    return f"postgres://{params['USER']}{password}@{params['HOST']}{port}/{params['NAME']}"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class Server:
+    """A running uvicorn serving mailfathom.asgi, and the file its log goes to."""
+
+    process: subprocess.Popen
+    base: str
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return self.base + "/mcp"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def server_env(**overrides: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "mailfathom.settings",
+        "DATABASE_URL": database_url(),
+        "DJANGO_SECRET_KEY": "test-mcp-server",
+        "MAILFATHOM_KEYRING": TEST_KEYRING,
+        "MAILFATHOM_LOG_LEVEL": "INFO",
+        "MAILFATHOM_EMBEDDING_PROVIDER": "none",
+        "MAILFATHOM_MCP_ENABLED": "true",
+        "MAILFATHOM_MCP_AUTH": "api-key",
+    }
+    env.pop("TEST_DATABASE_URL", None)
+    env.update(overrides)
+    return env
+
+
+def start_server(log_path: Path, *, wait: bool = True, **overrides: str) -> Server:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "mailfathom.asgi:application", "--port", str(port)],
+        cwd=ROOT,
+        env=server_env(**overrides),
+        stdout=subprocess.DEVNULL,
+        stderr=open(log_path, "wb"),  # noqa: SIM115 - owned by the process
+    )
+    server = Server(process=process, base=f"http://127.0.0.1:{port}", log_path=log_path)
+    if not wait:
+        return server
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(server.base + "/health", timeout=1)  # noqa: S310
+            return server
+        except (urllib.error.URLError, OSError):
+            if process.poll() is not None:
+                pytest.fail("uvicorn exited: " + server.log()[-3000:])
+            time.sleep(0.2)
+    server.stop()
+    pytest.fail("uvicorn did not answer /health in time: " + server.log()[-3000:])
+
+
+def _server_factory(tmp_path_factory) -> tuple[Callable[..., Server], list[Server]]:
+    servers: list[Server] = []
+
+    def start(**overrides: str) -> Server:
+        log_path = tmp_path_factory.mktemp("mcp-server") / "server.log"
+        server = start_server(log_path, **overrides)
+        servers.append(server)
+        return server
+
+    return start, servers
+
+
+@pytest.fixture(scope="module")
+def module_server_factory(django_db_setup, tmp_path_factory) -> Iterator[Callable[..., Server]]:
+    """Start servers configured for one module (after the test database exists); stop them after it."""
+    start, servers = _server_factory(tmp_path_factory)
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def mcp_server(django_db_setup, tmp_path_factory) -> Iterator[Server]:
+    """The default server, shared by the session: /mcp enabled, API keys required."""
+    start, servers = _server_factory(tmp_path_factory)
+    yield start()
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def api_key(db) -> str:
+    return create_key("tests").key
+
+
+# --- talking to /mcp ------------------------------------------------------------------------
+
+
+def with_client(
+    url: str,
+    key: str | None,
+    action: Callable[[Client], Awaitable[T]],
+    *,
+    mode: str = "auto",
+    headers: dict[str, str] | None = None,
+) -> T:
+    """Open the real client on `url` (Bearer `key`), run `action` with it, and close it."""
+    all_headers = dict(headers or {})
+    if key is not None:
+        all_headers["Authorization"] = f"Bearer {key}"
+
+    async def run() -> T:
+        async with httpx2.AsyncClient(headers=all_headers, timeout=httpx2.Timeout(30, read=120)) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+                return await action(client)
+
+    return anyio.run(run)
+
+
+def call_tool(server: Server, key: str, name: str, arguments: dict[str, Any] | None = None):
+    async def action(client: Client):
+        return await client.call_tool(name, arguments or {})
+
+    return with_client(server.url, key, action)
+
+
+def list_tools(server: Server, key: str, *, mode: str = "auto") -> list[dict[str, Any]]:
+    async def action(client: Client):
+        return await client.list_tools()
+
+    result = with_client(server.url, key, action, mode=mode)
+    return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in result.tools]
+
+
+def error_text(result) -> str:
+    assert result.is_error, result
+    assert len(result.content) == 1
+    return result.content[0].text
+
+
+def error_code(result) -> int:
+    text = error_text(result)
+    assert text.startswith("MailFathom error "), text
+    return int(text.removeprefix("MailFathom error ")[:5])
+
+
+def payload(result) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert json.loads(result.content[0].text) == result.structured_content
+    return result.structured_content
+
+
+def post(
+    server: Server, body: bytes, headers: dict[str, str] | None = None, path: str = "/mcp"
+) -> tuple[int, bytes, Any]:
+    """A raw POST, for what the client would not send (bad Origin, no key, huge body)."""
+    request = urllib.request.Request(  # noqa: S310 - the test's own server
+        server.base + path,
+        data=body,
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **(headers or {}),
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+            return response.status, response.read(), response.headers
+    except urllib.error.HTTPError as error:
+        return error.code, error.read(), error.headers
+
+
+INITIALIZE = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "1"},
+        },
+    }
+).encode()

@@ -1,0 +1,65 @@
+"""The MCP posture is refused at startup when it is missing or unsafe for the bound address."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.checks import ERROR, WARNING
+
+from mailfathom import config
+from mailfathom.checks import check_mcp_posture
+
+
+@pytest.fixture
+def mcp_settings(settings):
+    def change(**values):
+        settings.MAILFATHOM = {**settings.MAILFATHOM, **{f"MAILFATHOM_{k}": v for k, v in values.items()}}
+        return check_mcp_posture()
+
+    return change
+
+
+def _ids(messages) -> list[tuple[str, int]]:
+    return [(message.id, message.level) for message in messages]
+
+
+def test_disabled_endpoint_needs_no_posture(mcp_settings):
+    assert mcp_settings(MCP_ENABLED=False, MCP_AUTH="") == []
+
+
+def test_enabled_without_posture_is_an_error_naming_the_setting(mcp_settings):
+    messages = mcp_settings(MCP_ENABLED=True, MCP_AUTH="")
+    assert _ids(messages) == [("mailfathom.E020", ERROR)]
+    assert "MAILFATHOM_MCP_AUTH" in messages[0].msg
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "[::1]", "localhost", "127.0.0.2"])
+def test_posture_none_on_loopback_is_accepted(mcp_settings, host):
+    assert mcp_settings(MCP_ENABLED=True, MCP_AUTH="none", HTTP_HOST=host) == []
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "mail.example.org", "::"])  # noqa: S104
+def test_posture_none_off_loopback_is_refused_without_the_override(mcp_settings, host):
+    messages = mcp_settings(MCP_ENABLED=True, MCP_AUTH="none", HTTP_HOST=host)
+    assert ("mailfathom.E021", ERROR) in _ids(messages)
+    assert "MAILFATHOM_MCP_ALLOW_UNAUTHENTICATED_NONLOOPBACK" in messages[0].msg
+
+
+def test_the_override_allows_posture_none_off_loopback(mcp_settings):
+    messages = mcp_settings(
+        MCP_ENABLED=True,
+        MCP_AUTH="none",
+        HTTP_HOST="0.0.0.0",  # noqa: S104
+        MCP_ALLOW_UNAUTHENTICATED_NONLOOPBACK=True,
+        MCP_ALLOWED_HOSTS="mail.example.org",
+    )
+    assert messages == []
+
+
+def test_api_key_off_loopback_is_accepted_but_warns_about_loopback_only_hosts(mcp_settings):
+    messages = mcp_settings(MCP_ENABLED=True, MCP_AUTH="api-key", HTTP_HOST="0.0.0.0")  # noqa: S104
+    assert _ids(messages) == [("mailfathom.W020", WARNING)]
+
+
+def test_an_unknown_posture_is_a_settings_problem():
+    loaded = config.load({"MAILFATHOM_MCP_AUTH": "password"})
+    assert loaded.problems["MAILFATHOM_MCP_AUTH"] == "MAILFATHOM_MCP_AUTH must be one of api-key, none."
