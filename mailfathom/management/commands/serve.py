@@ -1,7 +1,8 @@
 """`make run`: migrate, ensure the admin user, then run web, worker and beat together.
 
-Ctrl-C (or SIGTERM) stops every process this command started and, on the embedded
-default, the embedded PostgreSQL and Redis too. Their data stays in var/ for next time.
+Ctrl-C (or SIGTERM) stops every process this command started, including the embedded
+PostgreSQL and Redis when this command started them (not when it found them already
+serving a shell or a test run). Their data stays in var/ for next time.
 """
 
 from __future__ import annotations
@@ -184,9 +185,9 @@ class Command(BaseCommand):
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
-        if settings.EMBEDDED_REDIS:
+        if settings.EMBEDDED_REDIS and "redis" in embedded.started_here:
             embedded.stop_redis()
-        if settings.EMBEDDED_DATABASE:
+        if settings.EMBEDDED_DATABASE and "postgres" in embedded.started_here:
             from django.db import connections
 
             connections.close_all()
