@@ -32,9 +32,14 @@ MIN_RESULT_LIMIT, MAX_RESULT_LIMIT, DEFAULT_RESULT_LIMIT = 1, 50, 20
 RESULT_LIMIT_OUT_OF_RANGE = 51003
 EXTRACTS_PER_EMAIL = 3
 CHARACTERS_PER_EXTRACT = 240
-# Each ranking contributes this many candidates to the fusion; RRF's usual constant.
+# Each ranking contributes this many candidates to the fusion. The constant and weights
+# were chosen on the corpus's reply pairs (bench/retrieval.py; docs/benchmarks.md): the
+# vector ranking of the bounded passage is the weaker signal there, so it counts 0.4 of a
+# lexical rank, and a small k lets the top of each ranking decide.
 FUSION_DEPTH = 100
-RRF_K = 60
+RRF_K = 20
+LEXICAL_WEIGHT = 1.0
+VECTOR_WEIGHT = 0.4
 
 
 class SearchMatch(WireModel):
@@ -168,14 +173,14 @@ def rank(candidates, query: str, limit: int) -> tuple[list[tuple[str, float, str
 
 
 def fuse(lexical, semantic, candidates, limit: int) -> list[tuple[str, float, str]]:
-    """Reciprocal rank fusion of the two rankings; ties go to the newest received."""
+    """Weighted reciprocal rank fusion of the two rankings; ties go to the newest received."""
     scores: dict[str, float] = {}
     kinds: dict[str, str] = {}
     for position, hit in enumerate(lexical, start=1):
-        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + 1.0 / (RRF_K + position)
+        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + LEXICAL_WEIGHT / (RRF_K + position)
         kinds[hit.email_id] = "exact" if hit.exact else "stemmed"
     for position, hit in enumerate(semantic, start=1):
-        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + 1.0 / (RRF_K + position)
+        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + VECTOR_WEIGHT / (RRF_K + position)
         kinds.setdefault(hit.email_id, "semantic")
     received = dict(
         (str(email_id), moment)
