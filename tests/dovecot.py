@@ -31,6 +31,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -340,6 +341,32 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
+
+
+@contextmanager
+def running_dovecot(root: Path) -> Iterator[DovecotServer]:
+    """Run a private Dovecot under `root` outside pytest (for scripts such as bench/sync.py).
+
+    `root` must be an existing, empty directory with a short path (unix socket paths are
+    limited); it is made world-traversable so the mail user can reach its home below it.
+    Every user of USERS and POOL can log in; a Maildir written under `server.maildir(user)`
+    (owned like its home) before that user's first login is what the user finds.
+    Dovecot is stopped on exit; removing `root` is the caller's. Raises RuntimeError when
+    Dovecot is missing, is not 2.3, or does not start.
+    """
+    if not os.access(DOVECOT_BINARY, os.X_OK):
+        raise RuntimeError(f"Dovecot is not installed ({DOVECOT_BINARY} is missing)")
+    version = subprocess.run(
+        [DOVECOT_BINARY, "--version"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if not version.startswith("2.3."):
+        raise RuntimeError(f"tests/dovecot.py writes Dovecot 2.3 configuration, but found {version}")
+    root.chmod(0o755)
+    server, process = _start(root, version)
+    try:
+        yield server
+    finally:
+        _stop(process)
 
 
 @pytest.fixture(scope="session", name="dovecot")
