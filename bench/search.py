@@ -1,0 +1,802 @@
+"""Search at scale: index builds, embedding sweep rate and search_emails latency over N emails.
+
+    .venv/bin/python bench/search.py [--emails 100000] [--pool 3000] [--keep] [--explain 2]
+
+Builds a mailbox of N synthetic emails in a scratch database (mailfathom_search_bench,
+re-created each run; --keep reuses it when it already holds N emails and leaves it in
+place afterwards). The text is real: a pool of messages evenly spread over
+../shared/corpus/mail-dev.tar.gz is parsed with mailbox.parsing.parse_message, bodies are
+split into paragraphs, and each synthetic email takes one pool message's subject, sender,
+recipients and first paragraph, then paragraphs drawn from other pool messages until its
+length matches a length drawn from the pool, so word and length statistics stay those of
+real mail. Emails, To participants and passages are inserted with bulk_create in batches
+(memory stays bounded); the tsvector is a generated column and fills itself.
+
+Vectors: the pool's passages (mailbox.services.embedding.passage_text) are embedded once
+with the local embedder, in batches of max_batch (the "bare embedder" rate), and every
+synthetic email gets the vector of its primary pool message as its position-0 passage
+under the active profile. The pool's vectors are cached under the system temp directory
+(keyed by model and texts), so a second run skips the slowest step; --no-cache forces it.
+
+It then times the index builds (HNSW: the passage_hnsw_<pk> index created by
+embedding._ensure_vector_index after the bulk insert; GIN: REINDEX of email_search_vector;
+VACUUM ANALYZE; refresh_term_stats), compares the embedding sweep (embed_pending on a small
+separate account) with the bare embedder on the same passage texts (target: sweep rate at
+least 0.8 of the bare rate), and measures search_emails(query, result_limit=20) over a
+fixed query set (short typed queries drawn from pool subjects, long pasted ones of ~40
+words from pool bodies) in lexical mode (provider none) and hybrid mode (provider local),
+after one warm-up pass: p50/p95 against the targets (lexical p95 < 150 ms, hybrid p95 <
+300 ms at 100,000 emails), where the time goes, and EXPLAIN ANALYZE of the slowest
+statements of the slowest queries. Results and their reading: docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import platform
+import random
+import re
+import resource
+import statistics
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))
+
+from sync import _server_connection, drop_database, recreate_database, setup_django  # noqa: E402
+
+DATABASE = "mailfathom_search_bench"
+CORPUS = REPO.parent / "shared" / "corpus" / "mail-dev.tar.gz"
+CACHE_DIR = Path(tempfile.gettempdir()) / "mailfathom_search_bench"
+ACCOUNT = "search-bench"
+SWEEP_ACCOUNT = "sweep-bench"
+INSERT_BATCH = 2000
+MAX_PARAGRAPHS = 60
+MAX_BODY_CHARACTERS = 100_000
+FOLDERS = (("inbox", "inbox", 0.70), ("archive", "archive", 0.20), ("sent", "sent", 0.10))
+FIRST_RECEIVED = datetime(2014, 1, 1, tzinfo=UTC)
+LAST_RECEIVED = datetime(2025, 1, 1, tzinfo=UTC)
+RESULT_LIMIT = 20
+LONG_QUERY_WORDS = 40
+MAX_QUERY_CHARACTERS = 512
+TARGETS = {"lexical": 0.150, "hybrid": 0.300}  # p95 seconds at 100,000 emails
+SWEEP_TARGET = 0.8
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_SUBJECT_PREFIX = re.compile(r"^\s*((re|fw|fwd|aw|wg)\s*(\[\d+\])?\s*:\s*)+", re.IGNORECASE)
+
+
+# --- the pool of real messages -------------------------------------------------------------
+
+
+@dataclass
+class PoolMessage:
+    subject: str
+    sender_address: str
+    sender_name: str
+    to: list[tuple[str, str]]
+    participants_text: str
+    body: str
+    paragraphs: list[str]
+    passage: str  # what the sweep would embed for this message
+
+
+def read_pool(count: int) -> list[PoolMessage]:
+    """Parse `count` messages evenly spread over the corpus; keep those with a passage."""
+    from mailbox.parsing import parse_message
+    from mailbox.services.embedding import passage_text
+    from mailbox.services.store import _participants_text
+
+    if not CORPUS.exists():
+        raise SystemExit(f"corpus not found: {CORPUS}")
+    with tarfile.open(CORPUS) as archive:
+        members = sorted(
+            (m.name for m in archive.getmembers() if m.isfile() and "/cur/" in m.name),
+        )
+    if count > len(members):
+        raise SystemExit(f"--pool {count}: the corpus holds only {len(members)} messages")
+    chosen = [members[i * len(members) // count] for i in range(count)]
+    wanted, raw_by_name = set(chosen), {}
+    with tarfile.open(CORPUS) as archive:  # one pass in archive order: a .gz cannot seek back
+        for member in archive:
+            if member.name in wanted:
+                handle = archive.extractfile(member)
+                if handle is not None:
+                    raw_by_name[member.name] = handle.read()
+    pool = []
+    for name in chosen:
+        parsed = parse_message(raw_by_name[name])
+        body = parsed.text_body.replace("\x00", "")[:MAX_BODY_CHARACTERS]
+        passage = passage_text(parsed.subject, body)
+        if not passage:
+            continue
+        paragraphs = [p.strip() for p in _PARAGRAPH_BREAK.split(body) if p.strip()]
+        sender = parsed.sender
+        pool.append(
+            PoolMessage(
+                subject=parsed.subject,
+                sender_address=sender.address if sender else "",
+                sender_name=sender.display_name if sender else "",
+                to=[(a.display_name, a.address) for a in parsed.to[:3]],
+                participants_text=_participants_text(parsed),
+                body=body,
+                paragraphs=paragraphs,
+                passage=passage,
+            )
+        )
+    return pool
+
+
+@dataclass
+class PoolVectors:
+    vectors: list  # numpy float32 rows, one per pool message
+    seconds: float  # embedding time when measured (this run or the cached one)
+    characters: int
+    cached: bool
+
+
+def pool_vectors(pool: list[PoolMessage], *, use_cache: bool) -> PoolVectors:
+    """Embed every pool passage once with the configured embedder, in batches of max_batch."""
+    import numpy
+
+    from mailfathom.providers import get_embedder
+
+    embedder = get_embedder()
+    spec = embedder.profile
+    texts = [message.passage for message in pool]
+    digest = hashlib.sha256(
+        json.dumps([spec.provider, spec.model, spec.dimensions, texts]).encode()
+    ).hexdigest()[:16]
+    cache = CACHE_DIR / f"pool-{digest}.npy"
+    meta = CACHE_DIR / f"pool-{digest}.json"
+    characters = sum(len(text) for text in texts)
+    if use_cache and cache.exists() and meta.exists():
+        recorded = json.loads(meta.read_text())
+        return PoolVectors(list(numpy.load(cache)), recorded["seconds"], characters, True)
+    embedder.embed_passages(texts[:1])  # load the model outside the timing
+    batch = embedder.max_batch
+    rows: list = []
+    started = time.perf_counter()
+    for start in range(0, len(texts), batch):
+        rows += embedder.embed_passages(texts[start : start + batch])
+        done = start + batch
+        if done % 200 < batch:
+            elapsed = time.perf_counter() - started
+            print(f"  embedded {min(done, len(texts))}/{len(texts)} ({done / elapsed:.2f}/s)", flush=True)
+    seconds = time.perf_counter() - started
+    matrix = numpy.asarray(rows, dtype=numpy.float32)
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    numpy.save(cache, matrix)
+    meta.write_text(json.dumps({"seconds": seconds, "passages": len(texts), "characters": characters}))
+    return PoolVectors(list(matrix), seconds, characters, False)
+
+
+# --- the synthetic mailbox -----------------------------------------------------------------
+
+
+@dataclass
+class Synthetic:
+    primary: int
+    body: str
+    received_at: datetime
+    folder: int
+
+
+def synthesize(pool: list[PoolMessage], count: int, rng: random.Random) -> Iterator[Synthetic]:
+    """Emails in UID order, received times rising from FIRST_RECEIVED to LAST_RECEIVED."""
+    span = (LAST_RECEIVED - FIRST_RECEIVED).total_seconds()
+    weights = [share for _, _, share in FOLDERS]
+    for index in range(count):
+        primary = rng.randrange(len(pool))
+        message = pool[primary]
+        target = len(pool[rng.randrange(len(pool))].body)
+        parts = message.paragraphs[:1]
+        length = len(parts[0]) if parts else 0
+        while length < target and len(parts) < MAX_PARAGRAPHS:
+            other = pool[rng.randrange(len(pool))]
+            if other.paragraphs:
+                paragraph = rng.choice(other.paragraphs)
+                parts.append(paragraph)
+                length += len(paragraph) + 2
+        moment = FIRST_RECEIVED + timedelta(seconds=span * (index + rng.random()) / count)
+        folder = rng.choices(range(len(FOLDERS)), weights)[0]
+        yield Synthetic(primary, "\n\n".join(parts)[:MAX_BODY_CHARACTERS], moment, folder)
+
+
+def build(count: int, pool: list[PoolMessage], vectors: list, rng: random.Random) -> dict[str, float]:
+    """Insert the mailbox, then (re)build its indexes; return each step's seconds."""
+    from django.db import connection, transaction
+
+    from mailbox.ids import uuid7
+    from mailbox.models import Availability, Direction, Email, Participant, ParticipantRole, Passage
+    from mailbox.services import embedding
+    from mailbox.services.lexical_search import refresh_term_stats
+    from mailfathom.providers import get_embedder
+    from tests.factories import MailAccountFactory
+    from tests.mailbox.factories import mapped_folder
+
+    timings: dict[str, float] = {}
+    account = MailAccountFactory(account_id=ACCOUNT, display_name="Search bench")
+    folders = [
+        mapped_folder(account, alias, role, uidvalidity=1, last_committed_at=datetime.now(UTC))
+        for alias, role, _ in FOLDERS
+    ]
+    # Activated on an empty table (so its "mark everything unembedded" touches nothing);
+    # its HNSW index is dropped for the load and built again once, timed, afterwards.
+    profile = embedding.activate_profile(get_embedder())
+    index_name = f"passage_hnsw_{int(profile.pk)}"
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX IF EXISTS {index_name}")
+
+    started = time.perf_counter()
+    emails: list[Email] = []
+    participants: list[Participant] = []
+    passages: list[Passage] = []
+
+    def flush() -> None:
+        with transaction.atomic():
+            Email.objects.bulk_create(emails)
+            Participant.objects.bulk_create(participants)
+            Passage.objects.bulk_create(passages)
+        emails.clear()
+        participants.clear()
+        passages.clear()
+
+    for uid, synthetic in enumerate(synthesize(pool, count, rng), start=1):
+        message = pool[synthetic.primary]
+        email_id = uuid7()
+        emails.append(
+            Email(
+                id=email_id,
+                account=account,
+                folder=folders[synthetic.folder],
+                uidvalidity=1,
+                uid=uid,
+                message_id=f"bench.{uid}@search-bench.invalid",
+                subject=message.subject,
+                sent_at=synthetic.received_at - timedelta(seconds=rng.randrange(5, 600)),
+                received_at=synthetic.received_at,
+                sender_address=message.sender_address,
+                sender_name=message.sender_name,
+                size_bytes=len(synthetic.body.encode()) + 1500,
+                flags=["\\Seen"] if rng.random() < 0.8 else [],
+                flags_observed=True,
+                direction=Direction.OUTGOING
+                if FOLDERS[synthetic.folder][1] == "sent"
+                else Direction.INCOMING,
+                attachment_count=0,
+                inline_count=0,
+                attachment_total_bytes=0,
+                availability=Availability.AVAILABLE,
+                text_body=synthetic.body,
+                embedded=True,
+                participants_text=message.participants_text,
+            )
+        )
+        participants += [
+            Participant(
+                email_id=email_id, role=ParticipantRole.TO, position=position, address=a, display_name=n
+            )
+            for position, (n, a) in enumerate(message.to)
+        ]
+        passages.append(
+            Passage(
+                email_id=email_id,
+                profile=profile,
+                position=0,
+                characters=len(message.passage),
+                embedding=vectors[synthetic.primary],
+            )
+        )
+        if len(emails) >= INSERT_BATCH:
+            flush()
+            if uid % (INSERT_BATCH * 10) == 0:
+                rate = uid / (time.perf_counter() - started)
+                print(f"  inserted {uid}/{count} ({rate:.0f} emails/s)", flush=True)
+    if emails:
+        flush()
+    timings["insert (bulk_create)"] = time.perf_counter() - started
+
+    with timed(timings, "HNSW CREATE INDEX"):
+        embedding._ensure_vector_index(profile)
+    with timed(timings, "GIN REINDEX email_search_vector"), connection.cursor() as cursor:
+        cursor.execute("REINDEX INDEX email_search_vector")
+    with timed(timings, "VACUUM ANALYZE"), connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    with timed(timings, "refresh_term_stats"):
+        words = refresh_term_stats()
+    print(f"  term statistics: {words} words")
+    return timings
+
+
+@contextmanager
+def timed(into: dict[str, float], label: str) -> Iterator[None]:
+    started = time.perf_counter()
+    yield
+    into[label] = time.perf_counter() - started
+
+
+def loaded_count() -> int:
+    from mailbox.models import Email, EmbeddingProfile
+
+    if not EmbeddingProfile.objects.filter(active=True).exists():
+        return 0
+    return Email.objects.filter(account__account_id=ACCOUNT).count()
+
+
+# --- sweep rate ------------------------------------------------------------------------------
+
+
+@dataclass
+class SweepComparison:
+    passages: int
+    characters: int
+    bare_seconds: list[float] = field(default_factory=list)
+    sweep_seconds: list[float] = field(default_factory=list)
+    pending_query_ms: float = 0.0
+
+    @property
+    def ratio(self) -> float:
+        return sum(self.bare_seconds) / sum(self.sweep_seconds)
+
+
+def compare_sweep(pool: list[PoolMessage], sample: int) -> SweepComparison:
+    """embed_pending on `sample` emails of a separate account against the bare embedder.
+
+    Runs bare, sweep, sweep, bare (ABBA) so load that drifts during the runs weighs on both.
+    The account is deleted afterwards, so it takes no part in the latency measurements.
+    """
+    from django.db import connection
+
+    from mailbox.models import Availability, Email, EmbeddingSpend, Passage
+    from mailbox.services import embedding
+    from mailfathom.providers import get_embedder
+    from tests.factories import MailAccountFactory
+    from tests.mailbox.factories import mapped_folder
+
+    chosen = [pool[i * len(pool) // sample] for i in range(sample)]
+    account = MailAccountFactory(account_id=SWEEP_ACCOUNT, display_name="Sweep bench")
+    folder = mapped_folder(account, "inbox", "inbox", uidvalidity=1)
+    now = datetime.now(UTC)
+    ids = [
+        email.id
+        for email in Email.objects.bulk_create(
+            Email(
+                account=account,
+                folder=folder,
+                uidvalidity=1,
+                uid=uid,
+                subject=message.subject,
+                received_at=now + timedelta(seconds=uid),
+                size_bytes=len(message.body),
+                availability=Availability.AVAILABLE,
+                text_body=message.body,
+                embedded=False,
+                participants_text=message.participants_text,
+            )
+            for uid, message in enumerate(chosen, start=1)
+        )
+    ]
+    texts = [message.passage for message in chosen]
+    result = SweepComparison(passages=len(texts), characters=sum(len(t) for t in texts))
+    embedder = get_embedder()
+    embedder.embed_passages(texts[:1])  # the model is loaded before anything is timed
+
+    def bare() -> None:
+        started = time.perf_counter()
+        for start in range(0, len(texts), embedder.max_batch):
+            embedder.embed_passages(texts[start : start + embedder.max_batch])
+        result.bare_seconds.append(time.perf_counter() - started)
+
+    def sweep() -> None:
+        Passage.objects.filter(email_id__in=ids).delete()
+        Email.objects.filter(id__in=ids).update(embedded=False)
+        started = time.perf_counter()
+        swept = embedding.embed_pending()
+        result.sweep_seconds.append(time.perf_counter() - started)
+        if swept.embedded != len(texts) or swept.stopped_by:
+            raise SystemExit(f"the sweep embedded {swept.embedded} of {len(texts)} ({swept.stopped_by})")
+
+    bare()
+    sweep()
+    # The sweep's per-batch "next pending emails" query, as it runs against the full table.
+    Email.objects.filter(id__in=ids).update(embedded=False)
+    pending = (
+        Email.objects.filter(embedded=False, availability=Availability.AVAILABLE)
+        .order_by("-received_at", "-id")
+        .values_list("id", "subject", "text_body")[: embedder.max_batch]
+    )
+    sql, params = pending.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+        result.pending_query_ms = float(cursor.fetchone()[0][0]["Execution Time"])
+    sweep()
+    bare()
+    account.delete()
+    EmbeddingSpend.objects.all().delete()
+    return result
+
+
+# --- queries and latency ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Query:
+    kind: str  # "short" or "long"
+    text: str
+
+
+def make_queries(pool: list[PoolMessage], each: int, rng: random.Random) -> list[Query]:
+    """`each` short typed queries (1-4 subject words) and `each` long pasted ones (~40 body words)."""
+    queries: list[Query] = []
+    while len(queries) < each:
+        words = _WORD.findall(_SUBJECT_PREFIX.sub("", rng.choice(pool).subject))
+        words = [w for w in words if len(w) > 1]
+        if not words:
+            continue
+        size = min(rng.randint(1, 4), len(words))
+        start = rng.randrange(len(words) - size + 1)
+        queries.append(Query("short", " ".join(words[start : start + size])))
+    while len(queries) < 2 * each:
+        message = rng.choice(pool)
+        long_paragraphs = [p for p in message.paragraphs if len(p.split()) >= 10]
+        if not long_paragraphs:
+            continue
+        start = message.body.find(rng.choice(long_paragraphs))
+        words = message.body[start:].split()[:LONG_QUERY_WORDS]
+        if len(words) < LONG_QUERY_WORDS:
+            continue
+        text = " ".join(words)
+        while len(text) > MAX_QUERY_CHARACTERS or any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in text):
+            words = words[:-1]
+            text = " ".join(words)
+            if not words:
+                break
+        if len(words) >= LONG_QUERY_WORDS // 2:
+            queries.append(Query("long", text))
+    return queries
+
+
+@dataclass
+class Timing:
+    query: Query
+    seconds: float
+    statements: list[tuple[float, str, object]]  # (seconds, sql, params)
+
+
+@contextmanager
+def captured_statements(into: list) -> Iterator[None]:
+    from django.db import connection
+
+    def wrapper(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            into.append((time.perf_counter() - started, sql, params))
+
+    with connection.execute_wrapper(wrapper):
+        yield
+
+
+def set_provider(provider: str) -> None:
+    from django.conf import settings
+
+    from mailfathom.providers import reset_embedder
+
+    settings.MAILFATHOM["MAILFATHOM_EMBEDDING_PROVIDER"] = provider
+    reset_embedder()
+
+
+def run_queries(queries: list[Query], expected_mode: str) -> list[Timing]:
+    """One untimed warm-up pass, then one timed pass; every result must be in `expected_mode`."""
+    from mailbox.services.search import search_emails
+
+    for query in queries:
+        mode = search_emails(query.text, result_limit=RESULT_LIMIT).retrieval_mode
+        if mode != expected_mode:
+            raise SystemExit(f"expected {expected_mode} search, got {mode}")
+    timings = []
+    for query in queries:
+        statements: list = []
+        with captured_statements(statements):
+            started = time.perf_counter()
+            result = search_emails(query.text, result_limit=RESULT_LIMIT)
+            seconds = time.perf_counter() - started
+        if result.retrieval_mode != expected_mode:
+            raise SystemExit(f"expected {expected_mode} search, got {result.retrieval_mode}")
+        timings.append(Timing(query, seconds, statements))
+    return timings
+
+
+def components(queries: list[Query], hybrid: bool) -> dict[str, dict[str, float]]:
+    """Median seconds of each step of search_emails, per query kind, timed one by one."""
+    from mailbox.models import Email
+    from mailbox.services import embedding
+    from mailbox.services.lexical_search import highlight, query_words, rank_lexical
+    from mailbox.services.search import FUSION_DEPTH, rank
+    from mailbox.services.selection import select
+    from mailfathom.providers import get_embedder
+
+    steps: dict[str, Callable[[str], object]] = {}
+    candidates = Email.objects.in_selection(select())
+    depth = FUSION_DEPTH if hybrid else RESULT_LIMIT
+    steps["query_words"] = query_words
+    steps[f"rank_lexical (depth {depth})"] = lambda q: rank_lexical(candidates, q, depth)
+    if hybrid:
+        embedder, profile = get_embedder(), embedding.active_profile()
+        steps["embed_query"] = embedder.embed_query
+        vectors: dict[str, list[float]] = {}
+        steps[f"rank_vector (depth {FUSION_DEPTH})"] = lambda q: embedding.rank_vector(
+            candidates, vectors[q], profile, FUSION_DEPTH
+        )
+        steps["coverage"] = lambda q: embedding.coverage(candidates)
+    ids: dict[str, list[str]] = {}
+    steps["rank (whole)"] = lambda q: ids.__setitem__(
+        q, [i for i, _, _ in rank(candidates, q, RESULT_LIMIT)[0]]
+    )
+    steps["highlight (20 emails)"] = lambda q: highlight(ids[q], q, 3, 240)
+    out: dict[str, dict[str, float]] = {}
+    for name, step in steps.items():
+        per_kind: dict[str, list[float]] = {}
+        for query in queries:
+            if name.startswith("rank_vector") and query.text not in vectors:
+                vectors[query.text] = embedder.embed_query(query.text)  # outside the timing
+            started = time.perf_counter()
+            step(query.text)
+            per_kind.setdefault(query.kind, []).append(time.perf_counter() - started)
+        out[name] = {kind: statistics.median(values) for kind, values in per_kind.items()}
+    return out
+
+
+def percentile(values: list[float], share: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def explain(statement: tuple[float, str, object]) -> str:
+    """EXPLAIN (ANALYZE, BUFFERS) of a captured statement, under the settings rank_vector sets."""
+    from django.db import connection, transaction
+
+    _, sql, params = statement
+    with transaction.atomic(), connection.cursor() as cursor:
+        if "<=>" in sql:
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cursor.execute("SET LOCAL hnsw.ef_search = 100")
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def statement_label(sql: str) -> str:
+    text = " ".join(sql.split())
+    for marker, label in (
+        ("preselected AS", "rank_lexical BM25"),
+        ("tsvector_to_array", "query_words lexemes"),
+        ("ts_headline", "highlight"),
+        ("<=>", "rank_vector"),
+        ("SET LOCAL", "SET LOCAL"),
+    ):
+        if marker in text:
+            return label
+    return text[:70]
+
+
+# --- report ----------------------------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def sizes() -> list[tuple[str, int]]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT c.relname, pg_total_relation_size(c.oid)
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = 'public' AND (c.relname IN ('mailbox_email', 'mailbox_passage',
+                  'mailbox_participant', 'mailbox_lexicaltermstat', 'email_search_vector')
+                  OR c.relname LIKE 'passage_hnsw_%%')
+            ORDER BY 2 DESC
+            """
+        )
+        rows = cursor.fetchall()
+        cursor.execute("SELECT pg_database_size(current_database())")
+        rows.append(("(database)", cursor.fetchone()[0]))
+    return rows
+
+
+def print_latency(results: dict[str, list[Timing]], emails: int) -> None:
+    print(f"\nsearch_emails latency, result_limit={RESULT_LIMIT}, {emails} emails (one warm-up pass first)")
+    print(
+        f"{'mode':<9}{'queries':<9}{'n':>4}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}"
+        f"{'target':>9}{'p95/target':>12}"
+    )
+    for mode, timings in results.items():
+        target = TARGETS[mode]
+        for kind in ("short", "long", "all"):
+            values = [t.seconds for t in timings if kind == "all" or t.query.kind == kind]
+            p95 = percentile(values, 0.95)
+            print(
+                f"{mode:<9}{kind:<9}{len(values):>4}{percentile(values, 0.5) * 1000:>9.1f}"
+                f"{p95 * 1000:>9.1f}{max(values) * 1000:>9.1f}{target * 1000:>8.0f}"
+                f"{p95 / target:>12.2f}"
+            )
+
+
+def print_statements(mode: str, timings: list[Timing]) -> None:
+    """Median time of each kind of statement one search runs, and the time outside SQL."""
+    per_label: dict[str, list[float]] = {}
+    outside = []
+    for timing in timings:
+        totals: dict[str, float] = {}
+        for seconds, sql, _ in timing.statements:
+            label = statement_label(sql)
+            totals[label] = totals.get(label, 0.0) + seconds
+        for label, seconds in totals.items():
+            per_label.setdefault(label, []).append(seconds)
+        outside.append(timing.seconds - sum(s for s, _, _ in timing.statements))
+    count = statistics.median(len(t.statements) for t in timings)
+    print(f"\n{mode}: {count:.0f} SQL statements per search (median); median ms per statement kind:")
+    ranked = sorted(per_label.items(), key=lambda item: -statistics.median(item[1]))
+    for label, values in ranked:
+        print(f"  {statistics.median(values) * 1000:8.1f}  max {max(values) * 1000:8.1f}  {label}")
+    print(
+        f"  {statistics.median(outside) * 1000:8.1f}  max {max(outside) * 1000:8.1f}"
+        "  (outside SQL: Python, embedding)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--emails", type=int, default=100_000, help="synthetic emails (default 100,000)")
+    parser.add_argument("--pool", type=int, default=3000, help="real messages recombined (default 3,000)")
+    parser.add_argument("--queries", type=int, default=25, help="queries of each kind (default 25)")
+    parser.add_argument("--sweep-sample", type=int, default=60, help="passages of the sweep comparison")
+    parser.add_argument("--explain", type=int, default=2, help="slowest queries per mode to EXPLAIN ANALYZE")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--keep", action="store_true", help="reuse the scratch database and leave it in place"
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="embed the pool even if its vectors are cached"
+    )
+    parser.add_argument("--skip-sweep", action="store_true", help="skip the sweep-rate comparison")
+    args = parser.parse_args()
+
+    setup_django(DATABASE)
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connections
+
+    settings.MAILFATHOM["MAILFATHOM_EMBEDDING_PROVIDER"] = "local"
+    print(f"machine: {os.cpu_count()} cores, {cpu_model()}; load average {os.getloadavg()}")
+    exists = False
+    with _server_connection("postgres") as conn:
+        exists = bool(conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]).fetchone())
+        server = conn.execute("SHOW server_version").fetchone()[0]
+        shared = conn.execute("SHOW shared_buffers").fetchone()[0]
+        maintenance = conn.execute("SHOW maintenance_work_mem").fetchone()[0]
+    print(f"PostgreSQL {server} (shared_buffers {shared}, maintenance_work_mem {maintenance})")
+    reuse = False
+    if args.keep and exists:
+        call_command("migrate", verbosity=0)
+        reuse = loaded_count() == args.emails
+    if not reuse:
+        connections.close_all()  # DROP DATABASE ... WITH (FORCE) would end this process's own session
+        recreate_database(DATABASE)
+        call_command("migrate", verbosity=0)
+
+    started = time.perf_counter()
+    pool = read_pool(args.pool)
+    paragraphs = sum(len(m.paragraphs) for m in pool)
+    print(
+        f"pool: {len(pool)} messages with text, {paragraphs} paragraphs "
+        f"({time.perf_counter() - started:.1f} s to read and parse)"
+    )
+    rng = random.Random(args.seed)  # noqa: S311 (a reproducible mailbox, not crypto)
+    build_timings: dict[str, float] = {}
+    if reuse:
+        print(f"mailbox: reusing {args.emails} emails in {DATABASE} (--keep)")
+    else:
+        vectors = pool_vectors(pool, use_cache=not args.no_cache)
+        source = "cached from an earlier run" if vectors.cached else "this run"
+        print(
+            f"bare embedder on the pool: {len(pool)} passages, {vectors.characters / len(pool):.0f} chars "
+            f"mean, {vectors.seconds:.0f} s = {len(pool) / vectors.seconds:.2f} passages/s ({source})"
+        )
+        print(f"building {args.emails} emails ...", flush=True)
+        connections.close_all()  # a fresh session: embedding the pool may have outlived the first
+        build_timings = build(args.emails, pool, vectors.vectors, rng)
+        del vectors
+        print("\nbuild")
+        for label, seconds in build_timings.items():
+            extra = f"  ({args.emails / seconds:.0f} emails/s)" if label.startswith("insert") else ""
+            print(f"  {label:<34}{seconds:>9.1f} s{extra}")
+    print("\nsizes")
+    for name, size in sizes():
+        print(f"  {name:<34}{size / 1e6:>9.1f} MB")
+
+    if not args.skip_sweep:
+        print(f"\nsweep rate: {args.sweep_sample} pool passages, bare / sweep / sweep / bare ...", flush=True)
+        sweep = compare_sweep(pool, args.sweep_sample)
+        bare_rate = 2 * sweep.passages / sum(sweep.bare_seconds)
+        sweep_rate = 2 * sweep.passages / sum(sweep.sweep_seconds)
+        print(
+            f"  {sweep.passages} passages, {sweep.characters / sweep.passages:.0f} chars mean; "
+            f"bare runs {', '.join(f'{s:.1f}' for s in sweep.bare_seconds)} s, "
+            f"sweep runs {', '.join(f'{s:.1f}' for s in sweep.sweep_seconds)} s"
+        )
+        print(
+            f"  bare embedder {bare_rate:.2f} passages/s, embed_pending {sweep_rate:.2f} passages/s: "
+            f"ratio {sweep.ratio:.2f} "
+            f"(target >= {SWEEP_TARGET}: {'met' if sweep.ratio >= SWEEP_TARGET else 'MISSED'})"
+        )
+        print(
+            f"  the sweep's pending-emails query takes {sweep.pending_query_ms:.1f} ms per batch at this size"
+        )
+
+    queries = make_queries(pool, args.queries, random.Random(args.seed + 1))  # noqa: S311
+    results: dict[str, list[Timing]] = {}
+    set_provider("none")
+    print("\nlexical pass ...", flush=True)
+    results["lexical"] = run_queries(queries, "lexical")
+    lexical_steps = components(queries, hybrid=False)
+    set_provider("local")
+    print("hybrid pass ...", flush=True)
+    results["hybrid"] = run_queries(queries, "hybrid")
+    hybrid_steps = components(queries, hybrid=True)
+
+    if build_timings:
+        print("\nbuild")
+        for label, seconds in build_timings.items():
+            print(f"  {label:<34}{seconds:>9.1f} s")
+    print_latency(results, args.emails)
+    for mode, steps in (("lexical", lexical_steps), ("hybrid", hybrid_steps)):
+        print(f"\n{mode}: median ms of each step, called on its own (short / long)")
+        for name, per_kind in steps.items():
+            print(f"  {name:<28}{per_kind['short'] * 1000:>9.1f}{per_kind['long'] * 1000:>9.1f}")
+    for mode, timings in results.items():
+        print_statements(mode, timings)
+    for mode, timings in results.items():
+        for timing in sorted(timings, key=lambda t: -t.seconds)[: args.explain]:
+            slowest = max(timing.statements, key=lambda s: s[0])
+            words = len(timing.query.text.split())
+            print(
+                f"\n--- {mode}, slowest: {timing.seconds * 1000:.0f} ms, {timing.query.kind} query of "
+                f"{words} words; slowest statement {slowest[0] * 1000:.0f} ms ({statement_label(slowest[1])})"
+            )
+            print(explain(slowest))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\npeak RSS of this process: {peak:.0f} MB; load average now {os.getloadavg()}")
+    set_provider("local")
+    if not args.keep:
+        drop_database(DATABASE)
+
+
+if __name__ == "__main__":
+    main()
