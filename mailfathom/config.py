@@ -22,11 +22,11 @@ class Setting:
     """One MAILFATHOM_* environment variable: its type, default and accepted values."""
 
     name: str
-    kind: str  # "int", "bool", "str", "choice"
+    kind: str  # "int", "decimal", "bool", "str", "choice"
     default: Any
     help: str
-    minimum: int | None = None
-    maximum: int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
     choices: tuple[str, ...] = ()
     unit: str = ""
 
@@ -34,6 +34,8 @@ class Setting:
         if self.kind == "int":
             unit = f" {self.unit}" if self.unit else ""
             return f"a whole number from {self.minimum} to {self.maximum}{unit}"
+        if self.kind == "decimal":
+            return f"a number from {self.minimum:g} to {self.maximum:g}"
         if self.kind == "bool":
             return "true or false"
         if self.kind == "choice":
@@ -52,6 +54,15 @@ class Setting:
             if not self.minimum <= value <= self.maximum:
                 raise ValueError(self.describe_range())
             return value
+        if self.kind == "decimal":
+            try:
+                number = float(text)
+            except ValueError:
+                raise ValueError(self.describe_range()) from None
+            assert self.minimum is not None and self.maximum is not None
+            if not self.minimum <= number <= self.maximum:  # NaN fails too
+                raise ValueError(self.describe_range())
+            return number
         if self.kind == "bool":
             lowered = text.lower()
             if lowered in TRUE_WORDS:
@@ -273,6 +284,128 @@ SETTINGS: tuple[Setting, ...] = (
         1,
         100,
         "Emails one answer may cite; more are cut.",
+    ),
+    Setting(
+        "MAILFATHOM_CHAT_PROVIDER",
+        "choice",
+        "none",
+        "The chat endpoint ask_mail is conducted through: openai (any OpenAI-compatible "
+        "endpoint: OpenAI, Ollama, vLLM, llama.cpp) or none (ask_mail is not offered).",
+        choices=("none", "openai"),
+    ),
+    Setting(
+        "MAILFATHOM_CHAT_ALIAS",
+        "str",
+        "chat",
+        "The operator's name for the chat endpoint; logs and telemetry carry it instead of the URL.",
+    ),
+    Setting(
+        "MAILFATHOM_CHAT_BASE_URL",
+        "str",
+        "",
+        "Base URL of the OpenAI-compatible chat endpoint (http://127.0.0.1:11434/v1). Unset: OpenAI's own.",
+    ),
+    Setting(
+        "MAILFATHOM_CHAT_MODEL",
+        "str",
+        "",
+        "Chat model name; it must accept function tools. Required when a chat provider is set.",
+    ),
+    Setting(
+        "MAILFATHOM_CHAT_API_KEY",
+        "str",
+        "",
+        "Secret key sent to the chat endpoint. Unset: none is sent that means anything.",
+    ),
+    Setting(
+        "MAILFATHOM_CHAT_API",
+        "choice",
+        "chat-completions",
+        "Which of the endpoint's APIs to call: chat-completions (/v1/chat/completions) or "
+        "responses (/v1/responses, for reasoning models that refuse tools beside a reasoning "
+        "effort on the other).",
+        choices=("chat-completions", "responses"),
+    ),
+    Setting(
+        "MAILFATHOM_CHAT_TEMPERATURE",
+        "decimal",
+        None,
+        "Sampling temperature sent with every chat call. Unset: none is sent (reasoning models refuse one).",
+        minimum=0.0,
+        maximum=2.0,
+    ),
+    _int(
+        "MAILFATHOM_CHAT_MAX_OUTPUT_TOKENS",
+        2048,
+        16,
+        200000,
+        "Most tokens one chat call may generate.",
+    ),
+    Setting(
+        "MAILFATHOM_CHAT_REASONING_EFFORT",
+        "choice",
+        "default",
+        "Reasoning effort sent with every chat call: minimal, low, medium or high; default sends none.",
+        choices=("default", "minimal", "low", "medium", "high"),
+    ),
+    _int(
+        "MAILFATHOM_CHAT_TIMEOUT_SECONDS",
+        300,
+        1,
+        3600,
+        "Deadline of one chat call, retries included.",
+        unit="seconds",
+    ),
+    _int(
+        "MAILFATHOM_CHAT_MAX_RETRIES",
+        2,
+        0,
+        10,
+        "Retries of a chat call that failed transiently (timeout, 429, 5xx, unreachable).",
+    ),
+    _int(
+        "MAILFATHOM_CHAT_CONCURRENCY",
+        4,
+        1,
+        256,
+        "Chat calls one process keeps in flight; further calls are refused, not queued.",
+    ),
+    _int(
+        "MAILFATHOM_CHAT_CIRCUIT_FAILURES",
+        5,
+        1,
+        1000,
+        "Consecutive failed chat calls that open the circuit (calls then fail fast).",
+    ),
+    _int(
+        "MAILFATHOM_CHAT_CIRCUIT_SECONDS",
+        60,
+        1,
+        3600,
+        "How long an open chat circuit fails calls fast before one probe call goes through.",
+        unit="seconds",
+    ),
+    Setting(
+        "MAILFATHOM_CHAT_RELEVANCE_FILTER_ENABLED",
+        "bool",
+        False,
+        "Whether each passage a lookup retrieves is first judged by the chat model (one call "
+        "per candidate) and dropped below the threshold.",
+    ),
+    _int(
+        "MAILFATHOM_CHAT_RELEVANCE_FILTER_THRESHOLD",
+        50,
+        0,
+        100,
+        "Score (0 to 100) below which the relevance pass drops a passage.",
+    ),
+    _int(
+        "MAILFATHOM_CHAT_RELEVANCE_FILTER_MAX_CANDIDATES",
+        20,
+        1,
+        100,
+        "Passages of one lookup the relevance pass judges; the rest keep their place unjudged. "
+        "At most MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL.",
     ),
     Setting(
         "MAILFATHOM_EMBEDDING_PROVIDER",
