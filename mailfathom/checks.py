@@ -67,6 +67,26 @@ def check_embedding_provider(app_configs: object = None, **kwargs: object) -> li
     return [Error(message, id="mailfathom.E005") for message in embedding_configuration_problems()]
 
 
+@register()
+def check_chat_provider(app_configs: object = None, **kwargs: object) -> list[Error]:
+    """Refuse MAILFATHOM_CHAT_* values that do not fit the chosen provider or the answering bounds."""
+    from mailfathom.providers import chat_configuration_problems
+
+    errors = [Error(message, id="mailfathom.E006") for message in chat_configuration_problems()]
+    values = settings.MAILFATHOM
+    candidates = values["MAILFATHOM_CHAT_RELEVANCE_FILTER_MAX_CANDIDATES"]
+    passages = values["MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL"]
+    if candidates > passages:
+        errors.append(
+            Error(
+                f"MAILFATHOM_CHAT_RELEVANCE_FILTER_MAX_CANDIDATES ({candidates}) must be at most "
+                f"MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL ({passages}).",
+                id="mailfathom.E007",
+            )
+        )
+    return errors
+
+
 def _is_loopback_address(host: str) -> bool:
     name = host.strip().strip("[]").lower()
     if name in {"localhost", "localhost.localdomain"}:

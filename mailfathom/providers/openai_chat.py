@@ -1,0 +1,312 @@
+"""Chat from any OpenAI-compatible endpoint, through Chat Completions or the Responses API.
+
+MAILFATHOM_CHAT_API chooses the wire format:
+
+- chat-completions: POST /chat/completions with the instruction as one leading system
+  message, then the turns in order. The output bound is sent as `max_completion_tokens`
+  (the SDK's current name; the deprecated `max_tokens` is refused by OpenAI's reasoning
+  models, while vLLM, Ollama and llama.cpp accept the new name too).
+- responses: POST /responses with the instruction as `instructions`, the turns as input
+  items (function_call / function_call_output for tool traffic), `store=False` so the
+  provider keeps nothing, and each tool sent with `"strict": false` (the Responses API
+  would otherwise enforce strict schemas, which ordinary JSON Schema tools do not meet).
+
+Temperature is sent only when MAILFATHOM_CHAT_TEMPERATURE is set, reasoning effort only
+when MAILFATHOM_CHAT_REASONING_EFFORT is not "default". Nothing else, and no text of
+MailFathom's own, is added to a request.
+
+A tool call's arguments are passed on as written: a reply cut off at the output limit
+(finish_reason "length", or an incomplete Responses reply) may carry arguments that are
+not valid JSON, and the caller decides what that means. A reply with neither text nor tool
+calls is ProviderError(bad_response). SDK retries are off (the resilience wrapper owns
+them) and SDK failures are translated by openai_compat.translate_error without their text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import openai
+
+from mailfathom.providers.chat import (
+    CHAT_ROLE,
+    ChatBackend,
+    ChatMessage,
+    ChatReply,
+    ToolCall,
+    ToolDefinition,
+)
+from mailfathom.providers.errors import BAD_RESPONSE, ProviderError
+from mailfathom.providers.openai_compat import make_client, translate_error
+
+CHAT_COMPLETIONS = "chat-completions"
+RESPONSES = "responses"
+APIS = (CHAT_COMPLETIONS, RESPONSES)
+DEFAULT_EFFORT = "default"
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _arguments(value: object) -> str:
+    """The arguments JSON text as the model wrote it; an object some servers send is re-encoded."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    raise TypeError("tool call arguments are neither text nor JSON")
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+class OpenAIChat(ChatBackend):
+    """A chat model on an OpenAI-compatible endpoint (see the module docstring)."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        alias: str = "chat",
+        base_url: str = "",
+        api_key: str = "",
+        api: str = CHAT_COMPLETIONS,
+        temperature: float | None = None,
+        max_output_tokens: int = 2048,
+        reasoning_effort: str = DEFAULT_EFFORT,
+        timeout: float = 300.0,
+    ) -> None:
+        if api not in APIS:
+            raise ValueError("api is chat-completions or responses")
+        self.model = model
+        self.alias = alias
+        self.api = api
+        self.temperature = temperature
+        self.max_output_tokens = max_output_tokens
+        self.reasoning_effort = reasoning_effort
+        self._timeout = timeout
+        self._client = make_client(base_url, api_key, timeout)
+
+    @classmethod
+    def from_settings(cls, values: Mapping[str, Any]) -> OpenAIChat:
+        temperature = values["MAILFATHOM_CHAT_TEMPERATURE"]
+        return cls(
+            model=values["MAILFATHOM_CHAT_MODEL"],
+            alias=values["MAILFATHOM_CHAT_ALIAS"],
+            base_url=values["MAILFATHOM_CHAT_BASE_URL"],
+            api_key=values["MAILFATHOM_CHAT_API_KEY"],
+            api=values["MAILFATHOM_CHAT_API"],
+            temperature=None if temperature is None else float(temperature),
+            max_output_tokens=values["MAILFATHOM_CHAT_MAX_OUTPUT_TOKENS"],
+            reasoning_effort=values["MAILFATHOM_CHAT_REASONING_EFFORT"],
+            timeout=values["MAILFATHOM_CHAT_TIMEOUT_SECONDS"],
+        )
+
+    @staticmethod
+    def configuration_problems(values: Mapping[str, Any]) -> list[str]:
+        problems = []
+        if not values["MAILFATHOM_CHAT_MODEL"].strip():
+            problems.append("MAILFATHOM_CHAT_MODEL must name a model when the chat provider is openai.")
+        base_url = values["MAILFATHOM_CHAT_BASE_URL"]
+        if base_url and not base_url.startswith(("http://", "https://")):
+            problems.append("MAILFATHOM_CHAT_BASE_URL must start with http:// or https://.")
+        if not values["MAILFATHOM_CHAT_ALIAS"].strip():
+            problems.append("MAILFATHOM_CHAT_ALIAS must not be empty when the chat provider is openai.")
+        return problems
+
+    def send(
+        self,
+        instruction: str,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition],
+        *,
+        timeout: float | None,
+    ) -> ChatReply:
+        timeout = self._timeout if timeout is None else timeout
+        # The failure is raised outside the handlers so it carries no __context__: the SDK's
+        # exception (or a JSON error's document) may quote the request or the reply.
+        failure: ProviderError | None = None
+        try:
+            if self.api == RESPONSES:
+                reply = self._responses(instruction, messages, tools, timeout)
+            else:
+                reply = self._chat_completions(instruction, messages, tools, timeout)
+        except openai.OpenAIError as error:
+            failure = translate_error(error, CHAT_ROLE)
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError):
+            failure = ProviderError(BAD_RESPONSE, False, role=CHAT_ROLE)
+        if failure is not None:
+            raise failure
+        if not reply.text.strip() and not reply.tool_calls:
+            raise ProviderError(BAD_RESPONSE, False, role=CHAT_ROLE)
+        return reply
+
+    # Chat Completions
+
+    def chat_completions_request(
+        self, instruction: str, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition]
+    ) -> dict[str, Any]:
+        """The keyword arguments of chat.completions.create for this exchange."""
+        wire: list[dict[str, Any]] = [{"role": "system", "content": instruction}]
+        for message in messages:
+            if message.role == "tool":
+                answer = {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+                wire.append(answer)
+            elif message.role == "assistant" and message.tool_calls:
+                calls = [
+                    {
+                        "id": call.call_id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    }
+                    for call in message.tool_calls
+                ]
+                wire.append({"role": "assistant", "content": message.content, "tool_calls": calls})
+            else:
+                wire.append({"role": message.role, "content": message.content})
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": wire,
+            "max_completion_tokens": self.max_output_tokens,
+        }
+        if tools:
+            request["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                    },
+                }
+                for tool in tools
+            ]
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        if self.reasoning_effort != DEFAULT_EFFORT:
+            request["reasoning_effort"] = self.reasoning_effort
+        return request
+
+    def _chat_completions(
+        self,
+        instruction: str,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition],
+        timeout: float,
+    ) -> ChatReply:
+        request = self.chat_completions_request(instruction, messages, tools)
+        response = self._client.chat.completions.create(**request, timeout=timeout)
+        message = response.choices[0].message
+        text = _text(message.content) or _text(getattr(message, "refusal", None))
+        calls = []
+        for index, call in enumerate(message.tool_calls or ()):
+            function = getattr(call, "function", None)
+            if function is None:  # a custom (non-function) tool call: not one we offered
+                raise ValueError("unexpected tool call type")
+            calls.append(
+                ToolCall(
+                    call_id=_text(call.id) or f"call_{index}",
+                    name=_text(function.name),
+                    arguments=_arguments(function.arguments),
+                )
+            )
+        usage = response.usage
+        return ChatReply(
+            text=text,
+            tool_calls=tuple(calls),
+            input_tokens=_count(getattr(usage, "prompt_tokens", None)),
+            output_tokens=_count(getattr(usage, "completion_tokens", None)),
+            usage_reported=usage is not None,
+        )
+
+    # Responses API
+
+    def responses_request(
+        self, instruction: str, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition]
+    ) -> dict[str, Any]:
+        """The keyword arguments of responses.create for this exchange."""
+        items: list[dict[str, Any]] = []
+        for message in messages:
+            if message.role == "tool":
+                output = {"type": "function_call_output", "call_id": message.tool_call_id}
+                items.append({**output, "output": message.content})
+                continue
+            if message.content or not message.tool_calls:
+                items.append({"role": message.role, "content": message.content})
+            for call in message.tool_calls:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": call.call_id,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                    }
+                )
+        request: dict[str, Any] = {
+            "model": self.model,
+            "instructions": instruction,
+            "input": items,
+            "max_output_tokens": self.max_output_tokens,
+            "store": False,
+        }
+        if tools:
+            request["tools"] = [
+                {
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                    "strict": False,
+                }
+                for tool in tools
+            ]
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        if self.reasoning_effort != DEFAULT_EFFORT:
+            request["reasoning"] = {"effort": self.reasoning_effort}
+        return request
+
+    def _responses(
+        self,
+        instruction: str,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition],
+        timeout: float,
+    ) -> ChatReply:
+        request = self.responses_request(instruction, messages, tools)
+        response = self._client.responses.create(**request, timeout=timeout)
+        texts: list[str] = []
+        refusals: list[str] = []
+        calls: list[ToolCall] = []
+        for item in response.output or ():
+            kind = getattr(item, "type", None)
+            if kind == "message":
+                parts = [(getattr(part, "type", None), part) for part in item.content or ()]
+                texts.append("".join(_text(part.text) for kind_, part in parts if kind_ == "output_text"))
+                refusals.extend(_text(part.refusal) for kind_, part in parts if kind_ == "refusal")
+            elif kind == "function_call":
+                calls.append(
+                    ToolCall(
+                        call_id=_text(item.call_id) or _text(getattr(item, "id", None)),
+                        name=_text(item.name),
+                        arguments=_arguments(item.arguments),
+                    )
+                )
+            # reasoning and other items carry nothing the caller is given
+        text = "\n\n".join(part for part in texts if part) or "\n\n".join(part for part in refusals if part)
+        usage = response.usage
+        return ChatReply(
+            text=text,
+            tool_calls=tuple(calls),
+            input_tokens=_count(getattr(usage, "input_tokens", None)),
+            output_tokens=_count(getattr(usage, "output_tokens", None)),
+            usage_reported=usage is not None,
+        )
