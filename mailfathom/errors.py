@@ -16,12 +16,15 @@ UNDESCRIBED_MESSAGE = "The request failed for a reason this server does not desc
 class MailFathomError(Exception):
     """A failure with a stable five-digit code and a sentence safe to show its caller."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, *, argument: str | None = None) -> None:
         if not 10000 <= code <= 99999:
             raise ValueError("a MailFathom error code has five digits")
         super().__init__(message)
         self.code = code
         self.message = message
+        # The published name of the argument refused, where one was (ask_mail's lookups tell
+        # the model which argument to correct without parsing the sentence).
+        self.argument = argument
 
     @property
     def is_published(self) -> bool:

@@ -40,14 +40,14 @@ def pytest_configure(config: pytest.Config) -> None:
 def _remember_search_queries(monkeypatch):
     from mailbox.services import search
 
-    checked = search._checked_query
+    checked = search.checked_query
 
     def recording(query_text: object) -> str:
         if isinstance(query_text, str):
             remember(query_text.strip())
         return checked(query_text)
 
-    monkeypatch.setattr(search, "_checked_query", recording)
+    monkeypatch.setattr(search, "checked_query", recording)
 
 
 @pytest.hookimpl(hookwrapper=True)

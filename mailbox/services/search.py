@@ -63,7 +63,8 @@ class SearchResult(WireModel):
     embedding_coverage: EmbeddingCoverage | None
 
 
-def _checked_query(query_text: object) -> str:
+def checked_query(query_text: object) -> str:
+    """`query_text` if a search accepts it, else 51002 naming queryText."""
     if (
         not isinstance(query_text, str)
         or not query_text.strip()
@@ -74,6 +75,7 @@ def _checked_query(query_text: object) -> str:
             FILTER_REFUSED,
             f"The queryText argument must be 1 to {MAX_QUERY_CHARACTERS} characters, not blank, "
             "without control characters.",
+            argument="queryText",
         )
     return query_text
 
@@ -93,7 +95,7 @@ def search_emails(
     result_limit: int | None = None,
 ) -> SearchResult:
     """Search the caller's scope; see the module docstring for modes and states."""
-    query = _checked_query(query_text)
+    query = checked_query(query_text)
     limit = whole_number(
         result_limit,
         minimum=MIN_RESULT_LIMIT,

@@ -76,7 +76,9 @@ def _address(value: str | None, argument: str) -> str | None:
         or _has_control_character(text)
         or any(ch.isspace() for ch in text)
     ):
-        raise MailFathomError(FILTER_REFUSED, f"The {argument} filter must be one whole email address.")
+        raise MailFathomError(
+            FILTER_REFUSED, f"The {argument} filter must be one whole email address.", argument=argument
+        )
     return text.casefold()
 
 
@@ -97,18 +99,23 @@ def validate_filter(
             raise MailFathomError(
                 FILTER_REFUSED,
                 f"The subjectFragment filter may be at most {MAX_SUBJECT_FRAGMENT} characters.",
+                argument="subjectFragment",
             )
         if _has_control_character(subject_fragment):
             raise MailFathomError(
-                FILTER_REFUSED, "The subjectFragment filter may not contain control characters."
+                FILTER_REFUSED,
+                "The subjectFragment filter may not contain control characters.",
+                argument="subjectFragment",
             )
         if not subject_fragment.strip():
             subject_fragment = None
     for name, moment in (("receivedOnOrAfter", received_on_or_after), ("receivedBefore", received_before)):
         if moment is not None and moment.tzinfo is None:
-            raise MailFathomError(FILTER_REFUSED, f"The {name} filter must carry a time zone.")
+            raise MailFathomError(FILTER_REFUSED, f"The {name} filter must carry a time zone.", argument=name)
     if received_on_or_after and received_before and received_before < received_on_or_after:
-        raise MailFathomError(FILTER_REFUSED, "The received range ends before it starts.")
+        raise MailFathomError(
+            FILTER_REFUSED, "The received range ends before it starts.", argument="receivedBefore"
+        )
     return MailFilter(
         sender_address=_address(sender_address, "senderAddress"),
         recipient_address=_address(recipient_address, "recipientAddress"),

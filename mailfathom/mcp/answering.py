@@ -1,16 +1,14 @@
-"""The seam ask_mail is advertised through (mcp-tools.txt, When the tool is advertised).
+"""The rule ask_mail is advertised by (mcp-tools.txt, When the tool is advertised).
 
 ask_mail is listed only while this deployment can answer a question, decided on every
-tools/list. The answering app owns that reading (an embedding profile in use and a chat
-endpoint declared and not refusing); until it provides one, nothing here can answer, so
-the reading is False and ask_mail is neither registered nor listed. When the answering use
-case lands, its ToolSpec is added to the server with `advertised=answering_available`, and
-this function calls the answering app's capability reading instead.
+tools/list rather than at startup, so a repaired or a broken endpoint is visible without a
+restart. The reading belongs to the answering app (answering.capability), which the use
+case reads too, so the advertisement and the call cannot disagree. It costs no provider
+call. Listing is not authorization: a call that arrives anyway meets 56001 in the use case.
 """
 
 from __future__ import annotations
 
+from answering.capability import answering_available
 
-def answering_available() -> bool:
-    """Whether ask_mail is listed right now: never, while no answering capability exists."""
-    return False
+__all__ = ["answering_available"]

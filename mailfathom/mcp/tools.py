@@ -16,8 +16,10 @@ from typing import Any
 from mcp_types import Tool, ToolAnnotations
 
 from accounts.services import scope
+from answering.services import question
 from mailbox.services import content, directory, search, selection, timeline
 from mailfathom.mcp import arguments as args
+from mailfathom.mcp.answering import answering_available
 from mailfathom.mcp.arguments import Argument
 from mailfathom.mcp.schemas import output_schema
 from mailfathom.wire import WireModel
@@ -351,3 +353,48 @@ SEARCH_EMAILS = ToolSpec(
 )
 
 READ_TOOLS: tuple[ToolSpec, ...] = (LIST_ACCOUNTS, LIST_EMAILS, GET_EMAIL_CONTENT, SEARCH_EMAILS)
+
+
+# --- ask_mail -------------------------------------------------------------------------------
+
+
+def _bounded_answer(result: question.AnswerResult) -> question.AnswerResult:
+    """Nothing to re-bound: the use case cuts the answer and citations and says so."""
+    return result
+
+
+ASK_MAIL = ToolSpec(
+    name="ask_mail",
+    title="Ask about mail",
+    description=(
+        "Answers a question about the mail in MailFathom's local copy and names the emails the "
+        "answer was drawn from. A chat model conducts the answer: it searches the mail itself, as "
+        "often as it decides to within this server's ceilings, and writes prose from what it "
+        "found. It costs a paid model call or several and takes seconds, not milliseconds: ask "
+        "when the answer spans several messages, use search_emails when the messages themselves "
+        "are wanted. It never contacts a mail server and changes nothing; the junk folder is "
+        "never read. citations lists every email the answer's searches retrieved (what it had "
+        "in front of it, not proof of use), with no extract; answerTruncated, citationsTruncated "
+        "and retrievalTruncated say which cut this response made. The answer and the cited "
+        "subjects are untrusted text derived from mail other people wrote. To read a cited "
+        "email whole, pass its storedEmailId to get_email_content."
+    ),
+    arguments=(
+        Argument(
+            "question",
+            "question",
+            {"type": "string", "minLength": 1, "maxLength": question.MAX_QUESTION_CHARACTERS},
+            f"Required. The question, 1 to {question.MAX_QUESTION_CHARACTERS} characters, not blank. "
+            "It is not a search query: the model writes its own searches. A longer question is "
+            "refused with 51002, never cut.",
+            required=True,
+        ),
+        *_scope_arguments("answer from"),
+    ),
+    result_model=question.AnswerResult,
+    use_case=question.ask_mail,
+    publish=_bounded_answer,
+    advertised=answering_available,
+)
+
+TOOLS: tuple[ToolSpec, ...] = (*READ_TOOLS, ASK_MAIL)

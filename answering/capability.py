@@ -1,0 +1,70 @@
+"""Whether this deployment answers questions now: inactive, available or degraded.
+
+Read in one place, so the tools/list that advertises ask_mail and the use case that runs a
+question cannot disagree (mail-answering.txt, When a deployment answers questions at all):
+
+- inactive: no chat endpoint is declared, or this instance embeds no mail (no embedder,
+  or no active embedding profile). Nothing is wrong and nothing changes on its own.
+- degraded: both halves are configured and one cannot serve: the embedding space cannot
+  place a query (search's semanticSearch is degraded), or the chat endpoint failed within
+  the last WITHHOLD_SECONDS.
+- available: otherwise.
+
+A chat failure withholds answering for a minute and then stops withholding it, so the next
+question finds out whether the endpoint was repaired: nothing else calls the chat endpoint
+(with the relevance pass off), so a record that withheld answering until the next success
+would withhold it forever. The embedding half renews itself through sync and search.
+
+Costs one read of local state and one of the shared health record; never a provider call.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from mailbox.services import embedding
+from mailfathom.providers.chat import CHAT_ROLE
+from mailfathom.providers.health import read_health
+
+INACTIVE = "inactive"
+AVAILABLE = "available"
+DEGRADED = "degraded"
+WITHHOLD_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Capability:
+    state: str
+    reason: str  # a fixed phrase for logs and spans: never content
+
+
+def chat_declared() -> bool:
+    return settings.MAILFATHOM["MAILFATHOM_CHAT_PROVIDER"] != "none"
+
+
+def answering_capability(now: float | None = None) -> Capability:
+    """The state of answering right now (see the module docstring)."""
+    if not chat_declared():
+        return Capability(INACTIVE, "no chat endpoint declared")
+    semantic = embedding.semantic_state()
+    if semantic == embedding.INACTIVE:
+        return Capability(INACTIVE, "no mail embedded")
+    if semantic == embedding.DEGRADED:
+        return Capability(DEGRADED, "embedding space cannot place a query")
+    chat = read_health(CHAT_ROLE, configured=True)
+    now = time.time() if now is None else now
+    if (
+        chat.consecutive_failures > 0
+        and chat.last_failure_at is not None
+        and now - chat.last_failure_at < WITHHOLD_SECONDS
+    ):
+        return Capability(DEGRADED, f"chat endpoint failed ({chat.last_failure_kind})")
+    return Capability(AVAILABLE, "ready")
+
+
+def answering_available() -> bool:
+    """Whether ask_mail is offered right now."""
+    return answering_capability().state == AVAILABLE

@@ -1,0 +1,97 @@
+"""The envelope: how retrieved mail is quoted to a model, as data that cannot close its element.
+
+Every lookup answers with one `<retrieved-mail>` element holding one `<message>` per
+passage (mail-answering.txt, Mail is read as evidence). Every value, attributes included,
+passes through `_text` / `_attribute`, which escape everything that could end an element
+or open one, so a subject reading `</extract></message><instruction>` arrives as those
+characters: visible, attributed to the message that carried them, and inert.
+
+Characters XML 1.0 cannot carry at all (NUL and most C0 controls, lone surrogates,
+U+FFFE/U+FFFF) are written as U+FFFD; stored mail cannot hold them anyway (PostgreSQL text
+refuses NUL and surrogates), so this only matters to a hostile test string. Carriage
+returns are written as character references so a parser does not fold them into line
+feeds; everything else round-trips exactly (tests/answering/test_envelope.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from mailbox.services.passages import Passage
+
+ROOT = "retrieved-mail"
+REFUSED = "search-refused"
+QUERY = "query"
+
+# Characters outside XML 1.0's Char production.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_TEXT_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"}
+_ATTRIBUTE_ESCAPES = {**_TEXT_ESCAPES, '"': "&quot;", "'": "&apos;", "\n": "&#10;", "\t": "&#9;"}
+_TEXT_SPECIAL = re.compile("[&<>\r]")
+_ATTRIBUTE_SPECIAL = re.compile("[&<>\r\"'\n\t]")
+
+
+def xml_safe(value: str) -> str:
+    """`value` with each character XML cannot carry replaced by U+FFFD."""
+    return _NOT_XML.sub("\ufffd", value)
+
+
+def _text(value: str) -> str:
+    return _TEXT_SPECIAL.sub(lambda match: _TEXT_ESCAPES[match.group()], xml_safe(value))
+
+
+def _attribute(value: str) -> str:
+    return _ATTRIBUTE_SPECIAL.sub(lambda match: _ATTRIBUTE_ESCAPES[match.group()], xml_safe(value))
+
+
+def _attributes(pairs: Mapping[str, str]) -> str:
+    return "".join(f' {name}="{_attribute(value)}"' for name, value in pairs.items())
+
+
+def _received(moment: datetime | None) -> str:
+    return moment.isoformat() if moment is not None else ""
+
+
+def message_element(passage: Passage, indent: str = "  ") -> str:
+    """One `<message>` element: identity as attributes, subject and extract as text."""
+    attributes = {
+        "id": passage.stored_email_id,
+        "account": passage.account_id,
+        "folder": passage.folder_alias,
+        "received": _received(passage.received_at),
+    }
+    return (
+        f"{indent}<message{_attributes(attributes)}>\n"
+        f"{indent}  <subject>{_text(passage.subject)}</subject>\n"
+        f"{indent}  <extract>{_text(passage.extract)}</extract>\n"
+        f"{indent}</message>"
+    )
+
+
+def write_envelope(retrieval_mode: str, passages: Iterable[Passage], *, limit_reached: bool = False) -> str:
+    """The `<retrieved-mail>` element of one lookup; empty (self-closing) when nothing was found."""
+    attributes = {"retrieval-mode": retrieval_mode}
+    if limit_reached:
+        attributes["retrieval-limit-reached"] = "true"
+    messages = [message_element(passage) for passage in passages]
+    if not messages:
+        return f"<{ROOT}{_attributes(attributes)} />"
+    body = "\n".join(messages)
+    return f"<{ROOT}{_attributes(attributes)}>\n{body}\n</{ROOT}>"
+
+
+def write_refusal(argument: str, code: int, message: str) -> str:
+    """What a refused lookup answers: which argument to correct, and the use case's own sentence."""
+    attributes = {"argument": argument, "code": str(code)}
+    return f"<{REFUSED}{_attributes(attributes)}>{_text(message)}</{REFUSED}>"
+
+
+def write_query(query_text: str, filters: Mapping[str, str]) -> str:
+    """The `<query>` element of a relevance judgement: the whole lookup, filters included."""
+    lines = [f"  <text>{_text(query_text)}</text>"]
+    lines += [
+        f"  <filter{_attributes({'name': name})}>{_text(value)}</filter>" for name, value in filters.items()
+    ]
+    return f"<{QUERY}>\n" + "\n".join(lines) + f"\n</{QUERY}>"

@@ -1,0 +1,144 @@
+"""The optional second pass: each candidate judged alone by the chat model, 0 to 100.
+
+Off by default (MAILFATHOM_CHAT_RELEVANCE_FILTER_ENABLED). Candidates are judged one after
+another, never in parallel: each judgement is an ordinary call under the chat budget, whose
+concurrency limit rejects rather than queues, so a burst would be refused by MailFathom's
+own bulkhead and recorded against a provider that is fine.
+
+It filters and never reorders: survivors keep the fused order, so a passage that begs for
+a top score still holds the place the ranking gave it. Every failure keeps the passage
+(mail-answering.txt, Every failure keeps the passage):
+
+- the chat provider's last call failed: nothing is judged; the fused ranking stands;
+- a judgement could not be had (timeout, throttled, refused, not sent, or the run's token
+  allowance is spent): that candidate and every later one are kept; the pass stops;
+- a judgement came back as anything but a bare whole number 0-100: that candidate is
+  kept; the pass goes on;
+- every judged candidate scored below the threshold: nothing survives (the filter working).
+
+A judgement carries the whole lookup (query text and filters) in a `<query>` element and
+the candidate in the same envelope a run reads, and nothing of the run: not the question,
+not the answer, not the other candidates.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from answering.envelope import write_envelope, write_query
+from answering.instructions import RELEVANCE_INSTRUCTION
+from answering.lookup import Lookup
+from mailbox.services.passages import Passage
+from mailfathom.providers.chat import CHAT_ROLE, ChatMessage, ChatModel
+from mailfathom.providers.errors import BAD_RESPONSE, ProviderError
+from mailfathom.providers.health import read_health
+
+logger = logging.getLogger(__name__)
+
+_SCORE = re.compile(r"\s*(\d{1,3})\s*")
+
+PROVIDER_UNAVAILABLE = "provider_unavailable"
+JUDGEMENT_FAILED = "judgement_failed"
+NOT_A_SCORE = "not_a_score"
+ALLOWANCE_SPENT = "allowance_spent"
+
+
+@dataclass(frozen=True)
+class RelevanceSettings:
+    threshold: int
+    max_candidates: int
+
+
+@dataclass(frozen=True)
+class RelevanceOutcome:
+    passages: tuple[Passage, ...]
+    judged: int
+    dropped: int
+    failure: str | None  # one of the classifications above, or None
+
+
+def strict_score(text: str) -> int | None:
+    """The score a reply states, or None: only a bare whole number from 0 to 100 counts."""
+    match = _SCORE.fullmatch(text)
+    if match is None:
+        return None
+    value = int(match.group(1))
+    return value if 0 <= value <= 100 else None
+
+
+def judgement_messages(lookup: Lookup, retrieval_mode: str, passage: Passage) -> list[ChatMessage]:
+    """The one user turn of a judgement: the lookup, then the candidate in its envelope."""
+    content = (
+        write_query(lookup.query_text, lookup.published_filters())
+        + "\n"
+        + write_envelope(retrieval_mode, [passage])
+    )
+    return [ChatMessage(role="user", content=content)]
+
+
+def filter_passages(
+    chat: ChatModel,
+    lookup: Lookup,
+    retrieval_mode: str,
+    passages: Sequence[Passage],
+    config: RelevanceSettings,
+    *,
+    may_spend: Callable[[], bool],
+    charge: Callable[[int], None],
+) -> RelevanceOutcome:
+    """Judge up to `config.max_candidates` passages in order; see the module docstring.
+
+    `may_spend()` says whether the run may make another call (its token allowance);
+    `charge(tokens)` books what a judgement reported.
+    """
+    if not passages:
+        return RelevanceOutcome((), 0, 0, None)
+    if read_health(CHAT_ROLE, configured=True).consecutive_failures > 0:
+        return _logged(RelevanceOutcome(tuple(passages), 0, 0, PROVIDER_UNAVAILABLE))
+    kept: list[Passage] = []
+    judged = dropped = 0
+    failure: str | None = None
+    for position, passage in enumerate(passages):
+        if position >= config.max_candidates:
+            kept.extend(passages[position:])
+            break
+        if not may_spend():
+            failure = ALLOWANCE_SPENT
+            kept.extend(passages[position:])
+            break
+        try:
+            reply = chat.complete(RELEVANCE_INSTRUCTION, judgement_messages(lookup, retrieval_mode, passage))
+        except ProviderError as error:
+            if error.kind == BAD_RESPONSE:  # it answered, with nothing usable: not a score
+                failure = failure or NOT_A_SCORE
+                kept.append(passage)
+                continue
+            failure = JUDGEMENT_FAILED
+            kept.extend(passages[position:])
+            break
+        charge(reply.total_tokens)
+        score = strict_score(reply.text) if not reply.tool_calls else None
+        if score is None:
+            failure = failure or NOT_A_SCORE
+            kept.append(passage)
+            continue
+        judged += 1
+        if score >= config.threshold:
+            kept.append(passage)
+        else:
+            dropped += 1
+    return _logged(RelevanceOutcome(tuple(kept), judged, dropped, failure))
+
+
+def _logged(outcome: RelevanceOutcome) -> RelevanceOutcome:
+    logger.info(
+        "relevance pass: judged=%d dropped=%d kept=%d failure=%s",
+        outcome.judged,
+        outcome.dropped,
+        len(outcome.passages),
+        outcome.failure or "none",
+    )
+    return outcome

@@ -1,0 +1,239 @@
+"""ask_mail: a question answered from the mail a chat model looks up, cited, under hard ceilings.
+
+The order is the contract (mail-answering.txt, What a caller may ask):
+
+1. the question: 1 to 1000 characters, not blank, no control character; refused (51002),
+   never truncated, because a cut question is a different question;
+2. the scope: the same resolution every read uses (51002, 53001, 53003);
+3. the capability: 56001, saying whether this deployment never answers or cannot now;
+4. the period allowance, taken here (57001): after the capability, so a question that was
+   never going to be answered is not charged, and before anything is spent;
+5. the run (answering.run), under the span answer_mail_question;
+6. the response, cut rather than refused to the answer and citation bounds, each cut
+   reported (answerTruncated, citationsTruncated, retrievalTruncated).
+
+Citations are read from what the run retrieved, one per email in first-reached order,
+never parsed from the model's text; none carries an extract. Logs carry the endpoint alias
+and counts only: no question, answer, query or passage.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.conf import settings
+from opentelemetry import trace
+
+from accounts.services.scope import ResolvedScope, resolve_scope
+from answering.capability import AVAILABLE, INACTIVE, answering_capability
+from answering.instructions import INSTRUCTION_VERSION
+from answering.ledger import period_ledger
+from answering.relevance import RelevanceSettings
+from answering.run import BoundScope, Run, RunBounds, RunCeilingReached, RunRecord
+from mailbox.services import sensitive
+from mailbox.services.passages import Passage
+from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.providers import get_chat_model
+from mailfathom.providers.errors import ProviderError
+from mailfathom.wire import WireModel
+
+logger = logging.getLogger(__name__)
+_tracer = trace.get_tracer("mailfathom.answering")
+
+MAX_QUESTION_CHARACTERS = 1000
+ANSWERING_UNAVAILABLE = 56001
+
+
+class Citation(WireModel):
+    stored_email_id: str
+    account_id: str
+    account_display_name: str
+    folder_alias: str
+    subject: str
+    received_at: datetime
+
+
+class AnswerResult(WireModel):
+    answer: str
+    citations: list[Citation]
+    answer_truncated: bool
+    citations_truncated: bool
+    retrieval_truncated: bool
+
+
+def checked_question(question: object) -> str:
+    """`question` if it may be asked, else 51002 naming the argument and its bound."""
+    if (
+        not isinstance(question, str)
+        or not question.strip()
+        or len(question) > MAX_QUESTION_CHARACTERS
+        or any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in question)
+    ):
+        raise MailFathomError(
+            FILTER_REFUSED,
+            f"The question argument must be 1 to {MAX_QUESTION_CHARACTERS} characters, not blank, "
+            "without control characters.",
+            argument="question",
+        )
+    return question
+
+
+def bind_scope(scope: ResolvedScope, folders: Iterable[str] | None) -> BoundScope:
+    """The run's copy of the caller's authorization: names to re-resolve, and what they allow."""
+    names = tuple(folders) if folders is not None else None
+    return BoundScope(
+        account_ids=scope.account_ids,
+        folder_names=names,
+        allowed=frozenset(
+            (account.account_id, folder.alias) for account in scope.accounts for folder in account.folders
+        ),
+    )
+
+
+def _values() -> dict:
+    return settings.MAILFATHOM
+
+
+def _bounds() -> RunBounds:
+    values = _values()
+    return RunBounds(
+        max_passages_per_retrieval=values["MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL"],
+        max_characters_per_passage=values["MAILFATHOM_ANSWERING_MAX_CHARACTERS_PER_PASSAGE"],
+        max_retrieved_characters=values["MAILFATHOM_ANSWERING_MAX_RETRIEVED_CHARACTERS_PER_RUN"],
+        max_provider_calls=values["MAILFATHOM_ANSWERING_MAX_PROVIDER_CALLS_PER_RUN"],
+        max_tokens=values["MAILFATHOM_ANSWERING_MAX_TOKENS_PER_RUN"],
+    )
+
+
+def _relevance() -> RelevanceSettings | None:
+    values = _values()
+    if not values["MAILFATHOM_CHAT_RELEVANCE_FILTER_ENABLED"]:
+        return None
+    return RelevanceSettings(
+        threshold=values["MAILFATHOM_CHAT_RELEVANCE_FILTER_THRESHOLD"],
+        max_candidates=min(
+            values["MAILFATHOM_CHAT_RELEVANCE_FILTER_MAX_CANDIDATES"],
+            values["MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL"],
+        ),
+    )
+
+
+def ask_mail(
+    question: str,
+    accounts: Iterable[str] | None = None,
+    folders: Iterable[str] | None = None,
+) -> AnswerResult:
+    """Answer `question` from the caller's scope; see the module docstring for the order."""
+    question = checked_question(question)
+    folder_names = list(folders) if folders is not None else None
+    scope = resolve_scope(accounts, folder_names)
+    capability = answering_capability()
+    chat = get_chat_model() if capability.state == AVAILABLE else None
+    if chat is None:
+        if capability.state == INACTIVE or capability.state == AVAILABLE:
+            raise MailFathomError(
+                ANSWERING_UNAVAILABLE,
+                "This deployment does not answer questions about mail: it declares no chat "
+                "endpoint or embeds no mail.",
+            )
+        raise MailFathomError(
+            ANSWERING_UNAVAILABLE,
+            "This deployment answers questions about mail but cannot right now; try again in a minute.",
+        )
+    ledger = period_ledger()
+    ledger.admit()
+    run = Run(chat, bind_scope(scope, folder_names), _bounds(), ledger, _relevance())
+    started = time.monotonic()
+    with _tracer.start_as_current_span("answer_mail_question") as span:
+        span.set_attribute("mailfathom.answering.endpoint", chat.alias)
+        span.set_attribute("mailfathom.answering.instruction_version", INSTRUCTION_VERSION)
+        span.set_attribute("mailfathom.answering.accounts_in_scope", len(scope.accounts))
+        outcome_tag = "error"
+        try:
+            outcome = run.answer(question)
+            result = _response(outcome.answer, run.record)
+            outcome_tag = "answered"
+            return result
+        except RunCeilingReached as ceiling:
+            outcome_tag = "run_ceiling"
+            span.set_attribute("mailfathom.answering.ceiling", ceiling.which)
+            raise
+        except ProviderError as error:
+            outcome_tag = f"provider_{error.kind}"
+            raise
+        finally:
+            _publish(span, run.record, outcome_tag, chat.alias, time.monotonic() - started)
+
+
+def _publish(span: trace.Span, record: RunRecord, outcome: str, alias: str, seconds: float) -> None:
+    emails = len({passage.stored_email_id for passage in record.passages})
+    for key, value in (
+        ("outcome", outcome),
+        ("provider_calls", record.provider_calls),
+        ("tokens", record.tokens),
+        ("lookups", record.lookups),
+        ("refused_lookups", record.refused_lookups),
+        ("passages", len(record.passages)),
+        ("emails", emails),
+        ("retrieved_characters", record.retrieved_characters),
+        ("retrieval_truncated", record.retrieval_truncated),
+        ("relevance_judged", record.relevance_judged),
+        ("relevance_dropped", record.relevance_dropped),
+        ("out_of_scope_dropped", record.out_of_scope_dropped),
+    ):
+        span.set_attribute(f"mailfathom.answering.{key}", value)
+    logger.info(
+        "ask_mail run: endpoint=%s outcome=%s calls=%d tokens=%d lookups=%d passages=%d emails=%d "
+        "retrieval_truncated=%s seconds=%.2f",
+        alias,
+        outcome,
+        record.provider_calls,
+        record.tokens,
+        record.lookups,
+        len(record.passages),
+        emails,
+        record.retrieval_truncated,
+        seconds,
+    )
+    if record.out_of_scope_dropped:
+        logger.warning(
+            "ask_mail run dropped %d passages outside its bound scope", record.out_of_scope_dropped
+        )
+
+
+def citations_of(passages: Iterable[Passage]) -> list[Citation]:
+    """One citation per email, in the order the run first reached each."""
+    seen: dict[str, Citation] = {}
+    for passage in passages:
+        if passage.stored_email_id in seen:
+            continue
+        seen[passage.stored_email_id] = Citation(
+            stored_email_id=passage.stored_email_id,
+            account_id=passage.account_id,
+            account_display_name=passage.account_display_name,
+            folder_alias=passage.folder_alias,
+            subject=passage.subject,
+            received_at=passage.received_at,
+        )
+    return list(seen.values())
+
+
+def _response(answer: str, record: RunRecord) -> AnswerResult:
+    values = _values()
+    max_answer = values["MAILFATHOM_ANSWERING_MAX_ANSWER_CHARACTERS"]
+    max_citations = values["MAILFATHOM_ANSWERING_MAX_CITATIONS"]
+    citations = citations_of(record.passages)
+    if sensitive.enabled():
+        # Guarded before the cut, so what one response carries is bounded with every
+        # placeholder already in it; a detector that fails refuses the question (82001).
+        answer = sensitive.redact(answer)
+    return AnswerResult(
+        answer=answer[:max_answer],
+        citations=citations[:max_citations],
+        answer_truncated=len(answer) > max_answer,
+        citations_truncated=len(citations) > max_citations,
+        retrieval_truncated=record.retrieval_truncated,
+    )

@@ -1,0 +1,150 @@
+"""Passages: what one ask_mail lookup draws from the local copy (mail-answering.txt).
+
+The same selection and ranking search_emails answers from, with two differences that are
+the answering contract rather than preferences: the junk folder never takes part (there is
+no override), and each match becomes a passage (identity plus one bounded extract) instead
+of a summary. A passage carries the stable email id, the account, the folder alias, the
+subject and the received time; participants, sizes and flags are not read at all. A match
+whose body yields no text (encrypted mail, mail that lives in an attachment) is dropped
+rather than handed over as an identifier with nothing beside it.
+
+The extract is the query's best fragments of the body (ts_headline, markers removed),
+joined, or the start of the body when no word of the query occurs in it (a semantic
+match); either way cut to `max_characters`. Where sensitive-content scanning is on, the
+subject and the extract are redacted before they leave this function: text sent to a
+model leaves the deployment as surely as text returned to a caller.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models.functions import Left
+
+from accounts.models import MailAccount
+from mailbox.models import Email, Folder
+from mailbox.services import search, sensitive
+from mailbox.services.lexical_search import highlight
+from mailbox.services.selection import select
+from mailfathom.errors import FILTER_REFUSED, MailFathomError
+
+FRAGMENTS = 4
+SEPARATOR = " … "
+BODY_READ = 20_000
+_WHITESPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Passage:
+    stored_email_id: str
+    account_id: str
+    account_display_name: str
+    folder_alias: str
+    subject: str
+    received_at: datetime
+    extract: str
+
+    @property
+    def characters(self) -> int:
+        """What this passage sends of somebody's mail: its subject and its extract."""
+        return len(self.subject) + len(self.extract)
+
+
+@dataclass(frozen=True)
+class PassageRetrieval:
+    passages: tuple[Passage, ...]
+    retrieval_mode: str  # "lexical" or "hybrid"
+
+
+def retrieve_passages(
+    query_text: str,
+    *,
+    accounts: Iterable[str] | None,
+    folders: Iterable[str] | None,
+    limit: int,
+    max_characters: int,
+    sender_address: str | None = None,
+    recipient_address: str | None = None,
+    subject_fragment: str | None = None,
+    received_on_or_after: datetime | None = None,
+    received_before: datetime | None = None,
+    is_remotely_seen: bool | None = None,
+    has_attachments: bool | None = None,
+) -> PassageRetrieval:
+    """Rank the scope's mail (junk excluded) for `query_text`; return up to `limit` passages."""
+    query = search.checked_query(query_text)
+    if not search.MIN_RESULT_LIMIT <= limit <= search.MAX_RESULT_LIMIT:
+        raise MailFathomError(FILTER_REFUSED, "A lookup may return 1 to 50 passages.")
+    selection = select(
+        accounts,
+        folders,
+        sender_address=sender_address,
+        recipient_address=recipient_address,
+        subject_fragment=subject_fragment,
+        received_on_or_after=received_on_or_after,
+        received_before=received_before,
+        is_remotely_seen=is_remotely_seen,
+        has_attachments=has_attachments,
+        include_junk=False,
+    )
+    candidates = Email.objects.in_selection(selection)
+    ranked, mode, _state = search.rank(candidates, query, limit)
+    ids = [email_id for email_id, _score, _kind in ranked]
+    rows = {
+        str(row["id"]): row
+        for row in Email.objects.filter(id__in=ids)
+        .annotate(body_start=Left("text_body", BODY_READ))
+        .values("id", "account_id", "folder_id", "subject", "received_at", "body_start")
+    }
+    accounts_by_pk = {
+        pk: (account_id, display_name)
+        for pk, account_id, display_name in MailAccount.objects.filter(
+            pk__in={row["account_id"] for row in rows.values()}
+        ).values_list("pk", "account_id", "display_name")
+    }
+    aliases = dict(
+        Folder.objects.filter(pk__in={row["folder_id"] for row in rows.values()}).values_list(
+            "pk", "mapping__alias"
+        )
+    )
+    fragments = highlight(ids, query, FRAGMENTS, max(40, max_characters // FRAGMENTS))
+    scanning = sensitive.enabled()
+    passages = []
+    for email_id in ids:
+        row = rows.get(email_id)
+        if row is None:  # expunged between ranking and reading
+            continue
+        extract = _extract(fragments.get(email_id, []), row["body_start"], max_characters)
+        subject = row["subject"]
+        if scanning:
+            extract = sensitive.redact(extract)[:max_characters]
+            subject = sensitive.redact(subject)
+        if not extract.strip():
+            continue
+        account_id, display_name = accounts_by_pk[row["account_id"]]
+        passages.append(
+            Passage(
+                stored_email_id=email_id,
+                account_id=account_id,
+                account_display_name=display_name,
+                folder_alias=aliases.get(row["folder_id"]) or "",
+                subject=subject,
+                received_at=row["received_at"],
+                extract=extract,
+            )
+        )
+    return PassageRetrieval(passages=tuple(passages), retrieval_mode=mode)
+
+
+def _extract(fragments: list[str], body: str, max_characters: int) -> str:
+    """The matched fragments without their markers, or the start of the body; at most the bound."""
+    parts = [_WHITESPACE.sub(" ", fragment.replace("**", "")).strip() for fragment in fragments]
+    text = SEPARATOR.join(part for part in parts if part)
+    if not text:
+        text = _WHITESPACE.sub(" ", body).strip()
+    if len(text) <= max_characters:
+        return text
+    return text[: max_characters - 1].rstrip() + "…"
