@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import json
+import time
 
 import openai
 import pytest
 
-from tests.providers.openai_server import status, text, tool_calls, vector_for
+from tests.providers.openai_server import (
+    empty,
+    malformed,
+    respond,
+    status,
+    text,
+    tool_calls,
+    tool_results,
+    trickle,
+    truncated_tool_call,
+    vector_for,
+)
 
 
 @pytest.fixture
@@ -41,3 +53,64 @@ def test_embeddings_in_base64_as_the_sdk_asks_by_default(client, openai_server):
     assert [len(item.embedding) for item in response.data] == [384, 384]
     assert response.data[1].embedding == pytest.approx(vector_for("b", 384), abs=1e-6)
     assert openai_server.requests[0].body["encoding_format"] == "base64"
+
+
+def test_responses_endpoint_speaks_the_responses_wire_format(client, openai_server):
+    openai_server.responses.script(
+        tool_calls(("search_mail", {"query": "invoice"}), content="Looking.", usage=(7, 3)),
+        text("Friday.", usage=None),
+    )
+    first = client.responses.create(model="scripted", instructions="Be brief.", input="When?")
+    message, call = first.output
+    assert (message.type, message.content[0].text) == ("message", "Looking.")
+    assert (call.type, call.call_id, call.name, json.loads(call.arguments)) == (
+        "function_call",
+        "call_0",
+        "search_mail",
+        {"query": "invoice"},
+    )
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (7, 3)
+    second = client.responses.create(model="scripted", input=[{"role": "user", "content": "When?"}])
+    assert second.output_text == "Friday." and second.usage is None
+    recorded = openai_server.recorded("responses")
+    assert recorded[0].instructions == "Be brief." and recorded[0].input_items == [
+        {"role": "user", "content": "When?"}
+    ]
+    assert recorded[1].body == {"model": "scripted", "input": [{"role": "user", "content": "When?"}]}
+    assert openai_server.count("chat/completions") == 0
+
+
+def test_respond_decides_per_request_and_always_sets_the_default(client, openai_server):
+    openai_server.chat.script(respond(lambda request: text(f"{len(request['messages'])} messages")))
+    openai_server.chat.always(lambda request: text("tool said: " + ",".join(tool_results(request))))
+    messages = [{"role": "user", "content": "q"}]
+    first = client.chat.completions.create(model="m", messages=messages)
+    assert first.choices[0].message.content == "1 messages"
+    turns = [
+        *messages,
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c", "content": "42"},
+    ]
+    second = client.chat.completions.create(model="m", messages=turns)
+    assert second.choices[0].message.content == "tool said: 42"
+    first_at, second_at = (request.at for request in openai_server.recorded("chat/completions"))
+    assert 0 < first_at <= second_at
+
+
+def test_faults_malformed_empty_truncated_and_trickle(client, openai_server):
+    messages = [{"role": "user", "content": "q"}]
+    openai_server.chat.script(malformed(), empty(), truncated_tool_call("f"), trickle(text("slow"), 0.05, 4))
+    with pytest.raises(json.JSONDecodeError):
+        client.chat.completions.create(model="m", messages=messages)
+    blank = client.chat.completions.create(model="m", messages=messages).choices[0]
+    assert blank.message.content is None and blank.message.tool_calls is None
+    cut = client.chat.completions.create(model="m", messages=messages).choices[0]
+    assert cut.finish_reason == "length"
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(cut.message.tool_calls[0].function.arguments)
+    started = time.monotonic()
+    slow = client.chat.completions.create(model="m", messages=messages)
+    assert slow.choices[0].message.content == "slow" and time.monotonic() - started >= 0.15
