@@ -8,11 +8,12 @@ subject and the received time; participants, sizes and flags are not read at all
 whose body yields no text (encrypted mail, mail that lives in an attachment) is dropped
 rather than handed over as an identifier with nothing beside it.
 
-The extract is the query's best fragments of the body (ts_headline, markers removed),
-joined, or the start of the body when no word of the query occurs in it (a semantic
-match); either way cut to `max_characters`. Where sensitive-content scanning is on, the
-subject and the extract are redacted before they leave this function: text sent to a
-model leaves the deployment as surely as text returned to a caller.
+The extract is the whole body (whitespace folded) when it fits in `max_characters`;
+otherwise the query's best fragments of it (ts_headline, markers removed) joined, or its
+start when no word of the query occurs in it (a semantic match), cut to the bound. Where
+sensitive-content scanning is on, the subject and the extract are redacted before they
+leave this function: text sent to a model leaves the deployment as surely as text
+returned to a caller.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from mailfathom.errors import FILTER_REFUSED, MailFathomError
 
 FRAGMENTS = 4
 SEPARATOR = " … "
-BODY_READ = 20_000
+BODY_READ = 20_000  # characters read per match; the extract is cut far below this
 _WHITESPACE = re.compile(r"\s+")
 
 
@@ -140,11 +141,12 @@ def retrieve_passages(
 
 
 def _extract(fragments: list[str], body: str, max_characters: int) -> str:
-    """The matched fragments without their markers, or the start of the body; at most the bound."""
+    """The whole body when it fits, else its matched fragments (or its start); at most the bound."""
+    whole = _WHITESPACE.sub(" ", body).strip()
+    if len(whole) <= max_characters:
+        return whole
     parts = [_WHITESPACE.sub(" ", fragment.replace("**", "")).strip() for fragment in fragments]
-    text = SEPARATOR.join(part for part in parts if part)
-    if not text:
-        text = _WHITESPACE.sub(" ", body).strip()
+    text = SEPARATOR.join(part for part in parts if part) or whole
     if len(text) <= max_characters:
         return text
     return text[: max_characters - 1].rstrip() + "…"

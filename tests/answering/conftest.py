@@ -1,0 +1,91 @@
+"""Answering tests: the real `openai` client against the scripted server, for chat and embeddings."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from answering.ledger import reset_period_ledger
+from mailbox.services.embedding import embed_pending
+from mailbox.services.lexical_search import refresh_term_stats
+from mailfathom.providers import health, reset_chat_model, reset_embedder
+from tests.answering.support import AdversarialMessage, ObedientModel, World, build_world
+from tests.providers.openai_server import ScriptedOpenAIServer
+
+
+@pytest.fixture
+def scripted() -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer(dimensions=384) as server:
+        yield server
+
+
+def configure(settings, **values) -> None:
+    """Set MAILFATHOM_* values (names without the prefix) and forget every cached provider."""
+    settings.MAILFATHOM = {**settings.MAILFATHOM, **{f"MAILFATHOM_{k.upper()}": v for k, v in values.items()}}
+    reset_embedder()
+    reset_chat_model()
+    reset_period_ledger()
+
+
+@pytest.fixture(params=["chat-completions", "responses"])
+def chat_api(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def answering(settings, scripted, chat_api) -> Iterator[ScriptedOpenAIServer]:
+    """Embeddings and chat both served by `scripted`; answering available; health isolated."""
+    settings.PROVIDER_HEALTH_NAMESPACE = f"test-answering-{uuid.uuid4().hex}"
+    configure(
+        settings,
+        embedding_provider="openai",
+        embedding_base_url=scripted.base_url,
+        embedding_model="text-embed",
+        embedding_api_key="k",
+        embedding_max_retries=0,
+        chat_provider="openai",
+        chat_alias="scripted",
+        chat_base_url=scripted.base_url,
+        chat_model="scripted-chat",
+        chat_api_key="k",
+        chat_api=chat_api,
+        chat_timeout_seconds=5,
+        chat_max_retries=0,
+    )
+    yield scripted
+    health.clear_health("embedding")
+    health.clear_health("chat")
+    reset_embedder()
+    reset_chat_model()
+    reset_period_ledger()
+
+
+def chat_endpoint(chat_api: str) -> str:
+    return "chat/completions" if chat_api == "chat-completions" else "responses"
+
+
+def chat_script(server: ScriptedOpenAIServer, chat_api: str):
+    return server.chat if chat_api == "chat-completions" else server.responses
+
+
+@pytest.fixture
+def world(answering) -> Callable[..., World]:
+    """Build the mailbox (optionally with one adversarial message), embed it, index its terms."""
+
+    def build(adversarial: AdversarialMessage | None = None) -> World:
+        built = build_world(adversarial=adversarial)
+        embed_pending()
+        refresh_term_stats()
+        return built
+
+    return build
+
+
+@pytest.fixture
+def obedient(answering, chat_api) -> ObedientModel:
+    """The substitute model answering every chat request of this test."""
+    model = ObedientModel()
+    chat_script(answering, chat_api).always(model)
+    return model
