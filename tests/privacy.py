@@ -50,6 +50,21 @@ def _remember_search_queries(monkeypatch):
     monkeypatch.setattr(search, "checked_query", recording)
 
 
+@pytest.fixture(autouse=True)
+def _remember_questions(monkeypatch):
+    """ask_mail's questions are private too: no log line may carry one."""
+    from answering.services import question
+
+    checked = question.checked_question
+
+    def recording(text: object) -> str:
+        if isinstance(text, str):
+            remember(text.strip())
+        return checked(text)
+
+    monkeypatch.setattr(question, "checked_question", recording)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     yield

@@ -1,0 +1,152 @@
+"""ask_mail through /mcp with the real client, a real uvicorn, and a scripted chat endpoint.
+
+The chat endpoint and the embedding endpoint are both the scripted OpenAI-compatible
+server (tests/providers/openai_server.py), declared to the uvicorn process through its
+environment, as an operator would declare OpenAI or Ollama.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from answering.ledger import reset_period_ledger
+from mailbox.services.embedding import embed_pending
+from mailbox.services.lexical_search import refresh_term_stats
+from mailfathom.providers import health, reset_chat_model, reset_embedder
+from tests.answering.support import ObedientModel, build_world
+from tests.mcp.conftest import call_tool, error_code, error_text, list_tools, payload
+from tests.providers.openai_server import ScriptedOpenAIServer, status
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+QUESTION = "What did the insurer finally agree to pay?"
+
+
+@pytest.fixture(scope="module")
+def scripted() -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer(dimensions=384) as server:
+        yield server
+
+
+def _embedding_env(server: ScriptedOpenAIServer) -> dict[str, str]:
+    return {
+        "MAILFATHOM_EMBEDDING_PROVIDER": "openai",
+        "MAILFATHOM_EMBEDDING_BASE_URL": server.base_url,
+        "MAILFATHOM_EMBEDDING_MODEL": "text-embed",
+        "MAILFATHOM_EMBEDDING_API_KEY": "k",
+    }
+
+
+@pytest.fixture(scope="module")
+def answering_server(module_server_factory, scripted):
+    return module_server_factory(
+        **_embedding_env(scripted),
+        MAILFATHOM_CHAT_PROVIDER="openai",
+        MAILFATHOM_CHAT_ALIAS="scripted-endpoint",
+        MAILFATHOM_CHAT_BASE_URL=scripted.base_url,
+        MAILFATHOM_CHAT_MODEL="scripted-chat",
+        MAILFATHOM_CHAT_API_KEY="k",
+        MAILFATHOM_CHAT_TIMEOUT_SECONDS="5",
+        MAILFATHOM_CHAT_MAX_RETRIES="0",
+    )
+
+
+@pytest.fixture(scope="module")
+def no_chat_server(module_server_factory, scripted):
+    return module_server_factory(**_embedding_env(scripted))
+
+
+@pytest.fixture
+def world(settings, scripted):
+    """The mailbox, embedded with the same scripted endpoint the server queries with."""
+    settings.MAILFATHOM = {
+        **settings.MAILFATHOM,
+        **{name: value for name, value in _embedding_env(scripted).items()},
+    }
+    reset_embedder()
+    health.clear_health("chat")
+    health.clear_health("embedding")
+    built = build_world()
+    embed_pending()
+    refresh_term_stats()
+    model = ObedientModel()
+    scripted.chat.always(model)
+    yield built
+    health.clear_health("chat")
+    reset_embedder()
+    reset_chat_model()
+    reset_period_ledger()
+
+
+def test_ask_mail_is_listed_and_answers_with_citations_and_the_three_flags(answering_server, api_key, world):
+    names = [tool["name"] for tool in list_tools(answering_server, api_key)]
+    assert names == ["list_accounts", "list_emails", "get_email_content", "search_emails", "ask_mail"]
+    (descriptor,) = [tool for tool in list_tools(answering_server, api_key) if tool["name"] == "ask_mail"]
+    assert descriptor["inputSchema"]["required"] == ["question"]
+    assert set(descriptor["inputSchema"]["properties"]) == {"question", "accounts", "folders"}
+    assert descriptor["annotations"]["readOnlyHint"] is True
+
+    result = payload(
+        call_tool(answering_server, api_key, "ask_mail", {"question": QUESTION, "accounts": ["work"]})
+    )
+
+    assert result["answer"].startswith("The insurer agreed to pay 2,300 euros.")
+    assert result["answerTruncated"] is False
+    assert result["citationsTruncated"] is False
+    assert result["retrievalTruncated"] is False
+    assert result["citations"], "an answer drawn from mail cites it"
+    for citation in result["citations"]:
+        assert set(citation) == {
+            "storedEmailId",
+            "accountId",
+            "accountDisplayName",
+            "folderAlias",
+            "subject",
+            "receivedAt",
+        }
+        assert citation["accountId"] == "work" and citation["storedEmailId"] in world.work_ids
+    log = answering_server.log()
+    assert QUESTION not in log and "2,300" not in log and "Claim 4471" not in log
+    assert "endpoint=scripted-endpoint" in log
+
+
+def test_refusals_keep_their_codes_over_mcp(answering_server, api_key, world):
+    assert error_code(call_tool(answering_server, api_key, "ask_mail", {"question": "x" * 1001})) == 51002
+    assert (
+        error_code(
+            call_tool(answering_server, api_key, "ask_mail", {"question": "q", "accounts": ["nobody"]})
+        )
+        == 53001
+    )
+    assert error_code(call_tool(answering_server, api_key, "ask_mail", {})) in {51002, 54001}
+
+
+def test_a_provider_failure_reaches_the_client_as_54001_and_the_log_says_which(
+    answering_server, api_key, world, scripted
+):
+    scripted.chat.script(status(401))
+
+    result = call_tool(answering_server, api_key, "ask_mail", {"question": QUESTION})
+
+    assert error_code(result) == 54001
+    assert "401" not in error_text(result) and "credential" not in error_text(result)
+    assert "kind=credential_refused" in answering_server.log()
+    # For the next minute the endpoint is withheld: not listed, and a call is told "not now".
+    names = [tool["name"] for tool in list_tools(answering_server, api_key)]
+    assert "ask_mail" not in names
+    refused = call_tool(answering_server, api_key, "ask_mail", {"question": QUESTION})
+    assert error_code(refused) == 56001 and "cannot right now" in error_text(refused)
+
+
+def test_without_a_chat_endpoint_ask_mail_is_absent_and_a_direct_call_gets_56001(
+    no_chat_server, api_key, world
+):
+    names = [tool["name"] for tool in list_tools(no_chat_server, api_key)]
+    assert "ask_mail" not in names and "search_emails" in names
+
+    result = call_tool(no_chat_server, api_key, "ask_mail", {"question": QUESTION})
+
+    assert error_code(result) == 56001
+    assert "does not answer questions" in error_text(result)
