@@ -10,17 +10,22 @@ question cannot disagree (mail-answering.txt, When a deployment answers question
   the last WITHHOLD_SECONDS.
 - available: otherwise.
 
-A chat failure withholds answering for a minute and then stops withholding it, so the next
-question finds out whether the endpoint was repaired: nothing else calls the chat endpoint
-(with the relevance pass off), so a record that withheld answering until the next success
-would withhold it forever. The embedding half renews itself through sync and search.
+A chat failure withholds answering for a minute and then lets one question through (the
+probe, `admit_question`) to find out whether the endpoint was repaired: nothing else calls
+the chat endpoint (with the relevance pass off), so a record that withheld answering until
+the next success would withhold it forever. While the probe runs, other questions in this
+process are told "not now"; its outcome renews or clears the record. The embedding half
+renews itself through sync and search.
 
 Costs one read of local state and one of the shared health record; never a provider call.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -39,6 +44,7 @@ WITHHOLD_SECONDS = 60.0
 class Capability:
     state: str
     reason: str  # a fixed phrase for logs and spans: never content
+    probe: bool = False  # available only to find out whether a failed endpoint recovered
 
 
 def chat_declared() -> bool:
@@ -55,14 +61,39 @@ def answering_capability(now: float | None = None) -> Capability:
     if semantic == embedding.DEGRADED:
         return Capability(DEGRADED, "embedding space cannot place a query")
     chat = read_health(CHAT_ROLE, configured=True)
+    if chat.consecutive_failures == 0 or chat.last_failure_at is None:
+        return Capability(AVAILABLE, "ready")
     now = time.time() if now is None else now
-    if (
-        chat.consecutive_failures > 0
-        and chat.last_failure_at is not None
-        and now - chat.last_failure_at < WITHHOLD_SECONDS
-    ):
+    if now - chat.last_failure_at < WITHHOLD_SECONDS:
         return Capability(DEGRADED, f"chat endpoint failed ({chat.last_failure_kind})")
-    return Capability(AVAILABLE, "ready")
+    return Capability(AVAILABLE, "chat endpoint failed a minute ago: one question may probe it", probe=True)
+
+
+_probe_lock = threading.Lock()
+_probe_in_flight = False
+
+
+@contextmanager
+def admit_question(now: float | None = None) -> Iterator[Capability]:
+    """The capability a question runs under; at most one probe question at a time per process."""
+    global _probe_in_flight
+    capability = answering_capability(now)
+    if not capability.probe:
+        yield capability
+        return
+    with _probe_lock:
+        if _probe_in_flight:
+            taken = False
+        else:
+            _probe_in_flight = taken = True
+    if not taken:
+        yield Capability(DEGRADED, "another question is probing the chat endpoint")
+        return
+    try:
+        yield capability
+    finally:
+        with _probe_lock:
+            _probe_in_flight = False
 
 
 def answering_available() -> bool:

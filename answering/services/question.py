@@ -21,22 +21,23 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 from django.conf import settings
 from opentelemetry import trace
 
 from accounts.services.scope import ResolvedScope, resolve_scope
-from answering.capability import AVAILABLE, INACTIVE, answering_capability
+from answering.capability import AVAILABLE, DEGRADED, admit_question
 from answering.instructions import INSTRUCTION_VERSION
-from answering.ledger import period_ledger
+from answering.ledger import PeriodLedger, period_ledger
 from answering.relevance import RelevanceSettings
 from answering.run import BoundScope, Run, RunBounds, RunCeilingReached, RunRecord
 from mailbox.services import sensitive
 from mailbox.services.passages import Passage
 from mailfathom.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.providers import get_chat_model
+from mailfathom.providers.chat import ChatModel
 from mailfathom.providers.errors import ProviderError
 from mailfathom.wire import WireModel
 
@@ -128,23 +129,46 @@ def ask_mail(
 ) -> AnswerResult:
     """Answer `question` from the caller's scope; see the module docstring for the order."""
     question = checked_question(question)
-    folder_names = list(folders) if folders is not None else None
-    scope = resolve_scope(accounts, folder_names)
-    capability = answering_capability()
-    chat = get_chat_model() if capability.state == AVAILABLE else None
-    if chat is None:
-        if capability.state == INACTIVE or capability.state == AVAILABLE:
-            raise MailFathomError(
-                ANSWERING_UNAVAILABLE,
-                "This deployment does not answer questions about mail: it declares no chat "
-                "endpoint or embeds no mail.",
-            )
-        raise MailFathomError(
+    folder_names: list[str] | None = None if folders is None else []
+    scope = resolve_scope(accounts, _recorded(folders, folder_names))
+    with admit_question() as capability:
+        chat = get_chat_model() if capability.state == AVAILABLE else None
+        if chat is None:
+            raise _unavailable(capability.state)
+        ledger = period_ledger()
+        ledger.admit()
+        return _answer(question, chat, scope, folder_names, ledger)
+
+
+def _recorded(names: Iterable[str] | None, into: list[str] | None) -> Iterable[str] | None:
+    """`names` read lazily (scope resolution counts them as it reads), each kept in `into`."""
+    if names is None or into is None or isinstance(names, str):
+        return names  # absent, or refused by the resolution as it stands
+
+    def reading() -> Iterator[str]:
+        for name in names:
+            into.append(name)
+            yield name
+
+    return reading()
+
+
+def _unavailable(state: str) -> MailFathomError:
+    if state == DEGRADED:
+        return MailFathomError(
             ANSWERING_UNAVAILABLE,
             "This deployment answers questions about mail but cannot right now; try again in a minute.",
         )
-    ledger = period_ledger()
-    ledger.admit()
+    return MailFathomError(
+        ANSWERING_UNAVAILABLE,
+        "This deployment does not answer questions about mail: it declares no chat endpoint or "
+        "embeds no mail.",
+    )
+
+
+def _answer(
+    question: str, chat: ChatModel, scope: ResolvedScope, folder_names: list[str] | None, ledger: PeriodLedger
+) -> AnswerResult:
     run = Run(chat, bind_scope(scope, folder_names), _bounds(), ledger, _relevance())
     started = time.monotonic()
     with _tracer.start_as_current_span("answer_mail_question") as span:

@@ -10,7 +10,14 @@ import time
 
 import pytest
 
-from answering.capability import AVAILABLE, DEGRADED, INACTIVE, WITHHOLD_SECONDS, answering_capability
+from answering.capability import (
+    AVAILABLE,
+    DEGRADED,
+    INACTIVE,
+    WITHHOLD_SECONDS,
+    admit_question,
+    answering_capability,
+)
 from answering.instructions import ANSWER_INSTRUCTION
 from answering.ledger import SPEND_REFUSED
 from answering.services.question import ask_mail
@@ -329,3 +336,49 @@ def test_a_refused_lookup_names_the_argument_and_the_model_can_correct_it(world,
     assert results[3].tag == "retrieved-mail" and list(results[3]) == []  # the empty envelope
     assert results[4].tag == "retrieved-mail" and len(list(results[4])) >= 1
     assert result.citations
+
+
+@pytest.mark.parametrize("chat_api", ["chat-completions"], indirect=True)
+def test_after_the_minute_one_question_probes_the_endpoint_and_the_others_wait(world, answering, chat_api):
+    world()
+    health.record_failure("chat", "unavailable")
+    later = time.time() + WITHHOLD_SECONDS + 1
+    with admit_question(now=later) as first:
+        assert first.state == AVAILABLE and first.probe
+        with admit_question(now=later) as second:
+            assert second.state == DEGRADED
+    with admit_question(now=later) as third:
+        assert third.state == AVAILABLE
+
+
+@pytest.mark.parametrize("chat_api", ["chat-completions"], indirect=True)
+def test_a_probe_question_that_succeeds_clears_the_record(world, answering, chat_api):
+    world()
+    health.record_failure("chat", "credential_refused")
+    health._redis().hset(health.health_key("chat"), "last_failure_at", time.time() - WITHHOLD_SECONDS - 1)
+    chat_script(answering, chat_api).script(text("Working again."))
+
+    assert ask_mail(QUESTION).answer == "Working again."
+
+    assert answering_capability().state == AVAILABLE and not answering_capability().probe
+
+
+@pytest.mark.parametrize("chat_api", ["chat-completions"], indirect=True)
+def test_sensitive_content_is_redacted_on_the_way_to_the_model_and_back(world, settings, answering, chat_api):
+    world()
+    inbox = Folder.objects.get(account__account_id="work", mapping__alias="inbox")
+    EmailFactory(
+        folder=inbox, subject="insurer card", body="The insurer charged card 4111 1111 1111 1111 today."
+    )
+    embed_pending()
+    refresh_term_stats()
+    configure(settings, sensitive_scan_enabled=True)
+    chat_script(answering, chat_api).script(
+        tool_calls(("search_mail", {"queryText": "insurer card"})), text("It was card 4111 1111 1111 1111.")
+    )
+
+    result = ask_mail(QUESTION)
+
+    sent = str(answering.recorded(chat_endpoint(chat_api))[-1].body)
+    assert "4111 1111 1111 1111" not in sent and "[redacted:" in sent
+    assert "4111 1111 1111 1111" not in result.answer and "[redacted:" in result.answer
