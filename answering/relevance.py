@@ -38,7 +38,8 @@ from mailfathom.providers.health import read_health
 
 logger = logging.getLogger(__name__)
 
-_SCORE = re.compile(r"\s*(\d{1,3})\s*")
+# ASCII digits only, no sign, no leading zero: "042", "４２" and "٤٢" are not bare scores.
+_SCORE = re.compile(r"\s*(100|[1-9][0-9]|[0-9])\s*", re.ASCII)
 
 PROVIDER_UNAVAILABLE = "provider_unavailable"
 JUDGEMENT_FAILED = "judgement_failed"
@@ -63,10 +64,7 @@ class RelevanceOutcome:
 def strict_score(text: str) -> int | None:
     """The score a reply states, or None: only a bare whole number from 0 to 100 counts."""
     match = _SCORE.fullmatch(text)
-    if match is None:
-        return None
-    value = int(match.group(1))
-    return value if 0 <= value <= 100 else None
+    return None if match is None else int(match.group(1))
 
 
 def judgement_messages(lookup: Lookup, retrieval_mode: str, passage: Passage) -> list[ChatMessage]:
@@ -112,7 +110,9 @@ def filter_passages(
         try:
             reply = chat.complete(RELEVANCE_INSTRUCTION, judgement_messages(lookup, retrieval_mode, passage))
         except ProviderError as error:
-            if error.kind == BAD_RESPONSE:  # it answered, with nothing usable: not a score
+            if error.kind == BAD_RESPONSE and error.status is None:
+                # It answered, with nothing usable (malformed, empty): not a score. A status
+                # (400, 422) is the endpoint refusing the request, which stops the pass.
                 failure = failure or NOT_A_SCORE
                 kept.append(passage)
                 continue

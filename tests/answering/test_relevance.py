@@ -154,8 +154,8 @@ def test_after_a_failed_chat_call_nothing_is_judged_and_the_ranking_stands(answe
 @ONE_API
 @pytest.mark.parametrize(
     "failure",
-    [hang(5), status(429, retry_after="1"), status(401), status(403), status(503)],
-    ids=["timeout", "throttled", "refused-401", "refused-403", "unavailable"],
+    [hang(5), status(429, retry_after="1"), status(401), status(403), status(400), status(503)],
+    ids=["timeout", "throttled", "refused-401", "refused-403", "refused-400", "unavailable"],
 )
 def test_a_failed_judgement_keeps_that_candidate_and_every_later_one_and_stops(
     settings, answering, chat_api, failure
@@ -393,3 +393,8 @@ def test_a_throttled_judgement_inside_a_run_hands_over_the_fused_ranking_and_the
     assert [m.attrib["id"] for m in envelope_messages(result_turn.content)] == ids(fused)
     assert result.answer == "The insurer agreed to pay 2,300 euros."
     assert health.read_health("chat", configured=True).consecutive_failures == 0
+
+
+@pytest.mark.parametrize("reply", ["042", "\uff14\uff12", "\u0664\u0662", "+42", "4 2"])
+def test_only_ascii_digits_without_a_sign_or_leading_zero_are_a_score(reply):
+    assert strict_score(reply) is None
