@@ -15,7 +15,11 @@ real mail. Emails, To participants and passages are inserted with bulk_create in
 Vectors: the pool's passages (mailbox.services.embedding.passage_text) are embedded once
 with the local embedder, in batches of max_batch (the "bare embedder" rate), and every
 synthetic email gets the vector of its primary pool message as its position-0 passage
-under the active profile. The pool's vectors are cached under the system temp directory
+under the active profile, perturbed by Gaussian noise (--vector-noise per component, then
+re-normalized; cosine to the original about 0.995 at the default) so that the HNSW index
+holds N distinct points: pgvector folds identical vectors into one graph element (up to
+10 rows each), which would leave a graph of a few thousand points and an index build that
+says nothing about N. The pool's vectors are cached under the system temp directory
 (keyed by model and texts), so a second run skips the slowest step; --no-cache forces it.
 
 It then times the index builds (HNSW: the passage_hnsw_<pk> index created by
@@ -218,8 +222,11 @@ def synthesize(pool: list[PoolMessage], count: int, rng: random.Random) -> Itera
         yield Synthetic(primary, "\n\n".join(parts)[:MAX_BODY_CHARACTERS], moment, folder)
 
 
-def build(count: int, pool: list[PoolMessage], vectors: list, rng: random.Random) -> dict[str, float]:
+def build(
+    count: int, pool: list[PoolMessage], vectors: list, rng: random.Random, noise: float, seed: int
+) -> dict[str, float]:
     """Insert the mailbox, then (re)build its indexes; return each step's seconds."""
+    import numpy
     from django.db import connection, transaction
 
     from mailbox.ids import uuid7
@@ -242,6 +249,14 @@ def build(count: int, pool: list[PoolMessage], vectors: list, rng: random.Random
     index_name = f"passage_hnsw_{int(profile.pk)}"
     with connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX IF EXISTS {index_name}")
+
+    jitter = numpy.random.default_rng(seed)  # its own generator: the text stays that of `rng`
+
+    def vector_of(primary: int) -> object:
+        if noise <= 0:
+            return vectors[primary]
+        perturbed = vectors[primary] + jitter.normal(0.0, noise, vectors[primary].shape).astype(numpy.float32)
+        return perturbed / numpy.linalg.norm(perturbed)
 
     started = time.perf_counter()
     emails: list[Email] = []
@@ -300,7 +315,7 @@ def build(count: int, pool: list[PoolMessage], vectors: list, rng: random.Random
                 profile=profile,
                 position=0,
                 characters=len(message.passage),
-                embedding=vectors[synthetic.primary],
+                embedding=vector_of(synthetic.primary),
             )
         )
         if len(emails) >= INSERT_BATCH:
@@ -877,6 +892,12 @@ def main() -> None:
     parser.add_argument("--explain", type=int, default=2, help="slowest queries per mode to EXPLAIN ANALYZE")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
+        "--vector-noise",
+        type=float,
+        default=0.005,
+        help="Gaussian noise per vector component of each copy (0: exact copies, which pgvector folds)",
+    )
+    parser.add_argument(
         "--keep", action="store_true", help="reuse the scratch database and leave it in place"
     )
     parser.add_argument(
@@ -929,10 +950,10 @@ def main() -> None:
             f"bare embedder on the pool: {len(pool)} passages, {vectors.characters / len(pool):.0f} chars "
             f"mean, {vectors.seconds:.0f} s = {len(pool) / vectors.seconds:.2f} passages/s ({source})"
         )
-        print(f"building {args.emails} emails ...", flush=True)
+        print(f"building {args.emails} emails (vector noise {args.vector_noise}) ...", flush=True)
         connections.close_all()  # a fresh session: embedding the pool may have outlived the first
         with LOAD.phase("build"):
-            build_timings = build(args.emails, pool, vectors.vectors, rng)
+            build_timings = build(args.emails, pool, vectors.vectors, rng, args.vector_noise, args.seed)
         del vectors
         print("\nbuild")
         for label, seconds in build_timings.items():
