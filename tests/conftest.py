@@ -13,3 +13,27 @@ pytest_plugins = ["tests.privacy"]
 def _keyring_for_tests(settings):
     """Use one known key so tests can assert on encryption without touching var/."""
     settings.MAILFATHOM_KEYRING = "Y2hhbmdlLW1lLXRoaXMtaXMtYS10ZXN0LWtleS0wMDA="
+
+
+@pytest.fixture(scope="session")
+def metric_reader():
+    """The one in-memory reader of this session's meter provider (a provider is set only once)."""
+    from opentelemetry import metrics
+    from opentelemetry.sdk import metrics as sdk_metrics
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    metrics.set_meter_provider(sdk_metrics.MeterProvider(metric_readers=[reader]))
+    return reader
+
+
+def metric_points(reader) -> list[tuple[str, dict, float]]:
+    """(instrument name, attributes, value) of every data point the reader holds now."""
+    points = []
+    data = reader.get_metrics_data()
+    for resource in data.resource_metrics if data is not None else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                for point in metric.data.data_points:
+                    points.append((metric.name, dict(point.attributes), getattr(point, "value", None)))
+    return points

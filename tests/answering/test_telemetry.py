@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from mailbox.models import Email
 from mailfathom.mcp.execution import UseCaseRunner
 from mailfathom.mcp.server import build_server
+from tests.conftest import metric_points
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,3 +60,26 @@ def test_a_run_is_a_span_inside_the_call_span_with_counts_and_no_content(world, 
     for value in attributes.values():
         for text in private:
             assert text not in str(value)
+
+
+def _total(reader, name: str) -> float:
+    return sum(value for metric, _attributes, value in metric_points(reader) if metric == name)
+
+
+@pytest.mark.parametrize("chat_api", ["chat-completions"], indirect=True)
+def test_spend_is_published_as_runs_and_tokens(world, obedient, chat_api, metric_reader):
+    from answering.services.question import ask_mail
+
+    world()
+    runs, tokens = (
+        _total(metric_reader, "mailfathom.answering.runs"),
+        _total(metric_reader, "mailfathom.answering.tokens"),
+    )
+
+    ask_mail(QUESTION, accounts=["work"])
+
+    assert _total(metric_reader, "mailfathom.answering.runs") == runs + 1
+    assert _total(metric_reader, "mailfathom.answering.tokens") == tokens + 240  # two calls of 100 + 20
+    for name, attributes, _value in metric_points(metric_reader):
+        if name.startswith("mailfathom.answering."):
+            assert attributes == {}  # counts only: no dimension a caller or a message could choose
