@@ -173,6 +173,12 @@ class Email(models.Model):
             GinIndex(fields=["search_vector"], name="email_search_vector"),
             models.Index(fields=["folder", "-received_at", "-id"], name="email_folder_timeline"),
             models.Index(fields=["account", "message_id"], name="email_message_id"),
+            # The embedding sweep's queue, newest first: stays as small as the backlog.
+            models.Index(
+                fields=["-received_at", "-id"],
+                name="email_pending_embedding",
+                condition=models.Q(embedded=False, availability=Availability.AVAILABLE),
+            ),
         ]
 
     def __str__(self) -> str:

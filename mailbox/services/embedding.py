@@ -14,7 +14,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from mailbox.models import Availability, Email, EmailQuerySet, EmbeddingProfile, EmbeddingSpend, Passage
@@ -192,5 +192,5 @@ def rank_vector(
 
 def coverage(candidates: EmailQuerySet) -> tuple[int, int]:
     """How many of the candidate emails are embedded under the active profile, of how many."""
-    total = candidates.count()
-    return candidates.filter(embedded=True).count(), total
+    counts = candidates.order_by().aggregate(total=Count("id"), embedded=Count("id", filter=Q(embedded=True)))
+    return counts["embedded"], counts["total"]

@@ -146,3 +146,17 @@ def test_no_log_line_carries_the_query_or_mail_content(mailbox_with_mail, caplog
 
 def test_term_statistics_refresh_command_counts_words(mailbox_with_mail):
     call_command("refresh_term_stats", stdout=open("/dev/null", "w"))
+
+
+def test_candidates_come_from_the_rarest_words_whose_postings_fit_the_budget():
+    from mailbox.services.lexical_search import QueryWords
+
+    words = QueryWords(
+        weights={"zygote": 9.0, "invoice": 4.0, "meeting": 2.0, "the": 0.1},
+        exact=frozenset(),
+        documents={"zygote": 3, "invoice": 900, "meeting": 5000, "the": 90000},
+    )
+    assert words.generating(1000) == ["zygote", "invoice"]
+    assert words.generating(10) == ["zygote"]
+    assert words.generating(1) == ["zygote"]  # at least the rarest word, whatever the budget
+    assert words.generating(10**6) == ["zygote", "invoice", "meeting", "the"]
