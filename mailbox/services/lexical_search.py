@@ -35,6 +35,9 @@ PRESELECT = 300
 # words whose document counts fit. Long pasted queries otherwise read every posting of
 # 32 words, which is most of a large mailbox (bench/search.py).
 POSTING_BUDGET = 20_000
+# Characters of each body ts_headline reads for extracts: its cost grows with the text,
+# and an extract from far down a very long message rarely helps a reader choose it.
+HIGHLIGHT_READ = 8000
 # Below this many emails (by the planner's estimate) query_words counts them exactly.
 ESTIMATE_FROM = 20_000
 
@@ -219,14 +222,14 @@ def highlight(
     words = query_words(query)
     if not words.weights:
         return {}
-    params: dict = {"ids": email_ids}
+    params: dict = {"ids": email_ids, "read": HIGHLIGHT_READ}
     any_word = _tsquery(list(words.weights), params, "a")
     params["options"] = (
         f"StartSel=**, StopSel=**, MaxFragments={max_extracts}, MaxWords=35, MinWords=12, "
         "FragmentDelimiter=\x1f, HighlightAll=false"
     )
     sql = f"""
-        SELECT id::text, ts_headline('simple', left(text_body, 20000), {any_word}, %(options)s)
+        SELECT id::text, ts_headline('simple', left(text_body, %(read)s), {any_word}, %(options)s)
         FROM mailbox_email WHERE id::text = ANY(%(ids)s)
     """
     with connection.cursor() as cursor:

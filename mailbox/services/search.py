@@ -10,6 +10,8 @@ moves as mail is indexed. The query text is never logged.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -18,7 +20,7 @@ from mailbox.services import embedding
 from mailbox.services.bounds import whole_number
 from mailbox.services.freshness import FolderFreshness, folder_freshness
 from mailbox.services.lexical_search import highlight, rank_lexical
-from mailbox.services.selection import select
+from mailbox.services.selection import Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
 from mailfathom.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.providers import get_embedder
@@ -134,7 +136,7 @@ def search_emails(
     ]
     coverage = None
     if state != embedding.INACTIVE:
-        embedded, total = embedding.coverage(candidates)
+        embedded, total = _coverage(selection, candidates)
         coverage = EmbeddingCoverage(embedded_emails=embedded, emails_in_scope=total)
     return SearchResult(
         matches=matches,
@@ -144,6 +146,35 @@ def search_emails(
         folder_freshness=folder_freshness(selection),
         embedding_coverage=coverage,
     )
+
+
+# Counting a large scope costs about 100 ms at 100,000 emails (bench/search.py), and the
+# figure only says how far the sweep has got: one count per scope is reused for this long.
+COVERAGE_SECONDS = 30.0
+_coverage_cache: dict[tuple[str, int | None], tuple[float, tuple[int, int]]] = {}
+_coverage_lock = threading.Lock()
+
+
+def _coverage(selection: Selection, candidates) -> tuple[int, int]:
+    profile = embedding.active_profile()
+    key = (selection.fingerprint(), profile.pk if profile else None)
+    now = time.monotonic()
+    with _coverage_lock:
+        cached = _coverage_cache.get(key)
+    if cached is not None and now - cached[0] < COVERAGE_SECONDS:
+        return cached[1]
+    counts = embedding.coverage(candidates)
+    with _coverage_lock:
+        if len(_coverage_cache) > 1000:
+            _coverage_cache.clear()
+        _coverage_cache[key] = (now, counts)
+    return counts
+
+
+def forget_coverage() -> None:
+    """Drop every cached coverage count (tests; after a bulk change)."""
+    with _coverage_lock:
+        _coverage_cache.clear()
 
 
 def rank(candidates, query: str, limit: int) -> tuple[list[tuple[str, float, str]], str, str]:

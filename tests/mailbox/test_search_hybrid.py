@@ -180,3 +180,34 @@ def test_local_model_finds_mail_by_meaning_under_a_narrow_filter(settings, inbox
     assert [m.summary.subject for m in result.matches] == ["Automobile coverage"]
     wide = search_emails("motor vehicle policy")
     assert wide.matches[0].summary.subject == "Car insurance"
+
+
+def test_coverage_is_counted_once_per_scope_and_profile_for_a_while(settings, scripted, inbox, monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from mailbox.services import search
+
+    _use(
+        settings,
+        provider="openai",
+        base_url=scripted.base_url,
+        model="text-embed",
+        api_key="k",
+        max_retries=0,
+    )
+    EmailFactory(folder=inbox, subject="Quarterly report", body="figures for the quarter")
+    embed_pending()
+    search.forget_coverage()
+
+    def counts(query: str) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            result = search_emails(query)
+        assert result.embedding_coverage.emails_in_scope == 1
+        return sum('AS "total"' in q["sql"] for q in captured.captured_queries)
+
+    assert counts("quarterly") == 1
+    assert counts("figures") == 0  # the same scope within COVERAGE_SECONDS
+    clock = search.time.monotonic() + search.COVERAGE_SECONDS + 1
+    monkeypatch.setattr(search.time, "monotonic", lambda: clock)
+    assert counts("report") == 1
