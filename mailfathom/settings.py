@@ -88,7 +88,11 @@ if EMBEDDED_DATABASE:
     DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", **embedded.ensure_postgres()}}
 else:
     DATABASES = {"default": env.db_url("DATABASE_URL")}
-DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0))
+# Connections are kept for a minute (checked before reuse) rather than opened per call:
+# an MCP call runs its use case on a pool thread framed like a request, and opening a
+# PostgreSQL connection for each one was most of what the bridge added (docs/benchmarks.md).
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis and Celery -------------------------------------------------------------------

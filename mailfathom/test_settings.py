@@ -13,3 +13,8 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast; te
 # databases: MAILFATHOM_TEST_DB_SUFFIX names this run's.
 if os.environ.get("MAILFATHOM_TEST_DB_SUFFIX"):
     DATABASES["default"]["TEST"] = {"NAME": f"test_mailfathom_{os.environ['MAILFATHOM_TEST_DB_SUFFIX']}"}  # noqa: F405
+
+# Use cases run on pool threads in some tests (the MCP bridge in process); a connection kept
+# open on such a thread would stop the test database from being dropped at the end. The
+# uvicorn servers the MCP tests start use the product's own setting.
+DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
