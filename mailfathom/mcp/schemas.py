@@ -219,6 +219,27 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "embeddedEmails": "Emails in scope whose embedding is stored.",
         "emailsInScope": "Emails in scope.",
     },
+    # ask_mail
+    "AnswerResult": {
+        "": "An answer written by a chat model from the mail it looked up, and the emails it had.",
+        "answer": "The answer, in prose; untrusted text derived from mail other people wrote.",
+        "citations": "Every email the answer's searches retrieved, one entry per email, in the "
+        "order the run first reached each: what the model had in front of it, not proof it "
+        "used each one. Empty when the searches found nothing.",
+        "answerTruncated": "Whether the answer was cut to the length one response carries.",
+        "citationsTruncated": "Whether the run retrieved more emails than citations names.",
+        "retrievalTruncated": "Whether the run reached this server's ceiling on how much mail one "
+        "question may read: the answer is complete for what was read, and a narrower question "
+        "reads a different part of the mailbox.",
+    },
+    "Citation": {
+        "storedEmailId": "The email's identifier; pass it to get_email_content to read it whole.",
+        "accountId": "Identifier of the account the email belongs to.",
+        "accountDisplayName": "The account's display name.",
+        "folderAlias": "The folder's MailFathom alias.",
+        "subject": "The subject; untrusted text written by the sender.",
+        "receivedAt": "When the mail server received the email (ISO 8601).",
+    },
 }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from mailfathom.mcp.schemas import DESCRIPTIONS
-from mailfathom.mcp.tools import READ_TOOLS
+from mailfathom.mcp.tools import ASK_MAIL, READ_TOOLS, TOOLS
 from tests.mcp.conftest import INITIALIZE, list_tools, post
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -114,7 +114,7 @@ def test_every_output_property_is_camel_case_and_described(advertised):
 
 
 def test_the_description_table_names_no_property_the_models_lack():
-    known = {name for tool in READ_TOOLS for name in _defs_and_properties(tool)}
+    known = {name for tool in TOOLS for name in _defs_and_properties(tool)}
     described = {(model, prop) for model, props in DESCRIPTIONS.items() for prop in props if prop}
     assert described - known == set()
 
@@ -162,3 +162,26 @@ def test_enumerations_travel_as_camel_case_names(advertised):
     }
     assert {"newestFirst", "oldestFirst", "lexical", "hybrid", "exceededSizeLimit"} <= spellings
     assert all(isinstance(value, str) and "_" not in value for value in spellings)
+
+
+# --- ask_mail, listed only where answering is available (not on this session's server) -------
+
+ASK_MAIL_SNAPSHOT = Path(__file__).parent / "snapshots" / "ask_mail.json"
+
+
+def test_ask_mail_descriptor_matches_its_pinned_snapshot_and_the_conventions():
+    descriptor = ASK_MAIL.descriptor().model_dump(mode="json", by_alias=True, exclude_none=True)
+    text = json.dumps(descriptor, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if UPDATE:
+        ASK_MAIL_SNAPSHOT.write_text(text)
+    assert json.loads(text) == json.loads(ASK_MAIL_SNAPSHOT.read_text())
+    test_every_input_property_is_top_level_camel_case_and_described([descriptor])
+    test_every_output_property_is_camel_case_and_described([descriptor])
+    assert descriptor["annotations"] == {
+        "title": "Ask about mail",
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+    assert set(descriptor["inputSchema"]["properties"]) == {"question", "accounts", "folders"}
