@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from mailfathom.mcp.schemas import DESCRIPTIONS
-from mailfathom.mcp.tools import ASK_MAIL, READ_TOOLS, TOOLS
+from mailfathom.mcp.tools import ASK_MAIL, TOOLS
 from tests.mcp.conftest import INITIALIZE, list_tools, post
 
 pytestmark = pytest.mark.django_db(transaction=True)
