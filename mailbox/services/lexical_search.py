@@ -235,7 +235,7 @@ def highlight(
     )
     sql = f"""
         SELECT id::text, ts_headline('simple', left(text_body, %(read)s), {any_word}, %(options)s)
-        FROM mailbox_email WHERE id::text = ANY(%(ids)s)
+        FROM mailbox_email WHERE id = ANY(%(ids)s::uuid[])
     """
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
