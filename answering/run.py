@@ -33,7 +33,7 @@ from answering.ledger import SPEND_REFUSED, PeriodLedger
 from answering.lookup import SEARCH_MAIL, TOOL_NAME, Lookup, LookupRefused, parse_lookup
 from answering.relevance import RelevanceSettings, filter_passages
 from mailbox.services.passages import Passage, PassageRetrieval, retrieve_passages
-from mailfathom.errors import MailFathomError
+from mailfathom.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.providers.chat import ChatMessage, ChatModel, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ class Run:
     def _tool_result(self, call: ToolCall) -> str:
         if call.name != TOOL_NAME:
             self.record.refused_lookups += 1
-            return write_refusal("name", 51002, "The only tool offered is search_mail.")
+            return write_refusal("name", FILTER_REFUSED, "The only tool offered is search_mail.")
         self.record.lookups += 1
         try:
             lookup = parse_lookup(call.arguments)
@@ -196,7 +196,7 @@ class Run:
                 folders=self.scope.folder_names,
                 limit=self.bounds.max_passages_per_retrieval,
                 max_characters=self.bounds.max_characters_per_passage,
-                **lookup.filters,
+                filters=lookup.filters,
             )
         except MailFathomError as error:
             if not error.is_published:

@@ -34,8 +34,9 @@ from answering.ledger import PeriodLedger, period_ledger
 from answering.relevance import RelevanceSettings
 from answering.run import BoundScope, Run, RunBounds, RunCeilingReached, RunRecord
 from mailbox.services import sensitive
+from mailbox.services.bounds import bounded_text
 from mailbox.services.passages import Passage
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.errors import MailFathomError
 from mailfathom.providers import get_chat_model
 from mailfathom.providers.chat import ChatModel
 from mailfathom.providers.errors import ProviderError
@@ -67,19 +68,7 @@ class AnswerResult(WireModel):
 
 def checked_question(question: object) -> str:
     """`question` if it may be asked, else 51002 naming the argument and its bound."""
-    if (
-        not isinstance(question, str)
-        or not question.strip()
-        or len(question) > MAX_QUESTION_CHARACTERS
-        or any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in question)
-    ):
-        raise MailFathomError(
-            FILTER_REFUSED,
-            f"The question argument must be 1 to {MAX_QUESTION_CHARACTERS} characters, not blank, "
-            "without control characters.",
-            argument="question",
-        )
-    return question
+    return bounded_text(question, maximum=MAX_QUESTION_CHARACTERS, argument="question")
 
 
 def bind_scope(scope: ResolvedScope, folders: Iterable[str] | None) -> BoundScope:

@@ -2,7 +2,30 @@
 
 from __future__ import annotations
 
-from mailfathom.errors import MailFathomError
+from mailfathom.errors import FILTER_REFUSED, MailFathomError
+
+
+def has_control_character(text: str) -> bool:
+    """Whether `text` holds a C0 or C1 control character (tab and newline included)."""
+    return any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in text)
+
+
+def bounded_text(value: object, *, maximum: int, argument: str) -> str:
+    """`value` if it is text of 1 to `maximum` characters, not blank, with no control
+    character; otherwise 51002 naming the argument. Refused, never cut."""
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or len(value) > maximum
+        or has_control_character(value)
+    ):
+        raise MailFathomError(
+            FILTER_REFUSED,
+            f"The {argument} argument must be 1 to {maximum} characters, not blank, without "
+            "control characters.",
+            argument=argument,
+        )
+    return value
 
 
 def whole_number(value: object, *, minimum: int, maximum: int, default: int, code: int, argument: str) -> int:

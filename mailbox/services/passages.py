@@ -19,18 +19,19 @@ returned to a caller.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models.functions import Left
 
 from accounts.models import MailAccount
 from mailbox.models import Email, Folder
 from mailbox.services import search, sensitive
+from mailbox.services.bounds import whole_number
 from mailbox.services.lexical_search import highlight
 from mailbox.services.selection import select
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
 
 FRAGMENTS = 4
 SEPARATOR = " … "
@@ -67,30 +68,27 @@ def retrieve_passages(
     folders: Iterable[str] | None,
     limit: int,
     max_characters: int,
-    sender_address: str | None = None,
-    recipient_address: str | None = None,
-    subject_fragment: str | None = None,
-    received_on_or_after: datetime | None = None,
-    received_before: datetime | None = None,
-    is_remotely_seen: bool | None = None,
-    has_attachments: bool | None = None,
+    filters: Mapping[str, Any] | None = None,
 ) -> PassageRetrieval:
-    """Rank the scope's mail (junk excluded) for `query_text`; return up to `limit` passages."""
+    """Rank the scope's mail (junk excluded) for `query_text`; return up to `limit` passages.
+
+    `filters` are the narrowing keywords of `selection.validate_filter` (sender_address,
+    received_before, ...), checked there exactly as for search_emails; the junk choice is
+    not among them.
+    """
     query = search.checked_query(query_text)
-    if not search.MIN_RESULT_LIMIT <= limit <= search.MAX_RESULT_LIMIT:
-        raise MailFathomError(FILTER_REFUSED, "A lookup may return 1 to 50 passages.")
-    selection = select(
-        accounts,
-        folders,
-        sender_address=sender_address,
-        recipient_address=recipient_address,
-        subject_fragment=subject_fragment,
-        received_on_or_after=received_on_or_after,
-        received_before=received_before,
-        is_remotely_seen=is_remotely_seen,
-        has_attachments=has_attachments,
-        include_junk=False,
+    limit = whole_number(
+        limit,
+        minimum=search.MIN_RESULT_LIMIT,
+        maximum=search.MAX_RESULT_LIMIT,
+        default=search.DEFAULT_RESULT_LIMIT,
+        code=search.RESULT_LIMIT_OUT_OF_RANGE,
+        argument="limit",
     )
+    narrowing = dict(filters or {})
+    if "include_junk" in narrowing:
+        raise TypeError("passages never include the junk folder")
+    selection = select(accounts, folders, **narrowing, include_junk=False)
     candidates = Email.objects.in_selection(selection)
     ranked, mode, _state = search.rank(candidates, query, limit)
     ids = [email_id for email_id, _score, _kind in ranked]

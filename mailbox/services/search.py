@@ -17,12 +17,11 @@ from datetime import datetime
 
 from mailbox.models import Email
 from mailbox.services import embedding
-from mailbox.services.bounds import whole_number
+from mailbox.services.bounds import bounded_text, whole_number
 from mailbox.services.freshness import FolderFreshness, folder_freshness
 from mailbox.services.lexical_search import highlight, rank_lexical
 from mailbox.services.selection import Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.providers import get_embedder
 from mailfathom.providers.errors import ProviderError
 from mailfathom.wire import WireModel
@@ -67,19 +66,7 @@ class SearchResult(WireModel):
 
 def checked_query(query_text: object) -> str:
     """`query_text` if a search accepts it, else 51002 naming queryText."""
-    if (
-        not isinstance(query_text, str)
-        or not query_text.strip()
-        or len(query_text) > MAX_QUERY_CHARACTERS
-        or any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in query_text)
-    ):
-        raise MailFathomError(
-            FILTER_REFUSED,
-            f"The queryText argument must be 1 to {MAX_QUERY_CHARACTERS} characters, not blank, "
-            "without control characters.",
-            argument="queryText",
-        )
-    return query_text
+    return bounded_text(query_text, maximum=MAX_QUERY_CHARACTERS, argument="queryText")
 
 
 def search_emails(

@@ -284,3 +284,21 @@ def test_a_passage_cannot_promote_itself_and_is_dropped_when_judged_low(
     )
     assert own not in [p.stored_email_id for p in judged.passages]
     assert [p.stored_email_id for p in judged.passages] == [e for e in order if e != own]
+
+
+@pytest.mark.django_db
+def test_a_lookup_bound_beyond_one_search_window_is_refused_and_junk_cannot_be_asked_for():
+    from mailfathom.errors import MailFathomError
+
+    with pytest.raises(MailFathomError) as refused:
+        retrieve_passages("insurer", accounts=None, folders=None, limit=51, max_characters=1200)
+    assert refused.value.code == 51003
+    with pytest.raises(TypeError):
+        retrieve_passages(
+            "insurer",
+            accounts=None,
+            folders=None,
+            limit=20,
+            max_characters=1200,
+            filters={"include_junk": True},
+        )

@@ -296,8 +296,10 @@ def _three_claim_letters() -> list[Passage]:
         folders=None,
         limit=20,
         max_characters=1200,
-        subject_fragment="Claim 4471",
-        received_on_or_after=datetime(2000, 1, 1, tzinfo=UTC),
+        filters={
+            "subject_fragment": "Claim 4471",
+            "received_on_or_after": datetime(2000, 1, 1, tzinfo=UTC),
+        },
     ).passages
     assert len(fused) == 3
     return list(fused)
