@@ -33,6 +33,7 @@ from django.conf import settings
 from mailbox.services import embedding
 from mailfathom.providers.chat import CHAT_ROLE
 from mailfathom.providers.health import read_health
+from mailfathom.resettable import forgotten_when_changed
 
 INACTIVE = "inactive"
 AVAILABLE = "available"
@@ -48,7 +49,7 @@ class Capability:
 
 
 def chat_declared() -> bool:
-    return settings.MAILFATHOM["MAILFATHOM_CHAT_PROVIDER"] != "none"
+    return settings.MAILFATHOM.chat_provider != "none"
 
 
 def answering_capability(now: float | None = None) -> Capability:
@@ -71,6 +72,14 @@ def answering_capability(now: float | None = None) -> Capability:
 
 _probe_lock = threading.Lock()
 _probe_in_flight = False
+
+
+@forgotten_when_changed("MAILFATHOM")
+def _forget_probe() -> None:
+    """A new configuration is a new endpoint: no question is probing it yet."""
+    global _probe_in_flight
+    with _probe_lock:
+        _probe_in_flight = False
 
 
 @contextmanager

@@ -24,7 +24,9 @@ from datetime import UTC, datetime
 from django.conf import settings
 from opentelemetry import metrics
 
+from mailfathom.config import MailFathomSettings
 from mailfathom.errors import MailFathomError
+from mailfathom.resettable import forgotten_when_changed
 
 logger = logging.getLogger(__name__)
 
@@ -122,11 +124,11 @@ _ledger_lock = threading.Lock()
 def period_ledger() -> PeriodLedger:
     """This process's ledger, sized by the MAILFATHOM_ANSWERING_* settings when first used."""
     global _ledger
-    values = settings.MAILFATHOM
+    values: MailFathomSettings = settings.MAILFATHOM
     wanted = (
-        values["MAILFATHOM_ANSWERING_MAX_RUNS_PER_PERIOD"],
-        values["MAILFATHOM_ANSWERING_MAX_TOKENS_PER_PERIOD"],
-        values["MAILFATHOM_ANSWERING_AGGREGATE_PERIOD"],
+        values.answering_max_runs_per_period,
+        values.answering_max_tokens_per_period,
+        values.answering_aggregate_period,
     )
     with _ledger_lock:
         if _ledger is None or (_ledger.max_runs, _ledger.max_tokens, _ledger.period_seconds) != wanted:
@@ -134,8 +136,9 @@ def period_ledger() -> PeriodLedger:
         return _ledger
 
 
+@forgotten_when_changed("MAILFATHOM")
 def reset_period_ledger() -> None:
-    """Forget this process's ledger (tests; a changed configuration)."""
+    """Forget this process's ledger (a changed configuration starts a new count)."""
     global _ledger
     with _ledger_lock:
         _ledger = None

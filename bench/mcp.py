@@ -182,7 +182,7 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    settings.MAILFATHOM = {**settings.MAILFATHOM, "MAILFATHOM_EMBEDDING_PROVIDER": "none"}
+    settings.MAILFATHOM = settings.MAILFATHOM.replace(embedding_provider="none")
     seed()
     from accounts.services.mcp_keys import create_key
     from mailbox.services.search import search_emails

@@ -542,10 +542,11 @@ def captured_statements(into: list) -> Iterator[None]:
 def set_provider(provider: str) -> None:
     from django.conf import settings
 
-    from mailfathom.providers import reset_embedder
+    settings.MAILFATHOM = settings.MAILFATHOM.replace(embedding_provider=provider)
+    # A plain assignment sends no setting_changed: forget the embedder built for the old one.
+    from mailfathom.providers import embedders
 
-    settings.MAILFATHOM["MAILFATHOM_EMBEDDING_PROVIDER"] = provider
-    reset_embedder()
+    embedders.reset()
 
 
 def run_queries(queries: list[Query], expected_mode: str) -> list[Timing]:
@@ -912,7 +913,7 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connections
 
-    settings.MAILFATHOM["MAILFATHOM_EMBEDDING_PROVIDER"] = "local"
+    settings.MAILFATHOM = settings.MAILFATHOM.replace(embedding_provider="local")
     LOAD.start()
     print(f"commit {commit()}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     print(f"machine: {os.cpu_count()} cores, {cpu_model()}; load average {os.getloadavg()}")

@@ -21,7 +21,7 @@ from django.core.management import call_command  # noqa: E402
 django_app = get_asgi_application()
 call_command("check")  # refuse to serve a misconfigured deployment (an MCP posture included)
 
-if settings.MAILFATHOM["MAILFATHOM_MCP_ENABLED"]:
+if settings.MAILFATHOM.mcp_enabled:
     from mailfathom.mcp.http import build_mcp_app
 
     mcp_app = build_mcp_app()

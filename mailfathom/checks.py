@@ -14,6 +14,7 @@ from django.core.checks import CheckMessage, Error, register
 from django.core.checks import Warning as CheckWarning
 
 from mailfathom import config
+from mailfathom.config import MailFathomSettings
 
 
 @register()
@@ -73,9 +74,9 @@ def check_chat_provider(app_configs: object = None, **kwargs: object) -> list[Er
     from mailfathom.providers import chat_configuration_problems
 
     errors = [Error(message, id="mailfathom.E006") for message in chat_configuration_problems()]
-    values = settings.MAILFATHOM
-    candidates = values["MAILFATHOM_CHAT_RELEVANCE_FILTER_MAX_CANDIDATES"]
-    passages = values["MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL"]
+    values: MailFathomSettings = settings.MAILFATHOM
+    candidates = values.chat_relevance_filter_max_candidates
+    passages = values.answering_max_passages_per_retrieval
     if candidates > passages:
         errors.append(
             Error(
@@ -100,10 +101,10 @@ def _is_loopback_address(host: str) -> bool:
 @register()
 def check_mcp_posture(app_configs: object = None, **kwargs: object) -> list[CheckMessage]:
     """Refuse an enabled /mcp without a stated posture, or open to the network without a key."""
-    values = settings.MAILFATHOM
-    if not values["MAILFATHOM_MCP_ENABLED"]:
+    values: MailFathomSettings = settings.MAILFATHOM
+    if not values.mcp_enabled:
         return []
-    posture = values["MAILFATHOM_MCP_AUTH"]
+    posture = values.mcp_auth
     if posture not in ("api-key", "none"):
         return [
             Error(
@@ -114,12 +115,8 @@ def check_mcp_posture(app_configs: object = None, **kwargs: object) -> list[Chec
             )
         ]
     messages: list[CheckMessage] = []
-    bound_to_loopback = _is_loopback_address(values["MAILFATHOM_HTTP_HOST"])
-    if (
-        posture == "none"
-        and not bound_to_loopback
-        and not values["MAILFATHOM_MCP_ALLOW_UNAUTHENTICATED_NONLOOPBACK"]
-    ):
+    bound_to_loopback = _is_loopback_address(values.http_host)
+    if posture == "none" and not bound_to_loopback and not values.mcp_allow_unauthenticated_nonloopback:
         messages.append(
             Error(
                 "MAILFATHOM_MCP_AUTH=none is allowed only while MAILFATHOM_HTTP_HOST is a loopback "
@@ -129,7 +126,7 @@ def check_mcp_posture(app_configs: object = None, **kwargs: object) -> list[Chec
             )
         )
     default_hosts = config.BY_NAME["MAILFATHOM_MCP_ALLOWED_HOSTS"].default
-    if not bound_to_loopback and values["MAILFATHOM_MCP_ALLOWED_HOSTS"] == default_hosts:
+    if not bound_to_loopback and values.mcp_allowed_hosts == default_hosts:
         messages.append(
             CheckWarning(
                 "MAILFATHOM_HTTP_HOST is not a loopback address but MAILFATHOM_MCP_ALLOWED_HOSTS "
@@ -139,3 +136,18 @@ def check_mcp_posture(app_configs: object = None, **kwargs: object) -> list[Chec
             )
         )
     return messages
+
+
+@register()
+def check_settings_are_declared(app_configs: object = None, **kwargs: object) -> list[Error]:
+    """Refuse to start while our code reads a MAILFATHOM setting that is not declared."""
+    from mailfathom.config_usage import undeclared_reads
+
+    return [
+        Error(
+            f"{read.path}:{read.line} reads settings.MAILFATHOM.{read.name}, which mailfathom.config "
+            "does not declare.",
+            id="mailfathom.E010",
+        )
+        for read in undeclared_reads(settings.BASE_DIR)
+    ]

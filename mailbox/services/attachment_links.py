@@ -58,7 +58,7 @@ class LinkClaim:
 
 
 def public_base_url() -> str:
-    return str(settings.MAILFATHOM["MAILFATHOM_PUBLIC_BASE_URL"]).strip().rstrip("/")
+    return str(settings.MAILFATHOM.public_base_url).strip().rstrip("/")
 
 
 def links_available() -> bool:
@@ -68,7 +68,7 @@ def links_available() -> bool:
 
 def issue_link(email_id: uuid.UUID, part_index: int, sha256: str, now: datetime | None = None) -> IssuedLink:
     """Mint a link to one attachment; call only when links_available()."""
-    minutes = int(settings.MAILFATHOM["MAILFATHOM_ATTACHMENT_LINK_MINUTES"])
+    minutes = int(settings.MAILFATHOM.attachment_link_minutes)
     expires_at = (now or timezone.now()).astimezone(UTC).replace(microsecond=0) + timedelta(minutes=minutes)
     payload = ":".join(
         (

@@ -185,8 +185,8 @@ def get_email_content(
     participants = _participants(list(found))
     limits = parse_limits()
     budget = _Budget(
-        per_email=int(settings.MAILFATHOM["MAILFATHOM_CONTENT_BODY_CHARACTER_LIMIT"]),
-        remaining=int(settings.MAILFATHOM["MAILFATHOM_CONTENT_READ_CHARACTER_BUDGET"]),
+        per_email=int(settings.MAILFATHOM.content_body_character_limit),
+        remaining=int(settings.MAILFATHOM.content_read_character_budget),
     )
     scanning = sensitive.enabled()
     entries = []
@@ -229,7 +229,7 @@ def parse_limits() -> ParseLimits:
     the limit would have served whole.
     """
     default = ParseLimits()
-    body_limit = int(settings.MAILFATHOM["MAILFATHOM_CONTENT_BODY_CHARACTER_LIMIT"])
+    body_limit = int(settings.MAILFATHOM.content_body_character_limit)
     return ParseLimits(max_text_chars=max(default.max_text_chars, body_limit))
 
 

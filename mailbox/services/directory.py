@@ -68,7 +68,7 @@ def list_accounts() -> AccountDirectory:
     An account's synchronization_enabled is true only while both the account and the
     deployment synchronize; false means its folders' times are as current as they will get.
     """
-    deployment_syncs = bool(settings.MAILFATHOM["MAILFATHOM_SYNC_ENABLED"])
+    deployment_syncs = bool(settings.MAILFATHOM.sync_enabled)
     scope = resolve_scope()
     settings_by_pk = {
         row["pk"]: row

@@ -63,7 +63,7 @@ def _ensure_vector_index(profile: EmbeddingProfile) -> None:
 
 
 def passage_text(subject: str, body: str) -> str:
-    window = settings.MAILFATHOM["MAILFATHOM_EMBEDDING_WINDOW_CHARACTERS"]
+    window = settings.MAILFATHOM.embedding_window_characters
     return f"{subject}\n\n{body}"[:window].strip()
 
 
@@ -92,7 +92,7 @@ def embed_pending(*, max_batches: int | None = None, batch_size: int = SWEEP_BAT
         return result
     profile = activate_profile(embedder)
     batch_size = max(1, min(batch_size, embedder.max_batch))
-    ceiling = settings.MAILFATHOM["MAILFATHOM_EMBEDDING_MAX_CHARACTERS_PER_HOUR"]
+    ceiling = settings.MAILFATHOM.embedding_max_characters_per_hour
     while max_batches is None or result.batches < max_batches:
         rows = list(
             Email.objects.filter(embedded=False, availability=Availability.AVAILABLE)

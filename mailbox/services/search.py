@@ -24,6 +24,7 @@ from mailbox.services.selection import Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
 from mailfathom.providers import get_embedder
 from mailfathom.providers.errors import ProviderError
+from mailfathom.resettable import forgotten_when_changed
 from mailfathom.wire import WireModel
 
 logger = logging.getLogger(__name__)
@@ -158,8 +159,9 @@ def _coverage(selection: Selection, candidates) -> tuple[int, int]:
     return counts
 
 
+@forgotten_when_changed("MAILFATHOM", "DATABASES")
 def forget_coverage() -> None:
-    """Drop every cached coverage count (tests; after a bulk change)."""
+    """Drop every cached coverage count (another configuration or database counts afresh)."""
     with _coverage_lock:
         _coverage_cache.clear()
 

@@ -142,11 +142,11 @@ def marker(category: str) -> str:
 
 
 def enabled() -> bool:
-    return bool(settings.MAILFATHOM["MAILFATHOM_SENSITIVE_SCAN_ENABLED"])
+    return bool(settings.MAILFATHOM.sensitive_scan_enabled)
 
 
 def ceiling() -> int:
-    return int(settings.MAILFATHOM["MAILFATHOM_SENSITIVE_SCAN_CEILING"])
+    return int(settings.MAILFATHOM.sensitive_scan_ceiling)
 
 
 def detections(text: str) -> list[tuple[int, int, str]]:

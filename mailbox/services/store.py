@@ -52,7 +52,7 @@ class StoreResult:
 
 
 def bulk_local_parts() -> frozenset[str]:
-    raw = settings.MAILFATHOM["MAILFATHOM_BULK_SENDER_LOCAL_PARTS"]
+    raw = settings.MAILFATHOM.bulk_sender_local_parts
     return frozenset(part.strip().casefold() for part in raw.split(",") if part.strip())
 
 

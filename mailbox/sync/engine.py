@@ -76,7 +76,7 @@ def synchronize_account(
     """
     account = MailAccount.objects.get(pk=account_pk)
     run = AccountRun(account_id=account.account_id)
-    if not settings.MAILFATHOM["MAILFATHOM_SYNC_ENABLED"]:
+    if not settings.MAILFATHOM.sync_enabled:
         run.skipped = "synchronization is disabled for this deployment"
         return run
     if not account.served or not account.sync_enabled:

@@ -15,7 +15,7 @@ from mailbox.sync.failures import next_attempt
 
 
 def lease_seconds() -> int:
-    return settings.MAILFATHOM["MAILFATHOM_SYNC_LEASE_SECONDS"]
+    return settings.MAILFATHOM.sync_lease_seconds
 
 
 def ensure_folders(account: MailAccount) -> list[Folder]:

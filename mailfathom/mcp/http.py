@@ -30,6 +30,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 
 from accounts.services.mcp_keys import authenticate
+from mailfathom import config
+from mailfathom.config import MailFathomSettings
 from mailfathom.mcp.execution import UseCaseRunner
 from mailfathom.mcp.server import build_server
 
@@ -138,35 +140,31 @@ class LoopbackGate:
         await self.app(scope, receive, send)
 
 
-def _listed(raw: str) -> list[str]:
-    return [item.strip() for item in raw.split(",") if item.strip()]
-
-
 def build_mcp_app() -> ASGIApp:
     """Build the /mcp app from settings; the system checks have already refused a bad posture."""
-    values = settings.MAILFATHOM
-    runner = UseCaseRunner(values["MAILFATHOM_MCP_MAX_CONCURRENT_CALLS"])
+    values: MailFathomSettings = settings.MAILFATHOM
+    runner = UseCaseRunner(values.mcp_max_concurrent_calls)
     server = build_server(runner)
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=True,
         stateless_http=True,
-        max_request_body_size=values["MAILFATHOM_MCP_MAX_BODY_BYTES"],
+        max_request_body_size=values.mcp_max_body_bytes,
         transport_security=TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
-            allowed_hosts=_listed(values["MAILFATHOM_MCP_ALLOWED_HOSTS"]),
-            allowed_origins=_listed(values["MAILFATHOM_MCP_ALLOWED_ORIGINS"]),
+            allowed_hosts=config.listed(values.mcp_allowed_hosts),
+            allowed_origins=config.listed(values.mcp_allowed_origins),
         ),
     )
-    posture = values["MAILFATHOM_MCP_AUTH"]
+    posture = values.mcp_auth
     if posture == API_KEY:
         app = BearerKeyGate(app, runner)
-    elif posture == NO_AUTH and not values["MAILFATHOM_MCP_ALLOW_UNAUTHENTICATED_NONLOOPBACK"]:
+    elif posture == NO_AUTH and not values.mcp_allow_unauthenticated_nonloopback:
         app = LoopbackGate(app)
     elif posture != NO_AUTH:
         raise RuntimeError("MAILFATHOM_MCP_AUTH must be api-key or none")  # the checks refuse it first
     _quiet_sdk_loggers()
-    return Deadline(NoEventStream(app), values["MAILFATHOM_MCP_REQUEST_TIMEOUT"])
+    return Deadline(NoEventStream(app), values.mcp_request_timeout)
 
 
 def _quiet_sdk_loggers() -> None:

@@ -20,6 +20,8 @@ E5_QUERY_PREFIX = "query: "
 E5_PASSAGE_PREFIX = "passage: "
 _E5_NAME = re.compile(r"(?:^|[^a-z0-9])e5(?:[^a-z0-9]|$)")
 
+EMBEDDING_ROLE = "embedding"
+
 
 @dataclass(frozen=True)
 class EmbeddingProfileSpec:

@@ -30,6 +30,7 @@ import redis
 from django.conf import settings
 
 from mailfathom.keyvalue import redis_client
+from mailfathom.resettable import forgotten_when_changed
 
 logger = logging.getLogger("mailfathom.providers")
 
@@ -54,6 +55,15 @@ class Health:
 
 _local: dict[str, Health] = {}
 _local_lock = threading.Lock()
+
+
+@forgotten_when_changed("PROVIDER_HEALTH_NAMESPACE", "DATABASES")
+def _forget_local() -> None:
+    """The fallback copy belongs to one namespace: a new one starts empty."""
+    with _local_lock:
+        _local.clear()
+
+
 _clients: dict[tuple[int, str], redis.Redis] = {}
 
 
@@ -67,15 +77,13 @@ def _redis() -> redis.Redis:
 
 
 def health_key(role: str) -> str:
-    namespace = getattr(settings, "PROVIDER_HEALTH_NAMESPACE", "") or settings.DATABASES["default"].get(
-        "NAME", ""
-    )
+    namespace = settings.PROVIDER_HEALTH_NAMESPACE or settings.DATABASES["default"].get("NAME", "")
     return f"mailfathom:provider-health:{namespace}:{role}"
 
 
 def is_configured(role: str) -> bool:
-    """Whether a provider is configured for `role` (MAILFATHOM_<ROLE>_PROVIDER not "none")."""
-    return settings.MAILFATHOM.get(f"MAILFATHOM_{role.upper()}_PROVIDER", "none") != "none"
+    """Whether a provider is configured for `role` (its provider setting is not "none")."""
+    return settings.MAILFATHOM.endpoint(role).configured
 
 
 def _remember(role: str, **changes: object) -> None:

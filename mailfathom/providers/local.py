@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
 from typing import Any
 
+from mailfathom.config import MailFathomSettings
 from mailfathom.providers.base import EmbeddingBackend, EmbeddingProfileSpec, clean_text
 from mailfathom.providers.errors import TIMEOUT, UNAVAILABLE, ProviderError
 
@@ -50,15 +50,15 @@ class LocalEmbedder(EmbeddingBackend):
         self._lock = threading.Lock()
 
     @classmethod
-    def from_settings(cls, values: Mapping[str, Any]) -> LocalEmbedder:
+    def from_settings(cls, values: MailFathomSettings) -> LocalEmbedder:
         return cls()
 
     @staticmethod
-    def configuration_problems(values: Mapping[str, Any]) -> list[str]:
+    def configuration_problems(values: MailFathomSettings) -> list[str]:
         problems = []
-        if values["MAILFATHOM_EMBEDDING_MODEL"] != MODEL:
+        if values.embedding_model != MODEL:
             problems.append(f"MAILFATHOM_EMBEDDING_MODEL must be {MODEL} when the provider is local.")
-        if values["MAILFATHOM_EMBEDDING_DIMENSIONS"] != DIMENSIONS:
+        if values.embedding_dimensions != DIMENSIONS:
             problems.append(
                 f"MAILFATHOM_EMBEDDING_DIMENSIONS must be {DIMENSIONS} when the provider is local."
             )

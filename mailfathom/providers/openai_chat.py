@@ -25,11 +25,12 @@ them) and SDK failures are translated by openai_compat.translate_error without t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import openai
 
+from mailfathom.config import MailFathomSettings
 from mailfathom.providers.chat import (
     CHAT_ROLE,
     ChatBackend,
@@ -39,7 +40,7 @@ from mailfathom.providers.chat import (
     ToolDefinition,
 )
 from mailfathom.providers.errors import BAD_RESPONSE, ProviderError
-from mailfathom.providers.openai_compat import make_client, translate_error
+from mailfathom.providers.openai_compat import endpoint_problems, make_client, translate_error
 
 CHAT_COMPLETIONS = "chat-completions"
 RESPONSES = "responses"
@@ -96,29 +97,24 @@ class OpenAIChat(ChatBackend):
         self._client = make_client(base_url, api_key, timeout)
 
     @classmethod
-    def from_settings(cls, values: Mapping[str, Any]) -> OpenAIChat:
-        temperature = values["MAILFATHOM_CHAT_TEMPERATURE"]
+    def from_settings(cls, values: MailFathomSettings) -> OpenAIChat:
+        temperature = values.chat_temperature
         return cls(
-            model=values["MAILFATHOM_CHAT_MODEL"],
-            alias=values["MAILFATHOM_CHAT_ALIAS"],
-            base_url=values["MAILFATHOM_CHAT_BASE_URL"],
-            api_key=values["MAILFATHOM_CHAT_API_KEY"],
-            api=values["MAILFATHOM_CHAT_API"],
+            model=values.chat_model,
+            alias=values.chat_alias,
+            base_url=values.chat_base_url,
+            api_key=values.chat_api_key,
+            api=values.chat_api,
             temperature=None if temperature is None else float(temperature),
-            max_output_tokens=values["MAILFATHOM_CHAT_MAX_OUTPUT_TOKENS"],
-            reasoning_effort=values["MAILFATHOM_CHAT_REASONING_EFFORT"],
-            timeout=values["MAILFATHOM_CHAT_TIMEOUT_SECONDS"],
+            max_output_tokens=values.chat_max_output_tokens,
+            reasoning_effort=values.chat_reasoning_effort,
+            timeout=values.chat_timeout_seconds,
         )
 
     @staticmethod
-    def configuration_problems(values: Mapping[str, Any]) -> list[str]:
-        problems = []
-        if not values["MAILFATHOM_CHAT_MODEL"].strip():
-            problems.append("MAILFATHOM_CHAT_MODEL must name a model when the chat provider is openai.")
-        base_url = values["MAILFATHOM_CHAT_BASE_URL"]
-        if base_url and not base_url.startswith(("http://", "https://")):
-            problems.append("MAILFATHOM_CHAT_BASE_URL must start with http:// or https://.")
-        if not values["MAILFATHOM_CHAT_ALIAS"].strip():
+    def configuration_problems(values: MailFathomSettings) -> list[str]:
+        problems = endpoint_problems(values.endpoint(CHAT_ROLE), "MAILFATHOM_CHAT_", "the chat provider")
+        if not values.chat_alias.strip():
             problems.append("MAILFATHOM_CHAT_ALIAS must not be empty when the chat provider is openai.")
         return problems
 

@@ -17,13 +17,14 @@ import logging
 import math
 import time
 from collections.abc import Mapping
-from typing import Any
 
 import openai
 
+from mailfathom.config import Endpoint, MailFathomSettings
 from mailfathom.providers.base import (
     E5_PASSAGE_PREFIX,
     E5_QUERY_PREFIX,
+    EMBEDDING_ROLE,
     EmbeddingBackend,
     EmbeddingProfileSpec,
     clean_text,
@@ -100,6 +101,19 @@ def translate_error(error: Exception, role: str) -> ProviderError:
     return ProviderError(UNAVAILABLE, False, role=role)
 
 
+def endpoint_problems(endpoint: Endpoint, prefix: str, provider_phrase: str) -> list[str]:
+    """What an OpenAI-compatible endpoint of either role needs: a model and an http(s) URL.
+
+    `prefix` is the role's settings prefix (MAILFATHOM_CHAT_), used only to name them.
+    """
+    problems = []
+    if not endpoint.model.strip():
+        problems.append(f"{prefix}MODEL must name a model when {provider_phrase} is openai.")
+    if endpoint.base_url and not endpoint.base_url.startswith(("http://", "https://")):
+        problems.append(f"{prefix}BASE_URL must start with http:// or https://.")
+    return problems
+
+
 def make_client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
     """An SDK client for `base_url` that never retries on its own (key and URL never from OPENAI_*)."""
     return openai.OpenAI(
@@ -132,24 +146,18 @@ class OpenAIEmbedder(EmbeddingBackend):
         self._client = make_client(base_url, api_key, timeout)
 
     @classmethod
-    def from_settings(cls, values: Mapping[str, Any]) -> OpenAIEmbedder:
+    def from_settings(cls, values: MailFathomSettings) -> OpenAIEmbedder:
         return cls(
-            model=values["MAILFATHOM_EMBEDDING_MODEL"],
-            dimensions=values["MAILFATHOM_EMBEDDING_DIMENSIONS"],
-            base_url=values["MAILFATHOM_EMBEDDING_BASE_URL"],
-            api_key=values["MAILFATHOM_EMBEDDING_API_KEY"],
-            timeout=values["MAILFATHOM_EMBEDDING_TIMEOUT_SECONDS"],
+            model=values.embedding_model,
+            dimensions=values.embedding_dimensions,
+            base_url=values.embedding_base_url,
+            api_key=values.embedding_api_key,
+            timeout=values.embedding_timeout_seconds,
         )
 
     @staticmethod
-    def configuration_problems(values: Mapping[str, Any]) -> list[str]:
-        problems = []
-        if not values["MAILFATHOM_EMBEDDING_MODEL"].strip():
-            problems.append("MAILFATHOM_EMBEDDING_MODEL must name a model when the provider is openai.")
-        base_url = values["MAILFATHOM_EMBEDDING_BASE_URL"]
-        if base_url and not base_url.startswith(("http://", "https://")):
-            problems.append("MAILFATHOM_EMBEDDING_BASE_URL must start with http:// or https://.")
-        return problems
+    def configuration_problems(values: MailFathomSettings) -> list[str]:
+        return endpoint_problems(values.endpoint(EMBEDDING_ROLE), "MAILFATHOM_EMBEDDING_", "the provider")
 
     @property
     def profile(self) -> EmbeddingProfileSpec:

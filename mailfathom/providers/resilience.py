@@ -28,9 +28,10 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
+from mailfathom.config import Endpoint
 from mailfathom.providers import health
 from mailfathom.providers.base import Embedder, EmbeddingBackend, EmbeddingProfileSpec
 from mailfathom.providers.errors import (
@@ -151,16 +152,15 @@ class Resilience:
         self.circuit = CircuitBreaker(circuit_failures, circuit_seconds)
 
     @classmethod
-    def from_settings(cls, values: Mapping[str, Any], role: str) -> Resilience:
-        """Read MAILFATHOM_<ROLE>_TIMEOUT_SECONDS, _MAX_RETRIES, _CONCURRENCY, _CIRCUIT_*."""
-        prefix = f"MAILFATHOM_{role.upper()}_"
+    def from_endpoint(cls, endpoint: Endpoint) -> Resilience:
+        """The budget a role's settings declare (timeout, retries, concurrency, circuit)."""
         return cls(
-            role,
-            deadline=values[prefix + "TIMEOUT_SECONDS"],
-            max_retries=values[prefix + "MAX_RETRIES"],
-            concurrency=values[prefix + "CONCURRENCY"],
-            circuit_failures=values[prefix + "CIRCUIT_FAILURES"],
-            circuit_seconds=values[prefix + "CIRCUIT_SECONDS"],
+            endpoint.role,
+            deadline=endpoint.timeout_seconds,
+            max_retries=endpoint.max_retries,
+            concurrency=endpoint.concurrency,
+            circuit_failures=endpoint.circuit_failures,
+            circuit_seconds=endpoint.circuit_seconds,
         )
 
     def call(self, operation: Callable[[float], T], *, size: int = 0) -> T:

@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from answering.ledger import reset_period_ledger
 from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
-from mailfathom.providers import health, reset_chat_model, reset_embedder
+from mailfathom.providers import health
 from tests.answering.support import AdversarialMessage, ObedientModel, World, build_world
+from tests.configure import configure
 from tests.providers.openai_server import ScriptedOpenAIServer
 
 
@@ -19,14 +19,6 @@ from tests.providers.openai_server import ScriptedOpenAIServer
 def scripted() -> Iterator[ScriptedOpenAIServer]:
     with ScriptedOpenAIServer(dimensions=384) as server:
         yield server
-
-
-def configure(settings, **values) -> None:
-    """Set MAILFATHOM_* values (names without the prefix) and forget every cached provider."""
-    settings.MAILFATHOM = {**settings.MAILFATHOM, **{f"MAILFATHOM_{k.upper()}": v for k, v in values.items()}}
-    reset_embedder()
-    reset_chat_model()
-    reset_period_ledger()
 
 
 @pytest.fixture(params=["chat-completions", "responses"])
@@ -57,9 +49,6 @@ def answering(settings, scripted, chat_api) -> Iterator[ScriptedOpenAIServer]:
     yield scripted
     health.clear_health("embedding")
     health.clear_health("chat")
-    reset_embedder()
-    reset_chat_model()
-    reset_period_ledger()
 
 
 def chat_endpoint(chat_api: str) -> str:

@@ -53,16 +53,8 @@ def store(folder: Folder, msg: EmailMessage) -> Email:
 
 
 @pytest.fixture
-def mail_settings(settings):
-    def change(**values):
-        settings.MAILFATHOM = {**settings.MAILFATHOM, **{f"MAILFATHOM_{k}": v for k, v in values.items()}}
-
-    return change
-
-
-@pytest.fixture
-def email(mail_settings):
-    mail_settings(PUBLIC_BASE_URL=BASE_URL)
+def email(mailfathom_settings):
+    mailfathom_settings(public_base_url=BASE_URL)
     account = MailAccountFactory(account_id="billing")
     return store(mapped_folder(account, "inbox"), with_attachments())
 
@@ -95,8 +87,8 @@ def test_links_are_not_requested_by_default(email):
         assert attachment.download_url is None and attachment.download_expires_at is None
 
 
-def test_links_are_unavailable_without_a_public_base_url(email, mail_settings):
-    mail_settings(PUBLIC_BASE_URL="")
+def test_links_are_unavailable_without_a_public_base_url(email, mailfathom_settings):
+    mailfathom_settings(public_base_url="")
     found = attachments(email, include_attachment_download_links=True)
     assert {a.download_state for a in found} == {"unavailable"}
     assert all(a.download_url is None for a in found)
@@ -108,13 +100,13 @@ def test_links_are_unavailable_with_an_empty_key_ring(email, settings):
     assert {a.download_state for a in found} == {"unavailable"}
 
 
-def test_issued_link_expires_after_the_configured_minutes(email, mail_settings):
+def test_issued_link_expires_after_the_configured_minutes(email, mailfathom_settings):
     before = timezone.now().replace(microsecond=0)
     (first, *_rest) = issued(email)
     assert (
         before + timedelta(minutes=10) <= first.download_expires_at <= timezone.now() + timedelta(minutes=10)
     )
-    mail_settings(ATTACHMENT_LINK_MINUTES=3)
+    mailfathom_settings(attachment_link_minutes=3)
     (first, *_rest) = issued(email)
     assert first.download_expires_at <= timezone.now() + timedelta(minutes=3)
     assert first.download_expires_at >= before + timedelta(minutes=3)
@@ -254,8 +246,8 @@ def test_tokens_are_never_logged(email, client, caplog):
     assert token[:-3] not in caplog.text
 
 
-def test_a_token_claiming_more_than_thirty_minutes_is_refused(email, mail_settings):
-    mail_settings(ATTACHMENT_LINK_MINUTES=30)
+def test_a_token_claiming_more_than_thirty_minutes_is_refused(email, mailfathom_settings):
+    mailfathom_settings(attachment_link_minutes=30)
     sha = RawMessage.objects.get(email=email).sha256
     future = attachment_links.issue_link(email.pk, 2, sha, now=timezone.now() + timedelta(minutes=5))
     assert attachment_links.read_link(token_of(future.url)) is None

@@ -82,16 +82,6 @@ def inbox(account):
     return mapped_folder(account, "inbox", role=FolderRole.INBOX)
 
 
-@pytest.fixture
-def mail_settings(settings):
-    """Change MAILFATHOM_* values for one test; pytest-django restores the dict afterwards."""
-
-    def change(**values):
-        settings.MAILFATHOM = {**settings.MAILFATHOM, **{f"MAILFATHOM_{k}": v for k, v in values.items()}}
-
-    return change
-
-
 # --- the list and its elements ------------------------------------------------------
 
 
@@ -359,8 +349,8 @@ def test_no_result_model_can_hold_bytes():
     assert content.Attachment in seen and content.Headers in seen
 
 
-def test_body_over_the_limit_is_cut_and_says_body_character_limit(inbox, mail_settings):
-    mail_settings(CONTENT_BODY_CHARACTER_LIMIT=1000)
+def test_body_over_the_limit_is_cut_and_says_body_character_limit(inbox, mailfathom_settings):
+    mailfathom_settings(content_body_character_limit=1000)
     email = store(inbox, message("x" * 1500))
     plain = read(email).emails[0].content.body.plain_text
     assert plain.text == "x" * 1000
@@ -368,15 +358,15 @@ def test_body_over_the_limit_is_cut_and_says_body_character_limit(inbox, mail_se
     assert plain.truncated_by == "bodyCharacterLimit"
 
 
-def test_body_at_the_limit_is_whole(inbox, mail_settings):
-    mail_settings(CONTENT_BODY_CHARACTER_LIMIT=1000)
+def test_body_at_the_limit_is_whole(inbox, mailfathom_settings):
+    mailfathom_settings(content_body_character_limit=1000)
     email = store(inbox, message("x" * 1000))
     plain = read(email).emails[0].content.body.plain_text
     assert (len(plain.text), plain.truncated_by) == (1000, "none")
 
 
-def test_budget_is_shared_in_the_order_named(inbox, mail_settings):
-    mail_settings(CONTENT_BODY_CHARACTER_LIMIT=1000, CONTENT_READ_CHARACTER_BUDGET=2500)
+def test_budget_is_shared_in_the_order_named(inbox, mailfathom_settings):
+    mailfathom_settings(content_body_character_limit=1000, content_read_character_budget=2500)
     emails = [store(inbox, message(ch * 1200)) for ch in "abcd"]
     short = store(inbox, message("tiny"))
     result = read(*emails, short)
@@ -394,8 +384,8 @@ def test_budget_is_shared_in_the_order_named(inbox, mail_settings):
     assert read(short).emails[0].content.body.plain_text.text == "tiny"
 
 
-def test_failed_entries_spend_no_budget(inbox, mail_settings):
-    mail_settings(CONTENT_BODY_CHARACTER_LIMIT=1000, CONTENT_READ_CHARACTER_BUDGET=1000)
+def test_failed_entries_spend_no_budget(inbox, mailfathom_settings):
+    mailfathom_settings(content_body_character_limit=1000, content_read_character_budget=1000)
     email = store(inbox, message("y" * 900))
     result = read(str(uuid.uuid4()), email)
     assert result.emails[1].content.body.plain_text.truncated_by == "none"
@@ -435,8 +425,8 @@ def test_sanitized_html_is_null_for_a_message_without_html(inbox):
     assert read(email, include_html=True).emails[0].content.body.sanitized_html is None
 
 
-def test_html_counts_against_the_budget_and_is_cut_outside_a_tag(inbox, mail_settings):
-    mail_settings(CONTENT_BODY_CHARACTER_LIMIT=1000, CONTENT_READ_CHARACTER_BUDGET=1500)
+def test_html_counts_against_the_budget_and_is_cut_outside_a_tag(inbox, mailfathom_settings):
+    mailfathom_settings(content_body_character_limit=1000, content_read_character_budget=1500)
     msg = message("p" * 900)
     msg.add_alternative("<p>" + "<b>word</b> " * 400 + "</p>", subtype="html")
     email = store(inbox, msg)

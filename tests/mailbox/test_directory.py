@@ -9,6 +9,7 @@ import pytest
 
 from accounts.models import FolderRole, SyncMode
 from mailbox.services.directory import list_accounts
+from tests.configure import configure
 from tests.factories import FolderMappingFactory, MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 
@@ -111,7 +112,7 @@ def test_synchronization_enabled_needs_the_account_and_the_deployment(billing, a
     assert by_id["archive"]["synchronizationEnabled"] is False
     assert list_accounts().synchronization_enabled is True
 
-    settings.MAILFATHOM = {**settings.MAILFATHOM, "MAILFATHOM_SYNC_ENABLED": False}
+    configure(settings, sync_enabled=False)
     directory = list_accounts().wire()
     assert [a["synchronizationEnabled"] for a in directory["accounts"]] == [False, False]
     assert directory["synchronizationEnabled"] is False

@@ -11,6 +11,7 @@ from accounts.models import FolderRole
 from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.search import search_emails
 from mailfathom.errors import MailFathomError
+from tests.configure import configure
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 
@@ -20,12 +21,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _lexical_only(settings):
     """These tests are about lexical search; hybrid is covered in test_search_hybrid."""
-    from mailfathom.providers import reset_embedder
-
-    settings.MAILFATHOM = {**settings.MAILFATHOM, "MAILFATHOM_EMBEDDING_PROVIDER": "none"}
-    reset_embedder()
-    yield
-    reset_embedder()
+    configure(settings, embedding_provider="none")
 
 
 @pytest.fixture

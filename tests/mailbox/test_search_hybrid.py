@@ -16,7 +16,8 @@ from mailbox.models import Email, EmbeddingSpend, Passage
 from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.search import search_emails
-from mailfathom.providers import health, reset_embedder
+from mailfathom.providers import health
+from tests.configure import configure
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 from tests.providers.openai_server import ScriptedOpenAIServer, hang, model_not_found, status
@@ -29,19 +30,12 @@ def _isolated_health(settings):
     settings.PROVIDER_HEALTH_NAMESPACE = f"test-search-{uuid.uuid4().hex}"
     yield
     health.clear_health("embedding")
-    reset_embedder()
 
 
 @pytest.fixture
 def scripted():
     with ScriptedOpenAIServer(dimensions=384) as server:
         yield server
-
-
-def _use(settings, **values):
-    updates = {f"MAILFATHOM_EMBEDDING_{name.upper()}": value for name, value in values.items()}
-    settings.MAILFATHOM = {**settings.MAILFATHOM, **updates}
-    reset_embedder()
 
 
 @pytest.fixture
@@ -51,13 +45,13 @@ def inbox():
 
 
 def test_sweep_embeds_newest_first_and_records_spend(settings, scripted, inbox):
-    _use(
+    configure(
         settings,
-        provider="openai",
-        base_url=scripted.base_url,
-        model="text-embed",
-        api_key="k",
-        max_retries=0,
+        embedding_provider="openai",
+        embedding_base_url=scripted.base_url,
+        embedding_model="text-embed",
+        embedding_api_key="k",
+        embedding_max_retries=0,
     )
     old = EmailFactory(folder=inbox, subject="old", body="first words")
     new = EmailFactory(folder=inbox, subject="new", body="second words")
@@ -72,13 +66,13 @@ def test_sweep_embeds_newest_first_and_records_spend(settings, scripted, inbox):
 
 
 def test_search_is_hybrid_when_a_profile_is_active_and_the_provider_answers(settings, scripted, inbox):
-    _use(
+    configure(
         settings,
-        provider="openai",
-        base_url=scripted.base_url,
-        model="text-embed",
-        api_key="k",
-        max_retries=0,
+        embedding_provider="openai",
+        embedding_base_url=scripted.base_url,
+        embedding_model="text-embed",
+        embedding_api_key="k",
+        embedding_max_retries=0,
     )
     EmailFactory(folder=inbox, subject="Quarterly report", body="figures for the quarter")
     embed_pending()
@@ -98,14 +92,14 @@ def test_search_is_hybrid_when_a_profile_is_active_and_the_provider_answers(sett
     ids=["500", "429", "401", "timeout", "wrong-model"],
 )
 def test_provider_failure_answers_lexically_reports_degraded_and_recovers(settings, scripted, inbox, failure):
-    _use(
+    configure(
         settings,
-        provider="openai",
-        base_url=scripted.base_url,
-        model="text-embed",
-        api_key="k",
-        max_retries=0,
-        timeout_seconds=1,
+        embedding_provider="openai",
+        embedding_base_url=scripted.base_url,
+        embedding_model="text-embed",
+        embedding_api_key="k",
+        embedding_max_retries=0,
+        embedding_timeout_seconds=1,
     )
     EmailFactory(folder=inbox, subject="Quarterly report", body="figures for the quarter")
     embed_pending()
@@ -123,23 +117,23 @@ def test_provider_failure_answers_lexically_reports_degraded_and_recovers(settin
 
 
 def test_configured_model_other_than_the_active_profile_is_degraded(settings, scripted, inbox):
-    _use(
+    configure(
         settings,
-        provider="openai",
-        base_url=scripted.base_url,
-        model="text-embed",
-        api_key="k",
-        max_retries=0,
+        embedding_provider="openai",
+        embedding_base_url=scripted.base_url,
+        embedding_model="text-embed",
+        embedding_api_key="k",
+        embedding_max_retries=0,
     )
     EmailFactory(folder=inbox, subject="a", body="b")
     embed_pending()
-    _use(
+    configure(
         settings,
-        provider="openai",
-        base_url=scripted.base_url,
-        model="other-model",
-        api_key="k",
-        max_retries=0,
+        embedding_provider="openai",
+        embedding_base_url=scripted.base_url,
+        embedding_model="other-model",
+        embedding_api_key="k",
+        embedding_max_retries=0,
     )
 
     result = search_emails("anything at all")
@@ -149,7 +143,7 @@ def test_configured_model_other_than_the_active_profile_is_degraded(settings, sc
 
 
 def test_no_provider_is_inactive_and_lexical(settings, inbox):
-    _use(settings, provider="none")
+    configure(settings, embedding_provider="none")
     EmailFactory(folder=inbox, subject="Quarterly report", body="figures")
     refresh_term_stats()
     result = search_emails("quarterly")
@@ -161,7 +155,7 @@ def test_no_provider_is_inactive_and_lexical(settings, inbox):
 
 
 def test_local_model_finds_mail_by_meaning_under_a_narrow_filter(settings, inbox):
-    _use(settings, provider="local")
+    configure(settings, embedding_provider="local")
     EmailFactory(folder=inbox, subject="Car insurance", body="Your vehicle policy renewal is due next month.")
     for n in range(30):
         EmailFactory(folder=inbox, subject=f"Recipe {n}", body="Mix flour, sugar and eggs, then bake.")
@@ -188,13 +182,13 @@ def test_coverage_is_counted_once_per_scope_and_profile_for_a_while(settings, sc
 
     from mailbox.services import search
 
-    _use(
+    configure(
         settings,
-        provider="openai",
-        base_url=scripted.base_url,
-        model="text-embed",
-        api_key="k",
-        max_retries=0,
+        embedding_provider="openai",
+        embedding_base_url=scripted.base_url,
+        embedding_model="text-embed",
+        embedding_api_key="k",
+        embedding_max_retries=0,
     )
     EmailFactory(folder=inbox, subject="Quarterly report", body="figures for the quarter")
     embed_pending()

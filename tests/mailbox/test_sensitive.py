@@ -48,21 +48,13 @@ def message(
 
 
 @pytest.fixture
-def mail_settings(settings):
-    def change(**values):
-        settings.MAILFATHOM = {**settings.MAILFATHOM, **{f"MAILFATHOM_{k}": v for k, v in values.items()}}
-
-    return change
-
-
-@pytest.fixture
 def inbox():
     return mapped_folder(MailAccountFactory(), "inbox")
 
 
 @pytest.fixture
-def scanning(mail_settings):
-    mail_settings(SENSITIVE_SCAN_ENABLED=True)
+def scanning(mailfathom_settings):
+    mailfathom_settings(sensitive_scan_enabled=True)
 
 
 def content_of(email: Email, **kwargs):
@@ -151,12 +143,12 @@ def test_addresses_are_never_redacted(inbox, scanning):
     assert content_of(email).headers.to[0].address == "4111111111111111@example.net"
 
 
-def test_names_past_the_fortieth_are_withheld_when_scanning(inbox, mail_settings):
+def test_names_past_the_fortieth_are_withheld_when_scanning(inbox, mailfathom_settings):
     recipients = ", ".join(f"Person {n} <p{n}@example.net>" for n in range(45))
     email = store(inbox, message("hi", to=recipients))
     names = [m.display_name for m in content_of(email).headers.to]
     assert names[-1] == "Person 44"  # off: every name is published
-    mail_settings(SENSITIVE_SCAN_ENABLED=True)
+    mailfathom_settings(sensitive_scan_enabled=True)
     to = content_of(email).headers.to
     # The sender's name is the first of the forty, so 39 recipients keep theirs.
     assert [m.display_name for m in to[:39]] == [f"Person {n}" for n in range(39)]
@@ -164,8 +156,8 @@ def test_names_past_the_fortieth_are_withheld_when_scanning(inbox, mail_settings
     assert [m.address for m in to] == [f"p{n}@example.net" for n in range(45)]
 
 
-def test_body_past_the_ceiling_is_withheld_and_says_so(inbox, mail_settings):
-    mail_settings(SENSITIVE_SCAN_ENABLED=True, SENSITIVE_SCAN_CEILING=1000)
+def test_body_past_the_ceiling_is_withheld_and_says_so(inbox, mailfathom_settings):
+    mailfathom_settings(sensitive_scan_enabled=True, sensitive_scan_ceiling=1000)
     email = store(inbox, message("w" * 1500))
     plain = content_of(email).body.plain_text
     assert plain.truncated_by == "sensitiveContentScanCeiling"
@@ -173,43 +165,45 @@ def test_body_past_the_ceiling_is_withheld_and_says_so(inbox, mail_settings):
     assert plain.text == "w" * (1000 - sensitive.CEILING_MARGIN)
 
 
-def test_body_at_the_ceiling_is_whole(inbox, mail_settings):
-    mail_settings(SENSITIVE_SCAN_ENABLED=True, SENSITIVE_SCAN_CEILING=1000)
+def test_body_at_the_ceiling_is_whole(inbox, mailfathom_settings):
+    mailfathom_settings(sensitive_scan_enabled=True, sensitive_scan_ceiling=1000)
     email = store(inbox, message("w" * 1000))
     plain = content_of(email).body.plain_text
     assert (len(plain.text), plain.truncated_by) == (1000, "none")
 
 
-def test_a_number_straddling_the_ceiling_is_not_served_in_part(inbox, mail_settings):
-    mail_settings(SENSITIVE_SCAN_ENABLED=True, SENSITIVE_SCAN_CEILING=1000)
+def test_a_number_straddling_the_ceiling_is_not_served_in_part(inbox, mailfathom_settings):
+    mailfathom_settings(sensitive_scan_enabled=True, sensitive_scan_ceiling=1000)
     email = store(inbox, message("w" * 990 + " " + CARD + " tail"))
     text = content_of(email).body.plain_text.text
     assert not any(ch.isdigit() for ch in text)
 
 
-def test_a_number_just_before_the_cut_is_redacted_whole(inbox, mail_settings):
-    mail_settings(SENSITIVE_SCAN_ENABLED=True, SENSITIVE_SCAN_CEILING=1000)
+def test_a_number_just_before_the_cut_is_redacted_whole(inbox, mailfathom_settings):
+    mailfathom_settings(sensitive_scan_enabled=True, sensitive_scan_ceiling=1000)
     email = store(inbox, message("w" * 930 + " " + CARD + " " + "w" * 600))
     text = content_of(email).body.plain_text.text
     assert text.endswith(" [redacted:card]")
 
 
-def test_the_body_limit_wins_when_it_cuts_more(inbox, mail_settings):
-    mail_settings(SENSITIVE_SCAN_ENABLED=True, SENSITIVE_SCAN_CEILING=5000, CONTENT_BODY_CHARACTER_LIMIT=1000)
+def test_the_body_limit_wins_when_it_cuts_more(inbox, mailfathom_settings):
+    mailfathom_settings(
+        sensitive_scan_enabled=True, sensitive_scan_ceiling=5000, content_body_character_limit=1000
+    )
     email = store(inbox, message("w" * 6000))
     plain = content_of(email).body.plain_text
     assert (len(plain.text), plain.truncated_by) == (1000, "bodyCharacterLimit")
 
 
-def test_a_cut_never_splits_a_marker(inbox, mail_settings):
-    mail_settings(SENSITIVE_SCAN_ENABLED=True, CONTENT_BODY_CHARACTER_LIMIT=1000)
+def test_a_cut_never_splits_a_marker(inbox, mailfathom_settings):
+    mailfathom_settings(sensitive_scan_enabled=True, content_body_character_limit=1000)
     email = store(inbox, message("w" * 990 + " " + CARD + " " + "w" * 50))
     text = content_of(email).body.plain_text.text
     assert text == "w" * 990 + " "
 
 
-def test_html_past_the_ceiling_is_withheld(inbox, mail_settings):
-    mail_settings(SENSITIVE_SCAN_ENABLED=True, SENSITIVE_SCAN_CEILING=1000)
+def test_html_past_the_ceiling_is_withheld(inbox, mailfathom_settings):
+    mailfathom_settings(sensitive_scan_enabled=True, sensitive_scan_ceiling=1000)
     email = store(inbox, message("plain", html="<p>" + "<b>word</b> " * 200 + "</p>"))
     html = content_of(email, include_html=True).body.sanitized_html
     assert html.truncated_by == "sensitiveContentScanCeiling"

@@ -18,10 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_defaults_apply_when_nothing_is_set():
     loaded = config.load({})
     assert loaded.problems == {}
-    assert loaded.values["MAILFATHOM_HTTP_PORT"] == 8000
-    assert loaded.values["MAILFATHOM_MCP_ENABLED"] is False
-    assert loaded.values["MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL"] == 20
-    assert loaded.values["MAILFATHOM_ANSWERING_MAX_TOKENS_PER_RUN"] == 80000
+    assert loaded.values.http_port == 8000
+    assert loaded.values.mcp_enabled is False
+    assert loaded.values.answering_max_passages_per_retrieval == 20
+    assert loaded.values.answering_max_tokens_per_run == 80000
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,7 @@ def test_defaults_apply_when_nothing_is_set():
 def test_valid_values_are_read(name, raw, expected):
     loaded = config.load({name: raw})
     assert loaded.problems == {}
-    assert loaded.values[name] == expected
+    assert getattr(loaded.values, config.BY_NAME[name].attribute) == expected
 
 
 @pytest.mark.parametrize(
@@ -57,7 +57,7 @@ def test_invalid_values_are_problems_naming_setting_and_range_not_value(name, ra
     assert problem.startswith(name)
     assert range_text in problem
     assert raw not in problem.replace(name, "").replace(range_text, "")
-    assert loaded.values[name] == config.BY_NAME[name].default
+    assert getattr(loaded.values, config.BY_NAME[name].attribute) == config.BY_NAME[name].default
 
 
 def test_system_check_reports_each_problem(settings):
@@ -104,3 +104,42 @@ def test_readme_configuration_table_lists_every_setting():
     readme = (ROOT / "README.md").read_text()
     missing = [s.name for s in config.SETTINGS if f"`{s.name}`" not in readme]
     assert missing == []
+
+
+def test_every_setting_our_code_reads_is_declared():
+    from mailfathom.checks import check_settings_are_declared
+
+    assert check_settings_are_declared() == []
+
+
+def test_a_misspelt_setting_is_refused_at_startup_naming_file_line_and_name(tmp_path):
+    from mailfathom.config_usage import undeclared_reads
+
+    (tmp_path / "mailbox").mkdir()
+    (tmp_path / "mailbox" / "reader.py").write_text(
+        "from django.conf import settings\n"
+        "from mailfathom.config import MailFathomSettings\n\n\n"
+        "def limit():\n"
+        "    return settings.MAILFATHOM.content_body_character_limt\n\n\n"
+        "def model(values: MailFathomSettings):\n"
+        "    return values.chat_modle, values.chat_model, values.replace(chat_model='m')\n"
+    )
+    found = undeclared_reads(tmp_path)
+    assert sorted((read.path, read.line, read.name) for read in found) == [
+        ("mailbox/reader.py", 6, "content_body_character_limt"),
+        ("mailbox/reader.py", 10, "chat_modle"),
+    ]
+
+
+def test_the_typed_settings_refuse_an_undeclared_name_when_changed():
+    with pytest.raises(TypeError):
+        config.load({}).values.replace(chat_modle="m")
+
+
+def test_a_relative_var_dir_is_taken_from_the_project_folder(monkeypatch, tmp_path):
+    from mailfathom import embedded
+
+    monkeypatch.setenv("MAILFATHOM_VAR_DIR", str(tmp_path / "elsewhere"))
+    assert embedded.var_dir() == tmp_path / "elsewhere"
+    monkeypatch.setenv("MAILFATHOM_VAR_DIR", "var")
+    assert embedded.var_dir() == ROOT / "var"

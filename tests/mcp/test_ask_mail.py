@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from answering.ledger import reset_period_ledger
 from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
-from mailfathom.providers import health, reset_chat_model, reset_embedder
+from mailfathom.providers import health
 from tests.answering.support import ObedientModel, build_world
+from tests.configure import configure
 from tests.mcp.conftest import call_tool, error_code, error_text, list_tools, payload
 from tests.providers.openai_server import ScriptedOpenAIServer, status
 
@@ -61,11 +61,13 @@ def no_chat_server(module_server_factory, scripted):
 @pytest.fixture
 def world(settings, scripted):
     """The mailbox, embedded with the same scripted endpoint the server queries with."""
-    settings.MAILFATHOM = {
-        **settings.MAILFATHOM,
-        **{name: value for name, value in _embedding_env(scripted).items()},
-    }
-    reset_embedder()
+    configure(
+        settings,
+        embedding_provider="openai",
+        embedding_base_url=scripted.base_url,
+        embedding_model="text-embed",
+        embedding_api_key="k",
+    )
     health.clear_health("chat")
     health.clear_health("embedding")
     built = build_world()
@@ -75,9 +77,6 @@ def world(settings, scripted):
     scripted.chat.always(model)
     yield built
     health.clear_health("chat")
-    reset_embedder()
-    reset_chat_model()
-    reset_period_ledger()
 
 
 def test_ask_mail_is_listed_and_answers_with_citations_and_the_three_flags(answering_server, api_key, world):

@@ -7,12 +7,13 @@ from django.core.checks import ERROR, WARNING
 
 from mailfathom import config
 from mailfathom.checks import check_mcp_posture
+from tests.configure import configure
 
 
 @pytest.fixture
 def mcp_settings(settings):
     def change(**values):
-        settings.MAILFATHOM = {**settings.MAILFATHOM, **{f"MAILFATHOM_{k}": v for k, v in values.items()}}
+        configure(settings, **values)
         return check_mcp_posture()
 
     return change
@@ -23,40 +24,40 @@ def _ids(messages) -> list[tuple[str, int]]:
 
 
 def test_disabled_endpoint_needs_no_posture(mcp_settings):
-    assert mcp_settings(MCP_ENABLED=False, MCP_AUTH="") == []
+    assert mcp_settings(mcp_enabled=False, mcp_auth="") == []
 
 
 def test_enabled_without_posture_is_an_error_naming_the_setting(mcp_settings):
-    messages = mcp_settings(MCP_ENABLED=True, MCP_AUTH="")
+    messages = mcp_settings(mcp_enabled=True, mcp_auth="")
     assert _ids(messages) == [("mailfathom.E020", ERROR)]
     assert "MAILFATHOM_MCP_AUTH" in messages[0].msg
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "::1", "[::1]", "localhost", "127.0.0.2"])
 def test_posture_none_on_loopback_is_accepted(mcp_settings, host):
-    assert mcp_settings(MCP_ENABLED=True, MCP_AUTH="none", HTTP_HOST=host) == []
+    assert mcp_settings(mcp_enabled=True, mcp_auth="none", http_host=host) == []
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "mail.example.org", "::"])  # noqa: S104
 def test_posture_none_off_loopback_is_refused_without_the_override(mcp_settings, host):
-    messages = mcp_settings(MCP_ENABLED=True, MCP_AUTH="none", HTTP_HOST=host)
+    messages = mcp_settings(mcp_enabled=True, mcp_auth="none", http_host=host)
     assert ("mailfathom.E021", ERROR) in _ids(messages)
     assert "MAILFATHOM_MCP_ALLOW_UNAUTHENTICATED_NONLOOPBACK" in messages[0].msg
 
 
 def test_the_override_allows_posture_none_off_loopback(mcp_settings):
     messages = mcp_settings(
-        MCP_ENABLED=True,
-        MCP_AUTH="none",
-        HTTP_HOST="0.0.0.0",  # noqa: S104
-        MCP_ALLOW_UNAUTHENTICATED_NONLOOPBACK=True,
-        MCP_ALLOWED_HOSTS="mail.example.org",
+        mcp_enabled=True,
+        mcp_auth="none",
+        http_host="0.0.0.0",  # noqa: S104
+        mcp_allow_unauthenticated_nonloopback=True,
+        mcp_allowed_hosts="mail.example.org",
     )
     assert messages == []
 
 
 def test_api_key_off_loopback_is_accepted_but_warns_about_loopback_only_hosts(mcp_settings):
-    messages = mcp_settings(MCP_ENABLED=True, MCP_AUTH="api-key", HTTP_HOST="0.0.0.0")  # noqa: S104
+    messages = mcp_settings(mcp_enabled=True, mcp_auth="api-key", http_host="0.0.0.0")  # noqa: S104
     assert _ids(messages) == [("mailfathom.W020", WARNING)]
 
 

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from mailfathom.providers import health, reset_embedder
+from mailfathom.providers import health
 from mailfathom.providers.openai_compat import OpenAIEmbedder
 from mailfathom.providers.resilience import Resilience, ResilientEmbedder
 from tests.providers.openai_server import ScriptedOpenAIServer
@@ -25,20 +25,6 @@ def _isolated_health(settings):
     yield
     for role in ("embedding", "chat"):
         health.clear_health(role)
-
-
-@pytest.fixture
-def embedding_settings(settings):
-    """Set MAILFATHOM_EMBEDDING_* values (by suffix: provider="openai") and rebuild the embedder."""
-
-    def apply(**values):
-        updates = {f"MAILFATHOM_EMBEDDING_{name.upper()}": value for name, value in values.items()}
-        settings.MAILFATHOM = {**settings.MAILFATHOM, **updates}
-        reset_embedder()
-
-    reset_embedder()
-    yield apply
-    reset_embedder()
 
 
 @pytest.fixture

@@ -22,7 +22,6 @@ from mailfathom.providers import (
     chat_configuration_problems,
     get_chat_model,
     provider_code,
-    reset_chat_model,
 )
 from mailfathom.providers.chat import ResilientChat
 from mailfathom.providers.health import AVAILABLE, DEGRADED, read_health
@@ -538,41 +537,28 @@ def test_a_malformed_request_is_a_caller_bug_and_sends_nothing(chat, recorded, m
 # Settings, get_chat_model and the system check
 
 
-@pytest.fixture
-def chat_settings(settings):
-    """Set MAILFATHOM_* values (full names) and forget the cached chat model."""
-
-    def apply(**values):
-        settings.MAILFATHOM = {**settings.MAILFATHOM, **values}
-        reset_chat_model()
-
-    reset_chat_model()
-    yield apply
-    reset_chat_model()
-
-
-def test_no_chat_model_while_the_provider_is_none(chat_settings):
-    chat_settings(MAILFATHOM_CHAT_PROVIDER="none")
+def test_no_chat_model_while_the_provider_is_none(mailfathom_settings):
+    mailfathom_settings(chat_provider="none")
     assert get_chat_model() is None
     assert chat_configuration_problems() == []
 
 
-def test_get_chat_model_reads_every_setting(chat_settings, openai_server):
-    chat_settings(
-        MAILFATHOM_CHAT_PROVIDER="openai",
-        MAILFATHOM_CHAT_ALIAS="ollama-box",
-        MAILFATHOM_CHAT_BASE_URL=openai_server.base_url,
-        MAILFATHOM_CHAT_MODEL="qwen3:8b",
-        MAILFATHOM_CHAT_API_KEY="sk-chat",
-        MAILFATHOM_CHAT_API="responses",
-        MAILFATHOM_CHAT_TEMPERATURE=0.3,
-        MAILFATHOM_CHAT_MAX_OUTPUT_TOKENS=777,
-        MAILFATHOM_CHAT_REASONING_EFFORT="high",
-        MAILFATHOM_CHAT_TIMEOUT_SECONDS=7,
-        MAILFATHOM_CHAT_MAX_RETRIES=3,
-        MAILFATHOM_CHAT_CONCURRENCY=2,
-        MAILFATHOM_CHAT_CIRCUIT_FAILURES=9,
-        MAILFATHOM_CHAT_CIRCUIT_SECONDS=30,
+def test_get_chat_model_reads_every_setting(mailfathom_settings, openai_server):
+    mailfathom_settings(
+        chat_provider="openai",
+        chat_alias="ollama-box",
+        chat_base_url=openai_server.base_url,
+        chat_model="qwen3:8b",
+        chat_api_key="sk-chat",
+        chat_api="responses",
+        chat_temperature=0.3,
+        chat_max_output_tokens=777,
+        chat_reasoning_effort="high",
+        chat_timeout_seconds=7,
+        chat_max_retries=3,
+        chat_concurrency=2,
+        chat_circuit_failures=9,
+        chat_circuit_seconds=30,
     )
     model = get_chat_model()
     assert model is get_chat_model()
@@ -590,53 +576,50 @@ def test_get_chat_model_reads_every_setting(chat_settings, openai_server):
         777,
         {"effort": "high"},
     )
-    reset_chat_model()
+    mailfathom_settings(chat_max_retries=1)  # any change of the settings forgets it
     assert get_chat_model() is not model
 
 
 def test_build_chat_model_uses_chat_completions_by_default(settings, openai_server):
-    values = {
-        **settings.MAILFATHOM,
-        "MAILFATHOM_CHAT_PROVIDER": "openai",
-        "MAILFATHOM_CHAT_MODEL": "m",
-        "MAILFATHOM_CHAT_BASE_URL": openai_server.base_url,
-    }
+    values = settings.MAILFATHOM.replace(
+        chat_provider="openai", chat_model="m", chat_base_url=openai_server.base_url
+    )
     assert build_chat_model(values).complete(INSTRUCTION, ASK).text == "Scripted answer."
     assert openai_server.count("chat/completions") == 1
 
 
-def test_the_check_refuses_an_openai_provider_without_a_model(chat_settings):
-    chat_settings(MAILFATHOM_CHAT_PROVIDER="openai", MAILFATHOM_CHAT_MODEL="  ")
+def test_the_check_refuses_an_openai_provider_without_a_model(mailfathom_settings):
+    mailfathom_settings(chat_provider="openai", chat_model="  ")
     errors = check_chat_provider()
     assert [error.id for error in errors] == ["mailfathom.E006"]
     assert "MAILFATHOM_CHAT_MODEL" in errors[0].msg
 
 
-def test_the_check_refuses_a_base_url_without_a_scheme(chat_settings):
-    chat_settings(
-        MAILFATHOM_CHAT_PROVIDER="openai",
-        MAILFATHOM_CHAT_MODEL="m",
-        MAILFATHOM_CHAT_BASE_URL="localhost:11434",
+def test_the_check_refuses_a_base_url_without_a_scheme(mailfathom_settings):
+    mailfathom_settings(
+        chat_provider="openai",
+        chat_model="m",
+        chat_base_url="localhost:11434",
     )
     assert ["MAILFATHOM_CHAT_BASE_URL" in error.msg for error in check_chat_provider()] == [True]
 
 
-def test_the_check_refuses_more_relevance_candidates_than_passages(chat_settings):
-    chat_settings(
-        MAILFATHOM_CHAT_RELEVANCE_FILTER_MAX_CANDIDATES=21,
-        MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL=20,
+def test_the_check_refuses_more_relevance_candidates_than_passages(mailfathom_settings):
+    mailfathom_settings(
+        chat_relevance_filter_max_candidates=21,
+        answering_max_passages_per_retrieval=20,
     )
     errors = check_chat_provider()
     assert [error.id for error in errors] == ["mailfathom.E007"]
     assert "MAILFATHOM_CHAT_RELEVANCE_FILTER_MAX_CANDIDATES" in errors[0].msg
 
 
-def test_the_check_accepts_the_defaults_and_a_configured_provider(chat_settings):
+def test_the_check_accepts_the_defaults_and_a_configured_provider(mailfathom_settings):
     assert check_chat_provider() == []
-    chat_settings(
-        MAILFATHOM_CHAT_PROVIDER="openai",
-        MAILFATHOM_CHAT_MODEL="gpt-5-mini",
-        MAILFATHOM_CHAT_RELEVANCE_FILTER_MAX_CANDIDATES=20,
-        MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL=20,
+    mailfathom_settings(
+        chat_provider="openai",
+        chat_model="gpt-5-mini",
+        chat_relevance_filter_max_candidates=20,
+        answering_max_passages_per_retrieval=20,
     )
     assert check_chat_provider() == []

@@ -14,23 +14,19 @@ from mailfathom.providers import (
     embedding_configuration_problems,
     get_embedder,
     provider_code,
-    reset_embedder,
 )
 from mailfathom.providers.errors import KINDS
 
 
 def test_defaults_embed_locally_with_the_bundled_model():
     values = config.load({}).values
-    assert values["MAILFATHOM_EMBEDDING_PROVIDER"] == "local"
-    assert values["MAILFATHOM_EMBEDDING_MODEL"] == "multilingual-e5-small"
-    assert values["MAILFATHOM_EMBEDDING_DIMENSIONS"] == 384
-    assert (values["MAILFATHOM_EMBEDDING_TIMEOUT_SECONDS"], values["MAILFATHOM_EMBEDDING_MAX_RETRIES"]) == (
-        10,
-        2,
-    )
-    assert values["MAILFATHOM_EMBEDDING_CONCURRENCY"] == 4
-    assert values["MAILFATHOM_EMBEDDING_CIRCUIT_FAILURES"] == 5
-    assert values["MAILFATHOM_EMBEDDING_CIRCUIT_SECONDS"] == 60
+    assert values.embedding_provider == "local"
+    assert values.embedding_model == "multilingual-e5-small"
+    assert values.embedding_dimensions == 384
+    assert (values.embedding_timeout_seconds, values.embedding_max_retries) == (10, 2)
+    assert values.embedding_concurrency == 4
+    assert values.embedding_circuit_failures == 5
+    assert values.embedding_circuit_seconds == 60
 
 
 def test_an_unknown_provider_is_a_problem_naming_the_setting():
@@ -38,33 +34,33 @@ def test_an_unknown_provider_is_a_problem_naming_the_setting():
     assert "one of local, openai, none" in loaded.problems["MAILFATHOM_EMBEDDING_PROVIDER"]
 
 
-def test_get_embedder_builds_the_local_one_once_per_process(embedding_settings):
-    embedding_settings(provider="local")
+def test_get_embedder_builds_the_local_one_once_per_process(mailfathom_settings):
+    mailfathom_settings(embedding_provider="local")
     first = get_embedder()
     assert first is get_embedder()
     assert first.profile == EmbeddingProfileSpec("local", "multilingual-e5-small", 384)
-    reset_embedder()
+    mailfathom_settings(embedding_max_retries=1)  # any change of the settings forgets it
     assert get_embedder() is not first
 
 
-def test_a_forked_process_builds_its_own(embedding_settings, monkeypatch):
-    embedding_settings(provider="local")
+def test_a_forked_process_builds_its_own(mailfathom_settings, monkeypatch):
+    mailfathom_settings(embedding_provider="local")
     parent = get_embedder()
     monkeypatch.setattr("mailfathom.providers.os.getpid", lambda: -1)
     assert get_embedder() is not parent
 
 
-def test_get_embedder_reads_every_openai_setting(embedding_settings, openai_server):
-    embedding_settings(
-        provider="openai",
-        base_url=openai_server.base_url,
-        model="nomic-embed-text",
-        api_key="sk-test",
-        timeout_seconds=7,
-        max_retries=3,
-        concurrency=2,
-        circuit_failures=9,
-        circuit_seconds=30,
+def test_get_embedder_reads_every_openai_setting(mailfathom_settings, openai_server):
+    mailfathom_settings(
+        embedding_provider="openai",
+        embedding_base_url=openai_server.base_url,
+        embedding_model="nomic-embed-text",
+        embedding_api_key="sk-test",
+        embedding_timeout_seconds=7,
+        embedding_max_retries=3,
+        embedding_concurrency=2,
+        embedding_circuit_failures=9,
+        embedding_circuit_seconds=30,
     )
     embedder = get_embedder()
     assert embedder.profile == EmbeddingProfileSpec("openai", "nomic-embed-text", 384)
@@ -81,15 +77,12 @@ def test_get_embedder_reads_every_openai_setting(embedding_settings, openai_serv
 
 
 def test_openai_configuration_problems():
-    values = {
-        **config.load({}).values,
-        "MAILFATHOM_EMBEDDING_PROVIDER": "openai",
-        "MAILFATHOM_EMBEDDING_MODEL": " ",
-        "MAILFATHOM_EMBEDDING_BASE_URL": "localhost:11434",
-    }
+    values = config.load({}).values.replace(
+        embedding_provider="openai", embedding_model=" ", embedding_base_url="localhost:11434"
+    )
     problems = embedding_configuration_problems(values)
     assert [p.split()[0] for p in problems] == ["MAILFATHOM_EMBEDDING_MODEL", "MAILFATHOM_EMBEDDING_BASE_URL"]
-    assert embedding_configuration_problems({**values, "MAILFATHOM_EMBEDDING_PROVIDER": "none"}) == []
+    assert embedding_configuration_problems(values.replace(embedding_provider="none")) == []
 
 
 @pytest.mark.parametrize(

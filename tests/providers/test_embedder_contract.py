@@ -9,11 +9,13 @@ from mailfathom.providers.resilience import ResilientEmbedder
 
 
 @pytest.fixture(params=sorted(EMBEDDING_BACKENDS))
-def embedder(request, embedding_settings, openai_server):
+def embedder(request, mailfathom_settings, openai_server):
     if request.param == "openai":
-        embedding_settings(provider="openai", base_url=openai_server.base_url, api_key="k")
+        mailfathom_settings(
+            embedding_provider="openai", embedding_base_url=openai_server.base_url, embedding_api_key="k"
+        )
     else:
-        embedding_settings(provider=request.param)
+        mailfathom_settings(embedding_provider=request.param)
     built = get_embedder()
     assert built is not None
     return built

@@ -52,8 +52,8 @@ def test_the_record_holds_no_text(resilient_openai, openai_server):
     assert "Kündigung" not in dump and "DE44" not in dump and "K\\xc3\\xbcndigung" not in dump
 
 
-def test_inactive_when_no_provider_is_configured(embedding_settings):
-    embedding_settings(provider="none")
+def test_inactive_when_no_provider_is_configured(mailfathom_settings):
+    mailfathom_settings(embedding_provider="none")
     assert get_embedder() is None
     health.record_failure("embedding", "timeout")
     assert read_health("embedding").state == INACTIVE

@@ -68,11 +68,7 @@ def test_long_text_is_embedded_whole():
 
 
 def test_configuration_problems_name_the_setting():
-    values = {
-        **config.load({}).values,
-        "MAILFATHOM_EMBEDDING_MODEL": "bge-m3",
-        "MAILFATHOM_EMBEDDING_DIMENSIONS": 1024,
-    }
+    values = config.load({}).values.replace(embedding_model="bge-m3", embedding_dimensions=1024)
     problems = embedding_configuration_problems(values)
     assert any(p.startswith("MAILFATHOM_EMBEDDING_MODEL") for p in problems)
     assert any(p.startswith("MAILFATHOM_EMBEDDING_DIMENSIONS") for p in problems)

@@ -8,7 +8,7 @@ class Command(BaseCommand):
     help = "Create the `admin` superuser if it does not exist (password from MAILFATHOM_ADMIN_PASSWORD)."
 
     def handle(self, *args: object, **options: object) -> None:
-        result = ensure_admin_user(settings.MAILFATHOM["MAILFATHOM_ADMIN_PASSWORD"])
+        result = ensure_admin_user(settings.MAILFATHOM.admin_password)
         if not result.created:
             self.stdout.write("The admin user exists; its password is unchanged.")
         elif result.password:

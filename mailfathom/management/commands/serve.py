@@ -30,14 +30,14 @@ class Command(BaseCommand):
     help = "Run MailFathom: the web app (admin, API, /mcp), one Celery worker and celery beat."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--host", default=settings.MAILFATHOM["MAILFATHOM_HTTP_HOST"])
-        parser.add_argument("--port", type=int, default=settings.MAILFATHOM["MAILFATHOM_HTTP_PORT"])
+        parser.add_argument("--host", default=settings.MAILFATHOM.http_host)
+        parser.add_argument("--port", type=int, default=settings.MAILFATHOM.http_port)
 
     def handle(self, *args: Any, **options: Any) -> None:
         host, port = options["host"], options["port"]
         call_command("check")
         call_command("migrate", interactive=False, verbosity=0)
-        admin_user = ensure_admin_user(settings.MAILFATHOM["MAILFATHOM_ADMIN_PASSWORD"])
+        admin_user = ensure_admin_user(settings.MAILFATHOM.admin_password)
 
         python = sys.executable
         commands = {
@@ -148,9 +148,7 @@ class Command(BaseCommand):
 
     def _print_banner(self, base: str, admin_user: Any) -> None:
         mcp_state = (
-            "enabled"
-            if settings.MAILFATHOM["MAILFATHOM_MCP_ENABLED"]
-            else "disabled until MAILFATHOM_MCP_ENABLED=true"
+            "enabled" if settings.MAILFATHOM.mcp_enabled else "disabled until MAILFATHOM_MCP_ENABLED=true"
         )
         lines = [
             "",
