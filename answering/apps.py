@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class AnsweringConfig(AppConfig):
-    """ask_mail and reply drafting; filled by the answering issue."""
+    """ask_mail: questions answered from the mail a chat model looks up."""
 
     name = "answering"
     verbose_name = "Answering"

@@ -1,7 +1,7 @@
 """Whether this deployment answers questions now: inactive, available or degraded.
 
 Read in one place, so the tools/list that advertises ask_mail and the use case that runs a
-question cannot disagree (mail-answering.txt, When a deployment answers questions at all):
+question cannot disagree (docs/operations/answering.md, When ask_mail is offered):
 
 - inactive: no chat endpoint is declared, or this instance embeds no mail (no embedder,
   or no active embedding profile). Nothing is wrong and nothing changes on its own.

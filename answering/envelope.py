@@ -1,10 +1,10 @@
 """The envelope: how retrieved mail is quoted to a model, as data that cannot close its element.
 
 Every lookup answers with one `<retrieved-mail>` element holding one `<message>` per
-passage (mail-answering.txt, Mail is read as evidence). Every value, attributes included,
-passes through `_text` / `_attribute`, which escape everything that could end an element
-or open one, so a subject reading `</extract></message><instruction>` arrives as those
-characters: visible, attributed to the message that carried them, and inert.
+passage (docs/operations/answering.md, Mail written to manipulate the model). Every value,
+attributes included, passes through `_text` / `_attribute`, which escape everything that
+could end an element or open one, so a subject reading `</extract></message><instruction>`
+arrives as those characters: visible, attributed to the message that carried them, and inert.
 
 Characters XML 1.0 cannot carry at all (NUL and most C0 controls, lone surrogates,
 U+FFFE/U+FFFF) are written as U+FFFD; stored mail cannot hold them anyway (PostgreSQL text

@@ -2,7 +2,8 @@
 
 They travel in the instruction position only (the system message, or the Responses API's
 `instructions`); mail never does. They are the weaker of the two defences against mail
-written to steer the model (mail-answering.txt, Mail is read as evidence): the stronger is
+written to steer the model (docs/operations/answering.md, Mail written to manipulate the
+model): the stronger is
 that mail only ever arrives as a tool result, escaped inside its envelope. Change the text
 and the version together; the version is what a span and the docs name.
 """

@@ -6,8 +6,8 @@ without storing anything. The allowance is taken at admission, after the capabil
 and before the run: a run in flight already occupies its place, so a burst of concurrent
 questions cannot all slip in. Tokens are charged as each provider call reports them.
 
-Process-local and not durable, by design (mail-answering.txt, And a ceiling over every run
-of a period): a durable count would add a database write to every provider call. What that
+Process-local and not durable, by design (docs/operations/answering.md, The period ledger
+is per process): a durable count would add a database write to every provider call. What that
 means is written down in docs/operations/answering.md: with W web workers the deployment
 admits up to W times the ceiling, and a restart begins the window with nothing spent.
 """

@@ -1,1 +1,1 @@
-"""Models of this app; filled by a later issue."""
+"""ask_mail keeps no rows of its own: a question leaves no trace in the database."""

@@ -7,7 +7,7 @@ own bulkhead and recorded against a provider that is fine.
 
 It filters and never reorders: survivors keep the fused order, so a passage that begs for
 a top score still holds the place the ranking gave it. Every failure keeps the passage
-(mail-answering.txt, Every failure keeps the passage):
+(docs/operations/answering.md, The relevance pass):
 
 - the chat provider's last call failed: nothing is judged; the fused ranking stands;
 - a judgement could not be had (timeout, throttled, refused, not sent, or the run's token

@@ -10,8 +10,8 @@ conversation: search_mail takes no account or folder argument. It is checked twi
 lookup re-resolves the bound names through the same scope resolution every read uses, and
 every passage that comes back is checked against the bound scope before it is admitted.
 
-Ceilings, each checked before the next provider call (mail-answering.txt, What one question
-may spend):
+Ceilings, each checked before the next provider call (docs/operations/answering.md, The
+ceilings):
 
 - retrieved characters per run: a lookup is cut to whole passages, in ranking order, that
   fit what the run may still send; once nothing more fits, the envelope says

@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class AuditConfig(AppConfig):
-    """Answering audit trail, mutation trail and compliance export; filled by later issues."""
+    """The audit trails and the compliance API (holds no models yet)."""
 
     name = "audit"
     verbose_name = "Audit"

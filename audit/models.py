@@ -1,1 +1,1 @@
-"""Models of this app; filled by a later issue."""
+"""The audit app declares no models yet."""

@@ -2,7 +2,7 @@
 
 Codes 51000-57999 are written for callers and are published as they stand at a boundary.
 Every other code describes MailFathom's internals and collapses to 54001 when it crosses
-one (mcp-tools.txt, Error reporting). Messages name the argument and its limit, never the
+one (docs/errors.md). Messages name the argument and its limit, never the
 refused value; the only value a message may carry is an account identifier a caller wrote.
 """
 

@@ -42,5 +42,5 @@ def _redis_ok() -> bool:
 
 
 def api_root(request: HttpRequest) -> JsonResponse:
-    """List what the REST API offers; later issues add endpoints under /api/."""
+    """List what the REST API offers under /api/."""
     return JsonResponse({"schema": reverse("api-schema"), "docs": reverse("api-docs")})

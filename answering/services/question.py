@@ -1,6 +1,6 @@
 """ask_mail: a question answered from the mail a chat model looks up, cited, under hard ceilings.
 
-The order is the contract (mail-answering.txt, What a caller may ask):
+The order is the contract (docs/operations/answering.md and docs/errors.md):
 
 1. the question: 1 to 1000 characters, not blank, no control character; refused (51002),
    never truncated, because a cut question is a different question;

@@ -1,4 +1,4 @@
-"""The rule ask_mail is advertised by (mcp-tools.txt, When the tool is advertised).
+"""The rule ask_mail is advertised by (docs/operations/answering.md, When ask_mail is offered).
 
 ask_mail is listed only while this deployment can answer a question, decided on every
 tools/list rather than at startup, so a repaired or a broken endpoint is visible without a

@@ -3,7 +3,7 @@
 Built on the SDK's low-level Server rather than MCPServer: MCPServer derives schemas from
 function signatures and answers a failed call with the exception's text (an unknown tool's
 name, a validation error quoting the value), while this surface publishes descriptors it
-declares and only the error contract of mcp-tools.txt. The SDK's own OpenTelemetry
+declares and only the error contract of docs/errors.md. The SDK's own OpenTelemetry
 middleware is replaced by the call filter, because it names spans after whatever tool name
 a caller sent.
 """

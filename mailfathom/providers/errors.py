@@ -3,7 +3,7 @@
 Every backend translates what its client raised into a ProviderError before it leaves the
 backend, so the resilience wrapper, the health record and the callers reason about eight
 kinds rather than about one SDK's exception tree. `provider_code` is the one place a kind
-becomes one of the spec's provider codes (mcp-tools.txt, Error reporting):
+becomes one of the provider codes callers see (docs/errors.md):
 
 - 71001 the provider refused the configured credential;
 - 72001 the provider gave no usable answer within the call's budget (it timed out,

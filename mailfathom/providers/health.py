@@ -5,7 +5,7 @@ in Redis: one hash per role holding the time of the last success, the time and k
 last failure, and the count of failures since the last success. Nothing else is stored —
 no text, no query, no model output — so the record can be shown to any operator.
 
-`read_health` turns the record into a state (mcp-tools.txt, semanticSearch):
+`read_health` turns the record into a state (docs/search.md, Hybrid ranking):
 
 - inactive: the role has no provider configured;
 - degraded: the last call failed and none has succeeded since;
