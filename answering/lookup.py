@@ -1,11 +1,15 @@
 """search_mail: the one tool a run offers its model, and how its arguments become a lookup.
 
-The tool publishes the query and the narrowing search_emails publishes to its callers, and
-nothing else (mail-answering.txt, What one lookup may ask for): no accounts, no folders
-(the caller's authorization, bound into the run before the model sees anything) and no
-result count (the deployment's bound on how much mail one lookup draws out). An argument
-the tool does not publish is refused by name rather than ignored, so a model that was
-talked into asking for another account learns that it cannot, and the attempt is visible.
+The tool publishes the query and the narrowing search_emails publishes to its callers, less
+the junk switch (ask_mail never reads junk mail), and nothing else: no accounts, no folders
+(the caller's authorization, bound into the run before the model sees anything; see
+docs/operations/answering.md) and no result count (the deployment's bound on how much mail
+one lookup draws out). The filter arguments, their schema and their parse come from
+MailFilter's declaration (mailbox.services.mail_filter), narrowed to the filters it offers
+the model, so a model's filter is read and checked by the same code, against the same
+bounds, as an MCP caller's. An argument the tool does not publish is refused by name rather
+than ignored, so a model that was talked into asking for another account learns that it
+cannot, and the attempt is visible.
 
 A refusal comes back as a LookupRefused naming the argument, with the same code and
 sentence the use case gives any caller, so the model can correct it and call again.
@@ -16,94 +20,69 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from mailbox.services import search, selection
-from mailfathom.errors import FILTER_REFUSED
+from mailbox.services import search
+from mailbox.services.mail_filter import MailFilter, offered_to_model
+from mailbox.services.selection import parse_filter
+from mailfathom.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.providers.chat import ToolDefinition
 
 TOOL_NAME = "search_mail"
+QUERY_TEXT = "queryText"
 
-# Published argument -> use-case keyword, and the JSON type the model must send.
-_FILTERS: dict[str, tuple[str, str]] = {
-    "senderAddress": ("sender_address", "string"),
-    "recipientAddress": ("recipient_address", "string"),
-    "subjectFragment": ("subject_fragment", "string"),
-    "receivedOnOrAfter": ("received_on_or_after", "date-time"),
-    "receivedBefore": ("received_before", "date-time"),
-    "isRemotelySeen": ("is_remotely_seen", "boolean"),
-    "hasAttachments": ("has_attachments", "boolean"),
-}
 
-SEARCH_MAIL = ToolDefinition(
-    name=TOOL_NAME,
-    description=(
-        "Search the mailbox this question may be answered from and return the best-matching "
-        "messages as a <retrieved-mail> element. The mailbox is fixed; you cannot choose "
-        "accounts or folders, or how many messages come back."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "queryText": {
-                "type": "string",
-                "maxLength": search.MAX_QUERY_CHARACTERS,
-                "description": "Words the wanted mail would contain; ranked by relevance.",
+def search_mail_tool(declaration: type[MailFilter] = MailFilter) -> ToolDefinition:
+    """The tool the model is offered, its filters generated from `declaration`."""
+    return ToolDefinition(
+        name=TOOL_NAME,
+        description=(
+            "Search the mailbox this question may be answered from and return the best-matching "
+            "messages as a <retrieved-mail> element. The mailbox is fixed; you cannot choose "
+            "accounts or folders, or how many messages come back."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                QUERY_TEXT: {
+                    "type": "string",
+                    "maxLength": search.MAX_QUERY_CHARACTERS,
+                    "description": "Words the wanted mail would contain; ranked by relevance.",
+                },
+                **{
+                    filter_field.wire: filter_field.property_schema(filter_field.model_description)
+                    for filter_field in offered_to_model(declaration)
+                },
             },
-            "senderAddress": {
-                "type": "string",
-                "description": "Only mail from this whole email address (any case).",
-            },
-            "recipientAddress": {
-                "type": "string",
-                "description": "Only mail whose To or Cc names this whole email address.",
-            },
-            "subjectFragment": {
-                "type": "string",
-                "maxLength": selection.MAX_SUBJECT_FRAGMENT,
-                "description": "Only mail whose subject contains this text (any case).",
-            },
-            "receivedOnOrAfter": {
-                "type": "string",
-                "format": "date-time",
-                "description": "Only mail received at or after this ISO 8601 instant (with offset).",
-            },
-            "receivedBefore": {
-                "type": "string",
-                "format": "date-time",
-                "description": "Only mail received before this ISO 8601 instant (with offset).",
-            },
-            "isRemotelySeen": {"type": "boolean", "description": "Only read (true) or unread (false) mail."},
-            "hasAttachments": {
-                "type": "boolean",
-                "description": "Only mail with (true) or without (false) attachments.",
-            },
+            "required": [QUERY_TEXT],
+            "additionalProperties": False,
         },
-        "required": ["queryText"],
-        "additionalProperties": False,
-    },
-)
+    )
+
+
+SEARCH_MAIL = search_mail_tool()
 
 
 @dataclass(frozen=True)
 class Lookup:
-    """One validated search_mail call: the query and the use-case filter keywords."""
+    """One validated search_mail call: the query and the checked filter."""
 
     query_text: str
-    filters: dict[str, Any] = field(default_factory=dict)
+    mail_filter: MailFilter = field(default_factory=MailFilter)
 
     def published_filters(self) -> dict[str, str]:
-        """The filters as the model wrote them (for a relevance judgement's <query>)."""
-        names = {keyword: name for name, (keyword, _kind) in _FILTERS.items()}
+        """The filters the model set, by wire name (for a relevance judgement's <query>)."""
         out = {}
-        for keyword, value in self.filters.items():
+        for filter_field in offered_to_model(type(self.mail_filter)):
+            value = getattr(self.mail_filter, filter_field.name)
+            if value is None:
+                continue
             if isinstance(value, datetime):
                 text = value.isoformat()
             elif isinstance(value, bool):
                 text = "true" if value else "false"
             else:
                 text = str(value)
-            out[names[keyword]] = text
+            out[filter_field.wire] = text
         return out
 
 
@@ -117,11 +96,11 @@ class LookupRefused(Exception):
         self.message = message
 
 
-def parse_lookup(raw_arguments: str) -> Lookup:
+def parse_lookup(raw_arguments: str, declaration: type[MailFilter] = MailFilter) -> Lookup:
     """Turn the model's JSON arguments into a Lookup, or raise LookupRefused naming the argument.
 
-    Values are checked for type here; what they may contain is checked by the use case
-    (the same 51002 sentences a caller of search_emails reads).
+    The filter is parsed and checked by selection.parse_filter, as an MCP caller's is (the
+    same 51002 sentences); the query text's bound is checked by the search itself.
     """
     try:
         arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
@@ -129,40 +108,25 @@ def parse_lookup(raw_arguments: str) -> Lookup:
         raise LookupRefused("arguments", FILTER_REFUSED, "The arguments must be one JSON object.") from None
     if not isinstance(arguments, dict):
         raise LookupRefused("arguments", FILTER_REFUSED, "The arguments must be one JSON object.")
+    filters = offered_to_model(declaration)
+    published = {QUERY_TEXT, *(filter_field.wire for filter_field in filters)}
     for name in arguments:
-        if name != "queryText" and name not in _FILTERS:
+        if name not in published:
             raise LookupRefused(
                 _safe_name(name),
                 FILTER_REFUSED,
                 "search_mail takes no such argument; the mailbox searched is fixed for this question.",
             )
-    query_text = arguments.get("queryText")
+    query_text = arguments.get(QUERY_TEXT)
     if not isinstance(query_text, str):
-        raise LookupRefused("queryText", FILTER_REFUSED, "The queryText argument is required text.")
-    filters: dict[str, Any] = {}
-    for name, (keyword, kind) in _FILTERS.items():
-        value = arguments.get(name)
-        if value is None:
-            continue
-        filters[keyword] = _typed(name, kind, value)
-    return Lookup(query_text=query_text, filters=filters)
-
-
-def _typed(name: str, kind: str, value: object) -> object:
-    if kind == "boolean":
-        if not isinstance(value, bool):
-            raise LookupRefused(name, FILTER_REFUSED, f"The {name} filter must be true or false.")
-        return value
-    if not isinstance(value, str):
-        raise LookupRefused(name, FILTER_REFUSED, f"The {name} filter must be text.")
-    if kind == "date-time":
-        try:
-            return datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise LookupRefused(
-                name, FILTER_REFUSED, f"The {name} filter must be an ISO 8601 date and time with an offset."
-            ) from None
-    return value
+        raise LookupRefused(QUERY_TEXT, FILTER_REFUSED, "The queryText argument is required text.")
+    try:
+        mail_filter = parse_filter(arguments, filters, declaration)
+    except MailFathomError as error:
+        if not error.is_published:
+            raise
+        raise LookupRefused(error.argument or "arguments", error.code, error.message) from None
+    return Lookup(query_text=query_text, mail_filter=mail_filter)
 
 
 def _safe_name(name: str) -> str:

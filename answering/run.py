@@ -196,7 +196,7 @@ class Run:
                 folders=self.scope.folder_names,
                 limit=self.bounds.max_passages_per_retrieval,
                 max_characters=self.bounds.max_characters_per_passage,
-                filters=lookup.filters,
+                mail_filter=lookup.mail_filter,
             )
         except MailFathomError as error:
             if not error.is_published:

@@ -20,6 +20,9 @@ from mailbox.ids import uuid7
 from mailbox.lexical import lexical_document
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from accounts.services.scope import ResolvedScope
     from mailbox.services.selection import Selection
 
 # Imported messages have no IMAP identity: they take UIDVALIDITY 0 (a value no IMAP server
@@ -71,17 +74,27 @@ class Direction(models.TextChoices):
 
 
 class EmailQuerySet(models.QuerySet["Email"]):
-    def in_selection(self, selection: Selection) -> EmailQuerySet:
-        """Emails a selection may read: served accounts, readable folders, every filter applied.
+    def readable(
+        self, scope: ResolvedScope, folder_mapping_ids: Iterable[int] | None = None
+    ) -> EmailQuerySet:
+        """Emails a scope may see: its served accounts, in the folders visible to tools.
 
-        Reads are keyed on the folder mappings the scope resolved, so a folder whose mapping
-        was removed or hidden, or an account no longer served, reads as empty.
+        `folder_mapping_ids` narrows to some of the scope's folders (a selection leaves junk
+        out); absent, every folder the scope resolved, junk included. Reads are keyed on the
+        folder mappings the scope resolved, so a folder whose mapping was removed or hidden,
+        or an account no longer served, reads as empty.
         """
-        rows = self.filter(
-            account_id__in=[account.account_pk for account in selection.scope.accounts],
-            folder__mapping_id__in=selection.folder_mapping_ids,
+        return self.filter(
+            account_id__in=[account.account_pk for account in scope.accounts],
+            folder__mapping_id__in=list(
+                scope.folder_mapping_ids if folder_mapping_ids is None else folder_mapping_ids
+            ),
             account__served=True,
         )
+
+    def in_selection(self, selection: Selection) -> EmailQuerySet:
+        """Emails a selection may read: what its scope may see, every filter applied."""
+        rows = self.readable(selection.scope, selection.folder_mapping_ids)
         f = selection.filter
         if f.sender_address:
             rows = rows.filter(sender_address__iexact=f.sender_address)

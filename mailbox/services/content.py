@@ -25,10 +25,9 @@ from itertools import islice
 from typing import Any
 
 from django.conf import settings
-from django.db.models import QuerySet
 from pydantic import Field
 
-from accounts.services.scope import ResolvedScope, resolve_scope
+from accounts.services.scope import resolve_scope
 from mailbox.models import Availability, Email, Participant, RawMessage, RepairRequest
 from mailbox.parsing import AttachmentInfo, ParseLimits, attachment_bytes, parse_message, sanitized_html
 from mailbox.services import attachment_links, sensitive
@@ -178,10 +177,9 @@ def get_email_content(
     """
     ids = _parsed_ids(stored_email_ids)
     scope = resolve_scope()
-    found = {
-        email.pk: email
-        for email in readable_emails(scope).filter(pk__in=ids).select_related("account", "folder__mapping")
-    }
+    # Junk included: an email named by id is read wherever tools may see it.
+    rows = Email.objects.readable(scope).filter(pk__in=ids).select_related("account", "folder__mapping")
+    found = {email.pk: email for email in rows}
     participants = _participants(list(found))
     limits = parse_limits()
     budget = _Budget(
@@ -211,15 +209,6 @@ def get_email_content(
         )
         entries.append(EmailEntry(stored_email_id=email_id, content=content, failure=None))
     return ContentResult(emails=entries)
-
-
-def readable_emails(scope: ResolvedScope) -> QuerySet[Email]:
-    """Emails a scope may read by id: served accounts and folders visible to tools, junk included."""
-    return Email.objects.filter(
-        account_id__in=[account.account_pk for account in scope.accounts],
-        account__served=True,
-        folder__mapping_id__in=scope.folder_mapping_ids,
-    )
 
 
 def parse_limits() -> ParseLimits:
@@ -281,7 +270,7 @@ def open_attachment_link(token: str) -> AttachmentDownload | None:
     claim = attachment_links.read_link(token)
     if claim is None:
         return None
-    email = readable_emails(resolve_scope()).filter(pk=claim.email_id).first()
+    email = Email.objects.readable(resolve_scope()).filter(pk=claim.email_id).first()
     if email is None or email.availability not in _RAW_STORED:
         return None
     raw = stored_raw(email)

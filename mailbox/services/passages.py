@@ -1,4 +1,4 @@
-"""Passages: what one ask_mail lookup draws from the local copy (mail-answering.txt).
+"""Passages: what one ask_mail lookup draws from the local copy (docs/operations/answering.md).
 
 The same selection and ranking search_emails answers from, with two differences that are
 the answering contract rather than preferences: the junk folder never takes part (there is
@@ -19,10 +19,9 @@ returned to a caller.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.db.models.functions import Left
 
@@ -31,7 +30,7 @@ from mailbox.models import Email, Folder
 from mailbox.services import search, sensitive
 from mailbox.services.bounds import whole_number
 from mailbox.services.lexical_search import highlight
-from mailbox.services.selection import select
+from mailbox.services.selection import MailFilter, select
 
 FRAGMENTS = 4
 SEPARATOR = " … "
@@ -68,13 +67,13 @@ def retrieve_passages(
     folders: Iterable[str] | None,
     limit: int,
     max_characters: int,
-    filters: Mapping[str, Any] | None = None,
+    mail_filter: MailFilter | None = None,
 ) -> PassageRetrieval:
     """Rank the scope's mail (junk excluded) for `query_text`; return up to `limit` passages.
 
-    `filters` are the narrowing keywords of `selection.validate_filter` (sender_address,
-    received_before, ...), checked there exactly as for search_emails; the junk choice is
-    not among them.
+    `mail_filter` narrows exactly as for search_emails and is checked the same way; it may
+    not ask for junk mail (a programming error, not a caller's refusal: search_mail does
+    not offer the switch).
     """
     query = search.checked_query(query_text)
     limit = whole_number(
@@ -85,10 +84,9 @@ def retrieve_passages(
         code=search.RESULT_LIMIT_OUT_OF_RANGE,
         argument="limit",
     )
-    narrowing = dict(filters or {})
-    if "include_junk" in narrowing:
-        raise TypeError("passages never include the junk folder")
-    selection = select(accounts, folders, **narrowing, include_junk=False)
+    if mail_filter is not None and mail_filter.include_junk:
+        raise ValueError("passages never include the junk folder")
+    selection = select(accounts, folders, mail_filter)
     candidates = Email.objects.in_selection(selection)
     ranked, mode, _state = search.rank(candidates, query, limit)
     ids = [email_id for email_id, _score, _kind in ranked]

@@ -13,14 +13,13 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
-from datetime import datetime
 
 from mailbox.models import Email
 from mailbox.services import embedding
 from mailbox.services.bounds import bounded_text, whole_number
 from mailbox.services.freshness import FolderFreshness, folder_freshness
 from mailbox.services.lexical_search import highlight, rank_lexical
-from mailbox.services.selection import Selection, select
+from mailbox.services.selection import MailFilter, Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
 from mailfathom.providers import get_embedder
 from mailfathom.providers.errors import ProviderError
@@ -74,14 +73,7 @@ def search_emails(
     query_text: str,
     accounts: Iterable[str] | None = None,
     folders: Iterable[str] | None = None,
-    sender_address: str | None = None,
-    recipient_address: str | None = None,
-    subject_fragment: str | None = None,
-    received_on_or_after: datetime | None = None,
-    received_before: datetime | None = None,
-    is_remotely_seen: bool | None = None,
-    has_attachments: bool | None = None,
-    include_junk_mail: bool = False,
+    mail_filter: MailFilter | None = None,
     result_limit: int | None = None,
 ) -> SearchResult:
     """Search the caller's scope; see the module docstring for modes and states."""
@@ -94,18 +86,7 @@ def search_emails(
         code=RESULT_LIMIT_OUT_OF_RANGE,
         argument="resultLimit",
     )
-    selection = select(
-        accounts,
-        folders,
-        sender_address=sender_address,
-        recipient_address=recipient_address,
-        subject_fragment=subject_fragment,
-        received_on_or_after=received_on_or_after,
-        received_before=received_before,
-        is_remotely_seen=is_remotely_seen,
-        has_attachments=has_attachments,
-        include_junk=include_junk_mail,
-    )
+    selection = select(accounts, folders, mail_filter)
     candidates = Email.objects.in_selection(selection)
     ranked, mode, state = rank(candidates, query, limit)
     emails = {str(e.id): e for e in Email.objects.filter(id__in=[email_id for email_id, _, _ in ranked])}

@@ -1,36 +1,35 @@
-"""The selection every read of the local copy is expressed in: a resolved scope plus filters.
+"""The selection every read of the local copy is expressed in: a resolved scope plus a filter.
 
-list_emails and search_emails (and ask_mail's lookups) validate their filters here, resolve
-the caller's accounts and folders through accounts.services.scope, and narrow emails with
-Email.objects.in_selection(). A filter is checked here once, for every entrypoint.
+list_emails, search_emails and ask_mail's lookups take a MailFilter (declared once in
+mailbox.services.mail_filter), check it here, resolve the caller's accounts and folders
+through accounts.services.scope, and narrow emails with Email.objects.in_selection(). A
+filter is checked here once, for every entrypoint, whoever built it.
+
+`parse_filter` is the one parser from protocol values: the MCP tools and search_mail both
+read through the declaration's field readers, and every path runs `validate_filter`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from accounts.models import FolderRole
 from accounts.services.scope import ResolvedScope, resolve_scope
+from mailbox.services.mail_filter import (
+    FIELDS,
+    MAX_ADDRESS_LENGTH,
+    MAX_SUBJECT_FRAGMENT,
+    WIRE_NAMES,
+    FilterField,
+    MailFilter,
+    read_filter,
+)
 from mailfathom.errors import FILTER_REFUSED, MailFathomError
-
-MAX_SUBJECT_FRAGMENT = 256
-MAX_ADDRESS_LENGTH = 320
-
-
-@dataclass(frozen=True)
-class MailFilter:
-    sender_address: str | None = None
-    recipient_address: str | None = None
-    subject_fragment: str | None = None
-    received_on_or_after: datetime | None = None
-    received_before: datetime | None = None
-    is_remotely_seen: bool | None = None
-    has_attachments: bool | None = None
-    include_junk: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,69 +67,80 @@ def _address(value: str | None, argument: str) -> str | None:
     if value is None:
         return None
     text = value.strip()
+    # The length is counted before the text is taken apart.
+    if len(text) > MAX_ADDRESS_LENGTH:
+        raise _not_an_address(argument)
     local, _, domain = text.rpartition("@")
-    if (
-        not local
-        or not domain
-        or len(text) > MAX_ADDRESS_LENGTH
-        or _has_control_character(text)
-        or any(ch.isspace() for ch in text)
-    ):
-        raise MailFathomError(
-            FILTER_REFUSED, f"The {argument} filter must be one whole email address.", argument=argument
-        )
+    if not local or not domain or _has_control_character(text) or any(ch.isspace() for ch in text):
+        raise _not_an_address(argument)
     return text.casefold()
 
 
-def validate_filter(
-    *,
-    sender_address: str | None = None,
-    recipient_address: str | None = None,
-    subject_fragment: str | None = None,
-    received_on_or_after: datetime | None = None,
-    received_before: datetime | None = None,
-    is_remotely_seen: bool | None = None,
-    has_attachments: bool | None = None,
-    include_junk: bool = False,
-) -> MailFilter:
-    """Check every filter value; refuse with 51002 naming the filter, never its value."""
+def _not_an_address(argument: str) -> MailFathomError:
+    return MailFathomError(
+        FILTER_REFUSED, f"The {argument} filter must be one whole email address.", argument=argument
+    )
+
+
+def validate_filter(mail_filter: MailFilter) -> MailFilter:
+    """Check every filter value; refuse with 51002 naming the filter, never its value.
+
+    Returns the filter every read narrows with: addresses trimmed and case-folded, a blank
+    subject fragment dropped. Checking a checked filter again returns it unchanged.
+    """
+    subject_fragment = mail_filter.subject_fragment
     if subject_fragment is not None:
+        subject = WIRE_NAMES["subject_fragment"]
         if len(subject_fragment) > MAX_SUBJECT_FRAGMENT:
             raise MailFathomError(
                 FILTER_REFUSED,
-                f"The subjectFragment filter may be at most {MAX_SUBJECT_FRAGMENT} characters.",
-                argument="subjectFragment",
+                f"The {subject} filter may be at most {MAX_SUBJECT_FRAGMENT} characters.",
+                argument=subject,
             )
         if _has_control_character(subject_fragment):
             raise MailFathomError(
                 FILTER_REFUSED,
-                "The subjectFragment filter may not contain control characters.",
-                argument="subjectFragment",
+                f"The {subject} filter may not contain control characters.",
+                argument=subject,
             )
         if not subject_fragment.strip():
             subject_fragment = None
-    for name, moment in (("receivedOnOrAfter", received_on_or_after), ("receivedBefore", received_before)):
+    start, end = mail_filter.received_on_or_after, mail_filter.received_before
+    for name, moment in (("received_on_or_after", start), ("received_before", end)):
         if moment is not None and moment.tzinfo is None:
-            raise MailFathomError(FILTER_REFUSED, f"The {name} filter must carry a time zone.", argument=name)
-    if received_on_or_after and received_before and received_before < received_on_or_after:
-        raise MailFathomError(
-            FILTER_REFUSED, "The received range ends before it starts.", argument="receivedBefore"
-        )
-    return MailFilter(
-        sender_address=_address(sender_address, "senderAddress"),
-        recipient_address=_address(recipient_address, "recipientAddress"),
+            wire = WIRE_NAMES[name]
+            raise MailFathomError(FILTER_REFUSED, f"The {wire} filter must carry a time zone.", argument=wire)
+    if start and end and end < start:
+        wire = WIRE_NAMES["received_before"]
+        raise MailFathomError(FILTER_REFUSED, "The received range ends before it starts.", argument=wire)
+    # replace() keeps the filter's own class, so a filter declared beyond these survives.
+    return replace(
+        mail_filter,
+        sender_address=_address(mail_filter.sender_address, WIRE_NAMES["sender_address"]),
+        recipient_address=_address(mail_filter.recipient_address, WIRE_NAMES["recipient_address"]),
         subject_fragment=subject_fragment,
-        received_on_or_after=received_on_or_after,
-        received_before=received_before,
-        is_remotely_seen=is_remotely_seen,
-        has_attachments=has_attachments,
-        include_junk=bool(include_junk),
+        include_junk=bool(mail_filter.include_junk),
     )
 
 
+def parse_filter(
+    values: Mapping[str, Any],
+    fields: Iterable[FilterField] = FIELDS,
+    declaration: type[MailFilter] = MailFilter,
+) -> MailFilter:
+    """Protocol values (wire name -> JSON value) -> a checked MailFilter, or 51002 naming one.
+
+    The JSON type of each of `fields`, a timestamp's length before it is parsed, ISO 8601
+    with a time zone (mail_filter.read_filter); then every rule of validate_filter.
+    """
+    return validate_filter(read_filter(values, fields, declaration))
+
+
 def select(
-    accounts: Iterable[str] | None = None, folders: Iterable[str] | None = None, **filters
+    accounts: Iterable[str] | None = None,
+    folders: Iterable[str] | None = None,
+    mail_filter: MailFilter | None = None,
 ) -> Selection:
-    """Validate filters, then resolve the caller's scope (51002, then 53001/53003)."""
-    mail_filter = validate_filter(**filters)
-    return Selection(scope=resolve_scope(accounts, folders), filter=mail_filter)
+    """Check the filter, then resolve the caller's scope (51002, then 53001/53003)."""
+    checked = validate_filter(mail_filter if mail_filter is not None else MailFilter())
+    return Selection(scope=resolve_scope(accounts, folders), filter=checked)

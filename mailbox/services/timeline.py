@@ -7,19 +7,19 @@ selection and direction (52002).
 
 Pages are keyset-paginated on (received_at, id) in the chosen direction, so mail arriving
 between two calls never shifts or repeats the rest of a walk: a cursor names the last row
-returned, not an offset. The junk folder takes part only when include_junk_mail is true,
-and that choice is echoed in includedJunkMail and bound into the cursor.
+returned, not an offset. The junk folder takes part only when the filter's include_junk is
+true (includeJunkMail on the wire), and that choice is echoed in includedJunkMail and bound
+into the cursor.
 
 Decision: naming the junk folder explicitly (folders=["role:junk"], or its alias) does not
-stand in for include_junk_mail. Such a request is not refused (the role exists, so it is
-not 53003) but reads nothing and reports no freshness for it: include_junk_mail is the one
-switch that lets junk mail into a result, so a folder filter can only narrow.
+stand in for include_junk. Such a request is not refused (the role exists, so it is not
+53003) but reads nothing and reports no freshness for it: include_junk is the one switch
+that lets junk mail into a result, so a folder filter can only narrow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 
 from django.db.models import Q
 
@@ -27,7 +27,7 @@ from mailbox.models import Email
 from mailbox.services import cursor as cursors
 from mailbox.services.bounds import whole_number
 from mailbox.services.freshness import FolderFreshness, folder_freshness
-from mailbox.services.selection import select
+from mailbox.services.selection import MailFilter, select
 from mailbox.services.summaries import EmailSummary, summarize
 from mailfathom.errors import FILTER_REFUSED, PAGE_SIZE_OUT_OF_RANGE, MailFathomError
 from mailfathom.wire import WireModel
@@ -53,14 +53,7 @@ class EmailPage(WireModel):
 def list_emails(
     accounts: Iterable[str] | None = None,
     folders: Iterable[str] | None = None,
-    sender_address: str | None = None,
-    recipient_address: str | None = None,
-    subject_fragment: str | None = None,
-    received_on_or_after: datetime | None = None,
-    received_before: datetime | None = None,
-    is_remotely_seen: bool | None = None,
-    has_attachments: bool | None = None,
-    include_junk_mail: bool = False,
+    mail_filter: MailFilter | None = None,
     direction: str = NEWEST_FIRST,
     page_size: int | None = None,
     cursor: str | None = None,
@@ -70,7 +63,8 @@ def list_emails(
     A page size outside 1..100 is refused (51001), never clamped. No accounts means every
     served account; an unserved or unknown name is 53001 rather than an empty page. A cursor
     only carries a position: the scope is resolved afresh on every call, so a cursor can
-    never reach an account, folder or junk mail the current request would not.
+    never reach an account, folder or junk mail the current request would not. `mail_filter`
+    is checked here whoever built it; absent, nothing is narrowed and junk is left out.
     """
     size = whole_number(
         page_size,
@@ -84,18 +78,7 @@ def list_emails(
         raise MailFathomError(FILTER_REFUSED, "The direction argument must be newestFirst or oldestFirst.")
     decoded = cursors.decode(cursor, DIRECTIONS) if cursor is not None else None
 
-    selection = select(
-        accounts,
-        folders,
-        sender_address=sender_address,
-        recipient_address=recipient_address,
-        subject_fragment=subject_fragment,
-        received_on_or_after=received_on_or_after,
-        received_before=received_before,
-        is_remotely_seen=is_remotely_seen,
-        has_attachments=has_attachments,
-        include_junk=include_junk_mail,
-    )
+    selection = select(accounts, folders, mail_filter)
     fingerprint = selection.fingerprint()
 
     rows = Email.objects.in_selection(selection)

@@ -1,29 +1,28 @@
 """Tool arguments: how each is advertised, and how its protocol value becomes a use-case input.
 
 Each argument is declared once, and both its input-schema property and its conversion come
-from that declaration. The bridge checks only what the protocol decides: the JSON type, an
-ISO 8601 timestamp, the direction's wire spelling. Every bound (lengths, counts, ranges)
-belongs to the use case, which receives counts and numbers exactly as the caller sent
-them and refuses them with its own codes. A refusal here names the argument, never the
-value, and is 51002.
+from that declaration; the mail filter's arguments are generated from MailFilter's own
+declaration (mailbox.services.mail_filter), which also reads them, and are gathered into
+the one MailFilter the use case takes. The bridge checks only what the protocol decides:
+the JSON type, an ISO 8601 timestamp, the direction's wire spelling. Every bound (lengths,
+counts, ranges) belongs to the use case, which receives counts and numbers exactly as the
+caller sent them and refuses them with its own codes. A refusal here names the argument,
+never the value, and is 51002.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
+from mailbox.services.mail_filter import read_flag, refused
 from mailfathom.errors import FILTER_REFUSED, MailFathomError
-
-MAX_TIMESTAMP_LENGTH = 64
 
 Converter = Callable[[str, Any], Any]
 
-
-def refused(wire: str, requirement: str) -> MailFathomError:
-    return MailFathomError(FILTER_REFUSED, f"The {wire} argument must be {requirement}.")
+# Any boolean argument is checked as the filter's booleans are: one sentence for all of them.
+flag = read_flag
 
 
 def as_given(wire: str, value: Any) -> Any:
@@ -35,34 +34,6 @@ def names(wire: str, value: Any) -> Any:
     if value is None or isinstance(value, list):
         return value
     raise refused(wire, "a list of names")
-
-
-def text(wire: str, value: Any) -> Any:
-    if value is None or isinstance(value, str):
-        return value
-    raise refused(wire, "text")
-
-
-def flag(wire: str, value: Any) -> Any:
-    if value is None or isinstance(value, bool):
-        return value
-    raise refused(wire, "true or false")
-
-
-def moment(wire: str, value: Any) -> datetime | None:
-    """Read an ISO 8601 date and time that carries a time zone (the length before the parse)."""
-    if value is None:
-        return None
-    requirement = "an ISO 8601 date and time with a time zone, such as 2024-05-01T09:30:00Z"
-    if not isinstance(value, str) or len(value) > MAX_TIMESTAMP_LENGTH:
-        raise refused(wire, requirement)
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise refused(wire, requirement) from None
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise refused(wire, requirement)
-    return parsed
 
 
 def choice(spellings: Mapping[str, str]) -> Converter:
@@ -79,8 +50,24 @@ def choice(spellings: Mapping[str, str]) -> Converter:
 
 
 @dataclass(frozen=True)
+class Gathered:
+    """One use-case keyword fed by several top-level properties (the mail filter).
+
+    `build` receives the converted values present, by their arguments' keywords, and
+    returns what the use case takes under `keyword`.
+    """
+
+    keyword: str
+    build: Callable[..., Any]
+
+
+@dataclass(frozen=True)
 class Argument:
-    """One top-level input property of a tool and the use-case keyword it feeds."""
+    """One top-level input property of a tool and the use-case keyword it feeds.
+
+    With `into`, the converted value is not passed on by itself but gathered, under
+    `keyword`, into the value `into` builds.
+    """
 
     wire: str
     keyword: str
@@ -89,6 +76,7 @@ class Argument:
     convert: Converter = as_given
     required: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
+    into: Gathered | None = None
 
     def property_schema(self) -> dict[str, Any]:
         return {**self.schema, **self.extra, "description": self.description}
@@ -124,8 +112,17 @@ def convert_arguments(arguments: tuple[Argument, ...], raw: Mapping[str, Any] | 
     if any(name not in known for name in raw):
         raise UNKNOWN_ARGUMENT
     converted: dict[str, Any] = {}
+    gathered: dict[Gathered, dict[str, Any]] = {}
+    # Converted in declaration order, gathered or not, so which refusal a call with several
+    # faults meets does not depend on how the use case takes its arguments.
     for argument in arguments:
         value = argument.convert(argument.wire, raw.get(argument.wire))
-        if value is not None or argument.required:
+        if argument.into is not None:
+            values = gathered.setdefault(argument.into, {})
+            if value is not None:
+                values[argument.keyword] = value
+        elif value is not None or argument.required:
             converted[argument.keyword] = value
+    for group, values in gathered.items():
+        converted[group.keyword] = group.build(**values)
     return converted

@@ -35,6 +35,7 @@ from answering.relevance import RelevanceSettings, filter_passages
 from answering.run import Run, RunBounds
 from answering.services.question import ask_mail, bind_scope
 from mailbox.services.passages import Passage, retrieve_passages
+from mailbox.services.selection import MailFilter
 from mailfathom.providers import get_chat_model
 from tests.answering.conftest import chat_endpoint, chat_script
 from tests.answering.support import (
@@ -293,12 +294,12 @@ def test_a_lookup_bound_beyond_one_search_window_is_refused_and_junk_cannot_be_a
     with pytest.raises(MailFathomError) as refused:
         retrieve_passages("insurer", accounts=None, folders=None, limit=51, max_characters=1200)
     assert refused.value.code == 51003
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="junk"):
         retrieve_passages(
             "insurer",
             accounts=None,
             folders=None,
             limit=20,
             max_characters=1200,
-            filters={"include_junk": True},
+            mail_filter=MailFilter(include_junk=True),
         )

@@ -31,6 +31,7 @@ from mailbox.models import Folder
 from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.passages import Passage, retrieve_passages
+from mailbox.services.selection import MailFilter
 from mailfathom.providers import get_chat_model, health
 from tests.answering.conftest import configure
 from tests.answering.support import envelope_messages, parse_xml, turns_of
@@ -48,7 +49,7 @@ from tests.providers.openai_server import (
 
 ENDPOINT = "chat/completions"
 QUESTION = "What did the insurer finally agree to pay?"
-LOOKUP = Lookup(query_text="insurer payment", filters={"subject_fragment": "Claim 4471"})
+LOOKUP = Lookup(query_text="insurer payment", mail_filter=MailFilter(subject_fragment="Claim 4471"))
 ONE_API = pytest.mark.parametrize("chat_api", ["chat-completions"], indirect=True)
 
 
@@ -296,10 +297,9 @@ def _three_claim_letters() -> list[Passage]:
         folders=None,
         limit=20,
         max_characters=1200,
-        filters={
-            "subject_fragment": "Claim 4471",
-            "received_on_or_after": datetime(2000, 1, 1, tzinfo=UTC),
-        },
+        mail_filter=MailFilter(
+            subject_fragment="Claim 4471", received_on_or_after=datetime(2000, 1, 1, tzinfo=UTC)
+        ),
     ).passages
     assert len(fused) == 3
     return list(fused)

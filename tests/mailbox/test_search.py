@@ -10,6 +10,7 @@ from django.core.management import call_command
 from accounts.models import FolderRole
 from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.search import search_emails
+from mailbox.services.selection import MailFilter
 from mailfathom.errors import MailFathomError
 from tests.configure import configure
 from tests.factories import MailAccountFactory
@@ -96,7 +97,7 @@ def test_junk_and_hidden_folders_are_never_searched_unasked(mailbox_with_mail):
     assert "Insurance offer" not in _subjects(result)
     assert "Insurance private" not in _subjects(result)
     assert not result.included_junk_mail
-    with_junk = search_emails("insurance insurer", include_junk_mail=True)
+    with_junk = search_emails("insurance insurer", mail_filter=MailFilter(include_junk=True))
     assert "Insurance offer" in _subjects(with_junk)
     assert "Insurance private" not in _subjects(with_junk)
 
@@ -121,7 +122,9 @@ def test_an_empty_result_is_an_ordinary_result_with_freshness(mailbox_with_mail)
 
 
 def test_filters_narrow_what_is_ranked(mailbox_with_mail):
-    assert _subjects(search_emails("insurer lunch", subject_fragment="lunch")) == ["Lunch on Friday"]
+    assert _subjects(search_emails("insurer lunch", mail_filter=MailFilter(subject_fragment="lunch"))) == [
+        "Lunch on Friday"
+    ]
 
 
 def test_ties_go_to_the_newest_received(mailbox_with_mail):

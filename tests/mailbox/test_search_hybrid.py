@@ -16,6 +16,7 @@ from mailbox.models import Email, EmbeddingSpend, Passage
 from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.search import search_emails
+from mailbox.services.selection import MailFilter
 from mailfathom.providers import health
 from tests.configure import configure
 from tests.factories import MailAccountFactory
@@ -168,7 +169,9 @@ def test_local_model_finds_mail_by_meaning_under_a_narrow_filter(settings, inbox
     embed_pending()
     refresh_term_stats()
 
-    result = search_emails("auto insurance premium", recipient_address="owner@example.org")
+    result = search_emails(
+        "auto insurance premium", mail_filter=MailFilter(recipient_address="owner@example.org")
+    )
 
     assert result.retrieval_mode == "hybrid"
     assert [m.summary.subject for m in result.matches] == ["Automobile coverage"]

@@ -9,6 +9,7 @@ import pytest
 
 from accounts.models import FolderRole
 from mailbox.models import Availability
+from mailbox.services.selection import MailFilter
 from mailbox.services.timeline import list_emails
 from mailfathom import keys
 from mailfathom.errors import MailFathomError
@@ -110,9 +111,9 @@ def test_newest_first_is_the_default_and_oldest_first_reverses(inbox):
 def test_sender_filter_matches_whole_address_in_any_case_never_a_fragment(inbox):
     EmailFactory(folder=inbox, subject="alice", sender_address="alice@example.com")
     EmailFactory(folder=inbox, subject="malice", sender_address="malice@example.com")
-    assert subjects(list_emails(sender_address="ALICE@Example.COM")) == ["alice"]
-    assert subjects(list_emails(sender_address="lice@example.com")) == []
-    assert _refusal(sender_address="alice").code == 51002
+    assert subjects(list_emails(mail_filter=MailFilter(sender_address="ALICE@Example.COM"))) == ["alice"]
+    assert subjects(list_emails(mail_filter=MailFilter(sender_address="lice@example.com"))) == []
+    assert _refusal(mail_filter=MailFilter(sender_address="alice")).code == 51002
 
 
 def test_recipient_filter_matches_to_and_cc_but_not_bcc_or_reply_to(inbox):
@@ -121,13 +122,18 @@ def test_recipient_filter_matches_to_and_cc_but_not_bcc_or_reply_to(inbox):
     EmailFactory(folder=inbox, subject="bcc", bcc=["pat@example.com"])
     EmailFactory(folder=inbox, subject="reply-to", reply_to=["pat@example.com"])
     EmailFactory(folder=inbox, subject="other", to=["patrick@example.com"])
-    assert sorted(subjects(list_emails(recipient_address="PAT@example.com"))) == ["cc", "to"]
+    assert sorted(subjects(list_emails(mail_filter=MailFilter(recipient_address="PAT@example.com")))) == [
+        "cc",
+        "to",
+    ]
 
 
 def test_subject_fragment_is_case_insensitive(inbox):
     EmailFactory(folder=inbox, subject="Quarterly INVOICE attached")
     EmailFactory(folder=inbox, subject="Lunch")
-    assert subjects(list_emails(subject_fragment="invoice")) == ["Quarterly INVOICE attached"]
+    assert subjects(list_emails(mail_filter=MailFilter(subject_fragment="invoice"))) == [
+        "Quarterly INVOICE attached"
+    ]
 
 
 def test_subject_fragment_wildcards_match_themselves(inbox):
@@ -135,23 +141,23 @@ def test_subject_fragment_wildcards_match_themselves(inbox):
     EmailFactory(folder=inbox, subject="save 50 today", received_at=at(2))
     EmailFactory(folder=inbox, subject="file_name", received_at=at(3))
     EmailFactory(folder=inbox, subject="filexname", received_at=at(4))
-    assert subjects(list_emails(subject_fragment="%")) == ["save 50% today"]
-    assert subjects(list_emails(subject_fragment="50%")) == ["save 50% today"]
-    assert subjects(list_emails(subject_fragment="file_name")) == ["file_name"]
-    assert subjects(list_emails(subject_fragment="_")) == ["file_name"]
+    assert subjects(list_emails(mail_filter=MailFilter(subject_fragment="%"))) == ["save 50% today"]
+    assert subjects(list_emails(mail_filter=MailFilter(subject_fragment="50%"))) == ["save 50% today"]
+    assert subjects(list_emails(mail_filter=MailFilter(subject_fragment="file_name"))) == ["file_name"]
+    assert subjects(list_emails(mail_filter=MailFilter(subject_fragment="_"))) == ["file_name"]
 
 
 def test_subject_fragment_of_256_is_served_and_257_is_51002(inbox):
     EmailFactory(folder=inbox, subject="x" * 300)
-    assert len(list_emails(subject_fragment="x" * 256).emails) == 1
-    error = _refusal(subject_fragment="x" * 257)
+    assert len(list_emails(mail_filter=MailFilter(subject_fragment="x" * 256)).emails) == 1
+    error = _refusal(mail_filter=MailFilter(subject_fragment="x" * 257))
     assert error.code == 51002
     assert "256" in error.message
     assert "xxxx" not in error.message
 
 
 def test_subject_fragment_with_control_character_is_51002(inbox):
-    error = _refusal(subject_fragment="invoice\x07")
+    error = _refusal(mail_filter=MailFilter(subject_fragment="invoice\x07"))
     assert error.code == 51002
     assert "invoice" not in error.message
 
@@ -159,26 +165,28 @@ def test_subject_fragment_with_control_character_is_51002(inbox):
 def test_received_range_includes_its_start_and_excludes_its_end(inbox):
     for minute in (0, 1, 2, 3):
         EmailFactory(folder=inbox, subject=f"m{minute}", received_at=at(minute))
-    page = list_emails(received_on_or_after=at(1), received_before=at(3), direction="oldestFirst")
+    page = list_emails(
+        direction="oldestFirst", mail_filter=MailFilter(received_on_or_after=at(1), received_before=at(3))
+    )
     assert subjects(page) == ["m1", "m2"]
 
 
 def test_received_range_ending_before_it_starts_is_51002(inbox):
-    assert _refusal(received_on_or_after=at(2), received_before=at(1)).code == 51002
+    assert _refusal(mail_filter=MailFilter(received_on_or_after=at(2), received_before=at(1))).code == 51002
 
 
 def test_seen_filter_selects_by_the_remote_seen_flag(inbox):
     EmailFactory(folder=inbox, subject="read", flags=["\\Seen", "\\Answered"])
     EmailFactory(folder=inbox, subject="unread", flags=["\\Flagged"])
-    assert subjects(list_emails(is_remotely_seen=True)) == ["read"]
-    assert subjects(list_emails(is_remotely_seen=False)) == ["unread"]
+    assert subjects(list_emails(mail_filter=MailFilter(is_remotely_seen=True))) == ["read"]
+    assert subjects(list_emails(mail_filter=MailFilter(is_remotely_seen=False))) == ["unread"]
 
 
 def test_attachment_filter_selects_with_and_without(inbox):
     EmailFactory(folder=inbox, subject="with", attachment_count=2, attachment_total_bytes=500)
     EmailFactory(folder=inbox, subject="inline only", attachment_count=0, inline_count=1)
-    assert subjects(list_emails(has_attachments=True)) == ["with"]
-    assert subjects(list_emails(has_attachments=False)) == ["inline only"]
+    assert subjects(list_emails(mail_filter=MailFilter(has_attachments=True))) == ["with"]
+    assert subjects(list_emails(mail_filter=MailFilter(has_attachments=False))) == ["inline only"]
 
 
 # --- junk ---------------------------------------------------------------------------------
@@ -190,7 +198,7 @@ def test_junk_is_left_out_unless_asked_and_the_answer_says_which(inbox, spam):
     default = list_emails()
     assert subjects(default) == ["ham"]
     assert default.included_junk_mail is False
-    asked = list_emails(include_junk_mail=True)
+    asked = list_emails(mail_filter=MailFilter(include_junk=True))
     assert subjects(asked) == ["spam", "ham"]
     assert asked.included_junk_mail is True
     assert asked.wire()["includedJunkMail"] is True
@@ -204,11 +212,11 @@ def test_naming_the_junk_folder_without_include_junk_mail_reads_nothing(inbox, s
         assert page.emails == []
         assert page.folder_freshness == []
         assert page.included_junk_mail is False
-        assert subjects(list_emails(folders=folders, include_junk_mail=True)) == ["spam"]
+        assert subjects(list_emails(folders=folders, mail_filter=MailFilter(include_junk=True))) == ["spam"]
 
 
 def test_junk_role_on_an_account_without_one_is_53003(inbox):
-    assert _refusal(folders=["role:Junk"], include_junk_mail=True).code == 53003
+    assert _refusal(folders=["role:Junk"], mail_filter=MailFilter(include_junk=True)).code == 53003
 
 
 # --- scope --------------------------------------------------------------------------------
@@ -218,10 +226,10 @@ def test_unserved_account_is_never_read(inbox):
     former = MailAccountFactory(account_id="former", display_name="Former", served=False)
     EmailFactory(folder=mapped_folder(former, "inbox", FolderRole.INBOX), subject="former mail")
     EmailFactory(folder=inbox, subject="ours")
-    assert subjects(list_emails(include_junk_mail=True)) == ["ours"]
+    assert subjects(list_emails(mail_filter=MailFilter(include_junk=True))) == ["ours"]
     assert _refusal(accounts=["former"]).code == 53001
     assert _refusal(accounts=["Former"]).code == 53001
-    assert subjects(list_emails(sender_address="sender@example.com")) == ["ours"]
+    assert subjects(list_emails(mail_filter=MailFilter(sender_address="sender@example.com"))) == ["ours"]
 
 
 def test_unknown_account_is_53001_not_an_empty_page(inbox):
@@ -232,8 +240,8 @@ def test_unknown_account_is_53001_not_an_empty_page(inbox):
 def test_folder_hidden_from_tools_is_never_read_nor_reported(inbox, hidden):
     EmailFactory(folder=hidden, subject="private")
     EmailFactory(folder=inbox, subject="ours")
-    assert subjects(list_emails(include_junk_mail=True)) == ["ours"]
-    page = list_emails(folders=["hr-private"], include_junk_mail=True)
+    assert subjects(list_emails(mail_filter=MailFilter(include_junk=True))) == ["ours"]
+    page = list_emails(folders=["hr-private"], mail_filter=MailFilter(include_junk=True))
     assert page.emails == []
     assert page.folder_freshness == []
     assert "hr-private" not in str(list_emails().wire())
@@ -243,13 +251,13 @@ def test_unmapped_folder_is_never_read(billing, inbox):
     orphan = mapped_folder(billing, "orphan")
     orphan.mapping.delete()  # the Folder row stays, its mapping is gone
     EmailFactory(folder=orphan, account=billing, subject="orphaned")
-    assert subjects(list_emails(include_junk_mail=True)) == []
+    assert subjects(list_emails(mail_filter=MailFilter(include_junk=True))) == []
 
 
 def test_cursor_from_a_walk_with_junk_cannot_carry_junk_into_one_without(inbox, spam):
     EmailFactory.create_batch(3, folder=spam)
     EmailFactory.create_batch(3, folder=inbox)
-    cursor = list_emails(include_junk_mail=True, page_size=1).next_cursor
+    cursor = list_emails(page_size=1, mail_filter=MailFilter(include_junk=True)).next_cursor
     assert _refusal(cursor=cursor, page_size=1).code == 52002
 
 
@@ -271,11 +279,11 @@ def test_cursor_continues_where_the_page_ended(ten):
 @pytest.mark.parametrize(
     "changed",
     [
-        {"subject_fragment": "s"},
-        {"sender_address": "sender@example.com"},
-        {"received_before": at(100)},
-        {"is_remotely_seen": False},
-        {"include_junk_mail": True},
+        {"mail_filter": MailFilter(subject_fragment="s")},
+        {"mail_filter": MailFilter(sender_address="sender@example.com")},
+        {"mail_filter": MailFilter(received_before=at(100))},
+        {"mail_filter": MailFilter(is_remotely_seen=False)},
+        {"mail_filter": MailFilter(include_junk=True)},
         {"folders": ["inbox"]},
         {"folders": ["archive"]},
         {"direction": "oldestFirst"},
@@ -426,7 +434,7 @@ def test_freshness_lists_each_folder_in_scope_including_never_synchronized(billi
 def test_freshness_follows_the_folders_asked_for_and_the_junk_choice(billing, inbox, spam):
     page = list_emails(folders=["INBOX"])
     assert [(e.account_id, e.alias) for e in page.folder_freshness] == [("billing", "inbox")]
-    with_junk = list_emails(include_junk_mail=True)
+    with_junk = list_emails(mail_filter=MailFilter(include_junk=True))
     assert [e.alias for e in with_junk.folder_freshness] == ["inbox", "spam"]
 
 

@@ -10,7 +10,7 @@ from mailbox.services import search
 from mailbox.services.summaries import AttachmentSummary, EmailSummary, RemoteFlags
 from mailfathom.errors import MailFathomError
 from mailfathom.mcp import arguments
-from mailfathom.mcp.tools import EXTRACT_CEILING, SEARCH_EMAILS
+from mailfathom.mcp.tools import EXTRACT_CEILING, LIST_EMAILS, SEARCH_EMAILS
 
 
 def _summary(n: int) -> EmailSummary:
@@ -75,7 +75,8 @@ def test_search_results_are_cut_again_to_the_window_and_extract_bounds():
     ],
 )
 def test_iso_8601_timestamps_with_a_zone_become_aware_datetimes(text, expected):
-    assert arguments.moment("receivedBefore", text) == expected
+    converted = arguments.convert_arguments(LIST_EMAILS.arguments, {"receivedBefore": text})
+    assert converted["mail_filter"].received_before == expected
 
 
 @pytest.mark.parametrize(
@@ -83,7 +84,7 @@ def test_iso_8601_timestamps_with_a_zone_become_aware_datetimes(text, expected):
 )
 def test_other_timestamps_are_refused_with_51002_naming_the_argument(value):
     with pytest.raises(MailFathomError) as refused:
-        arguments.moment("receivedOnOrAfter", value)
+        arguments.convert_arguments(SEARCH_EMAILS.arguments, {"receivedOnOrAfter": value})
     assert refused.value.code == 51002
     assert "receivedOnOrAfter" in refused.value.message
     if str(value):
