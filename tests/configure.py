@@ -13,3 +13,14 @@ from typing import Any
 
 def configure(settings: Any, **attributes: Any) -> None:
     settings.MAILFATHOM = settings.MAILFATHOM.replace(**attributes)
+
+
+def scripted_embeddings(server: Any, **more: Any) -> dict[str, Any]:
+    """The attributes that point embeddings at a scripted OpenAI-compatible `server`."""
+    return {
+        "embedding_provider": "openai",
+        "embedding_base_url": server.base_url,
+        "embedding_model": "text-embed",
+        "embedding_api_key": "k",
+        **more,
+    }

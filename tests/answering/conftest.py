@@ -11,7 +11,7 @@ from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
 from mailfathom.providers import health
 from tests.answering.support import AdversarialMessage, ObedientModel, World, build_world
-from tests.configure import configure
+from tests.configure import configure, scripted_embeddings
 from tests.providers.openai_server import ScriptedOpenAIServer
 
 
@@ -32,11 +32,7 @@ def answering(settings, scripted, chat_api) -> Iterator[ScriptedOpenAIServer]:
     settings.PROVIDER_HEALTH_NAMESPACE = f"test-answering-{uuid.uuid4().hex}"
     configure(
         settings,
-        embedding_provider="openai",
-        embedding_base_url=scripted.base_url,
-        embedding_model="text-embed",
-        embedding_api_key="k",
-        embedding_max_retries=0,
+        **scripted_embeddings(scripted, embedding_max_retries=0),
         chat_provider="openai",
         chat_alias="scripted",
         chat_base_url=scripted.base_url,

@@ -18,7 +18,7 @@ from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.search import search_emails
 from mailbox.services.selection import MailFilter
 from mailfathom.providers import health
-from tests.configure import configure
+from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 from tests.providers.openai_server import ScriptedOpenAIServer, hang, model_not_found, status
@@ -46,14 +46,7 @@ def inbox():
 
 
 def test_sweep_embeds_newest_first_and_records_spend(settings, scripted, inbox):
-    configure(
-        settings,
-        embedding_provider="openai",
-        embedding_base_url=scripted.base_url,
-        embedding_model="text-embed",
-        embedding_api_key="k",
-        embedding_max_retries=0,
-    )
+    configure(settings, **scripted_embeddings(scripted, embedding_max_retries=0))
     old = EmailFactory(folder=inbox, subject="old", body="first words")
     new = EmailFactory(folder=inbox, subject="new", body="second words")
 
@@ -67,14 +60,7 @@ def test_sweep_embeds_newest_first_and_records_spend(settings, scripted, inbox):
 
 
 def test_search_is_hybrid_when_a_profile_is_active_and_the_provider_answers(settings, scripted, inbox):
-    configure(
-        settings,
-        embedding_provider="openai",
-        embedding_base_url=scripted.base_url,
-        embedding_model="text-embed",
-        embedding_api_key="k",
-        embedding_max_retries=0,
-    )
+    configure(settings, **scripted_embeddings(scripted, embedding_max_retries=0))
     EmailFactory(folder=inbox, subject="Quarterly report", body="figures for the quarter")
     embed_pending()
     refresh_term_stats()
@@ -93,15 +79,7 @@ def test_search_is_hybrid_when_a_profile_is_active_and_the_provider_answers(sett
     ids=["500", "429", "401", "timeout", "wrong-model"],
 )
 def test_provider_failure_answers_lexically_reports_degraded_and_recovers(settings, scripted, inbox, failure):
-    configure(
-        settings,
-        embedding_provider="openai",
-        embedding_base_url=scripted.base_url,
-        embedding_model="text-embed",
-        embedding_api_key="k",
-        embedding_max_retries=0,
-        embedding_timeout_seconds=1,
-    )
+    configure(settings, **scripted_embeddings(scripted, embedding_max_retries=0, embedding_timeout_seconds=1))
     EmailFactory(folder=inbox, subject="Quarterly report", body="figures for the quarter")
     embed_pending()
     refresh_term_stats()
@@ -118,14 +96,7 @@ def test_provider_failure_answers_lexically_reports_degraded_and_recovers(settin
 
 
 def test_configured_model_other_than_the_active_profile_is_degraded(settings, scripted, inbox):
-    configure(
-        settings,
-        embedding_provider="openai",
-        embedding_base_url=scripted.base_url,
-        embedding_model="text-embed",
-        embedding_api_key="k",
-        embedding_max_retries=0,
-    )
+    configure(settings, **scripted_embeddings(scripted, embedding_max_retries=0))
     EmailFactory(folder=inbox, subject="a", body="b")
     embed_pending()
     configure(
@@ -185,14 +156,7 @@ def test_coverage_is_counted_once_per_scope_and_profile_for_a_while(settings, sc
 
     from mailbox.services import search
 
-    configure(
-        settings,
-        embedding_provider="openai",
-        embedding_base_url=scripted.base_url,
-        embedding_model="text-embed",
-        embedding_api_key="k",
-        embedding_max_retries=0,
-    )
+    configure(settings, **scripted_embeddings(scripted, embedding_max_retries=0))
     EmailFactory(folder=inbox, subject="Quarterly report", body="figures for the quarter")
     embed_pending()
     search.forget_coverage()

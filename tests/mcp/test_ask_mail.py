@@ -15,7 +15,7 @@ from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
 from mailfathom.providers import health
 from tests.answering.support import ObedientModel, build_world
-from tests.configure import configure
+from tests.configure import configure, scripted_embeddings
 from tests.mcp.conftest import call_tool, error_code, error_text, list_tools, payload
 from tests.providers.openai_server import ScriptedOpenAIServer, status
 
@@ -61,13 +61,7 @@ def no_chat_server(module_server_factory, scripted):
 @pytest.fixture
 def world(settings, scripted):
     """The mailbox, embedded with the same scripted endpoint the server queries with."""
-    configure(
-        settings,
-        embedding_provider="openai",
-        embedding_base_url=scripted.base_url,
-        embedding_model="text-embed",
-        embedding_api_key="k",
-    )
+    configure(settings, **scripted_embeddings(scripted))
     health.clear_health("chat")
     health.clear_health("embedding")
     built = build_world()
