@@ -11,7 +11,7 @@ orders in a tiny language, one per line, so a test can tell which orders were de
     DO: score <n>           answer a relevance judgement with <n>
 
 What is under test is the system around the model, never the model's judgement
-(mail-answering.txt, What is actually tried).
+(docs/operations/answering.md, Mail written to manipulate the model).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ with everything here without a test being edited. The substitute model obeys eve
 it reads (tests/answering/support.py), and the tests check that each order was delivered,
 so a test cannot pass because an attack never reached the model.
 
-The four properties (mail-answering.txt, What is actually tried):
+The four properties (docs/operations/answering.md, Mail written to manipulate the model):
 
 - scope: nothing outside the caller's accounts and visible, non-junk folders reaches a
   request, a passage or a citation; checked where the request resolves (ask_mail) and
