@@ -1,7 +1,8 @@
 """The optional second pass: strict scores, every row of the failure table, and a whole run.
 
 Each judgement goes to the scripted server through the real `openai` client and the
-resilient chat model a run uses (docs/operations/answering.md, The relevance pass). The wire format does not matter here, so Chat Completions is enough.
+resilient chat model a run uses (docs/operations/answering.md, The relevance pass). The
+wire format does not matter here, so Chat Completions is enough.
 """
 
 from __future__ import annotations
