@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models.functions import Lower
 
 from accounts import crypto
+from mailfathom.text import has_control_character
 
 IDENTIFIER_IMMUTABLE = "The account identifier cannot be changed once saved."
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
@@ -153,6 +154,9 @@ class MailAccount(models.Model):
             errors["account_id"] = IDENTIFIER_IMMUTABLE
         if self.security == Security.NONE and not is_loopback_host(self.imap_host):
             errors["security"] = "Unencrypted IMAP is allowed only for a loopback host."
+        if has_control_character(self.display_name):
+            # Callers name an account by its display name; one they cannot type is unreachable.
+            errors["display_name"] = "A display name may not contain control characters."
         others = type(self).objects.exclude(pk=self.pk)
         if self.display_name and (
             others.filter(display_name__iexact=self.display_name).exists()
@@ -204,7 +208,7 @@ class FolderMapping(models.Model):
         self.alias = normalize_alias(self.alias)
         if not self.alias:
             raise ValidationError({"alias": "An alias may not be blank."})
-        if any(ord(ch) < 32 or ord(ch) == 127 for ch in self.alias):
+        if has_control_character(self.alias):
             raise ValidationError({"alias": "An alias may not contain control characters."})
 
 

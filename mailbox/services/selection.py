@@ -16,6 +16,7 @@ from datetime import datetime
 from accounts.models import FolderRole
 from accounts.services.scope import ResolvedScope, resolve_scope
 from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.text import has_control_character as _has_control_character
 
 MAX_SUBJECT_FRAGMENT = 256
 MAX_ADDRESS_LENGTH = 320
@@ -58,10 +59,6 @@ class Selection:
         data["folders"] = sorted(self.folder_mapping_ids)
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _has_control_character(text: str) -> bool:
-    return any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in text)
 
 
 def _address(value: str | None, argument: str) -> str | None:
