@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import ipaddress
-
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Lower
 
 from accounts import crypto
+from mailfathom.hosts import is_loopback_host
 from mailfathom.text import has_control_character
 
 IDENTIFIER_IMMUTABLE = "The account identifier cannot be changed once saved."
-LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
-
-
-def is_loopback_host(host: str) -> bool:
-    """Whether `host` names this machine (unencrypted IMAP is allowed only there)."""
-    name = host.strip().strip("[]").lower()
-    if name in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 class Security(models.TextChoices):

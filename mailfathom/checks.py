@@ -6,14 +6,13 @@ run them; an Error stops the process with a message naming the setting and its r
 
 from __future__ import annotations
 
-import ipaddress
-
 from cryptography.fernet import Fernet
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, register
 from django.core.checks import Warning as CheckWarning
 
 from mailfathom import config
+from mailfathom.hosts import is_loopback_host
 
 
 @register()
@@ -87,16 +86,6 @@ def check_chat_provider(app_configs: object = None, **kwargs: object) -> list[Er
     return errors
 
 
-def _is_loopback_address(host: str) -> bool:
-    name = host.strip().strip("[]").lower()
-    if name in {"localhost", "localhost.localdomain"}:
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 @register()
 def check_mcp_posture(app_configs: object = None, **kwargs: object) -> list[CheckMessage]:
     """Refuse an enabled /mcp without a stated posture, or open to the network without a key."""
@@ -114,7 +103,7 @@ def check_mcp_posture(app_configs: object = None, **kwargs: object) -> list[Chec
             )
         ]
     messages: list[CheckMessage] = []
-    bound_to_loopback = _is_loopback_address(values["MAILFATHOM_HTTP_HOST"])
+    bound_to_loopback = is_loopback_host(values["MAILFATHOM_HTTP_HOST"])
     if (
         posture == "none"
         and not bound_to_loopback
