@@ -13,6 +13,7 @@ from django.core.checks import Warning as CheckWarning
 
 from mailfathom import config
 from mailfathom.hosts import is_loopback_host
+from mailfathom.keys import ring
 
 
 @register()
@@ -35,7 +36,7 @@ def check_secrets(app_configs: object = None, **kwargs: object) -> list[Error]:
                 id="mailfathom.E002",
             )
         )
-    keys = [key.strip() for key in settings.MAILFATHOM_KEYRING.split(",") if key.strip()]
+    keys = ring()
     if not keys:
         errors.append(
             Error(
