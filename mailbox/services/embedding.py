@@ -18,6 +18,7 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from mailbox.models import Availability, Email, EmailQuerySet, EmbeddingProfile, EmbeddingSpend, Passage
+from mailfathom.capability import CapabilityState
 from mailfathom.providers import EMBEDDING_ROLE, get_embedder
 from mailfathom.providers.base import Embedder
 from mailfathom.providers.errors import ProviderError
@@ -25,7 +26,8 @@ from mailfathom.providers.health import read_health
 
 logger = logging.getLogger(__name__)
 
-INACTIVE, AVAILABLE, DEGRADED = "inactive", "available", "degraded"
+# Aliases of the one definition, kept for mailbox.services.search, which reads them by these names.
+INACTIVE, AVAILABLE, DEGRADED = CapabilityState.INACTIVE, CapabilityState.AVAILABLE, CapabilityState.DEGRADED
 SWEEP_BATCH = 32
 
 
@@ -137,11 +139,19 @@ def embed_pending(*, max_batches: int | None = None, batch_size: int = SWEEP_BAT
     return result
 
 
-def semantic_state() -> str:
-    """inactive, available or degraded, read without calling the provider."""
+def semantic_state() -> CapabilityState:
+    """Whether semantic search can place a query now, read without calling the provider.
+
+    Inactive without an embedder or an active profile; degraded when the configured
+    embedder's space is not the active profile's, or its last call failed.
+    """
     if not profile_matches():
-        return INACTIVE if get_embedder() is None or active_profile() is None else DEGRADED
-    return DEGRADED if read_health(EMBEDDING_ROLE).state == DEGRADED else AVAILABLE
+        if get_embedder() is None or active_profile() is None:
+            return CapabilityState.INACTIVE
+        return CapabilityState.DEGRADED
+    if read_health(EMBEDDING_ROLE).state == CapabilityState.DEGRADED:
+        return CapabilityState.DEGRADED
+    return CapabilityState.AVAILABLE
 
 
 def profile_matches() -> bool:

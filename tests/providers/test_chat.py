@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from mailfathom.capability import CapabilityState
 from mailfathom.checks import check_chat_provider
 from mailfathom.errors import published
 from mailfathom.providers import (
@@ -25,7 +26,7 @@ from mailfathom.providers import (
     reset_chat_model,
 )
 from mailfathom.providers.chat import ResilientChat
-from mailfathom.providers.health import AVAILABLE, DEGRADED, read_health
+from mailfathom.providers.health import read_health
 from mailfathom.providers.openai_chat import OpenAIChat
 from mailfathom.providers.resilience import Resilience
 from tests.providers.openai_server import (
@@ -453,14 +454,14 @@ def test_the_circuit_opens_after_n_failures_and_health_recovers(chat, script, re
     assert len(recorded()) == 3  # nothing reached the server
     health = read_health("chat", configured=True)
     assert (health.state, health.last_failure_kind, health.consecutive_failures) == (
-        DEGRADED,
+        CapabilityState.DEGRADED,
         "unavailable",
         3,
     )
     time.sleep(0.35)
     assert model.complete(INSTRUCTION, ASK).text == "Scripted answer."  # the probe
     health = read_health("chat", configured=True)
-    assert (health.state, health.consecutive_failures) == (AVAILABLE, 0)
+    assert (health.state, health.consecutive_failures) == (CapabilityState.AVAILABLE, 0)
     assert health.last_success_at is not None and health.last_success_at >= health.last_failure_at
     assert len(recorded()) == 4
 

@@ -1,0 +1,55 @@
+"""One definition of the capability states (mailfathom.capability.CapabilityState), used by
+provider health, semantic search, answering and the published schema; the wire spellings
+stay inactive, available and degraded."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from answering.capability import answering_capability
+from mailbox.services import embedding
+from mailbox.services.search import search_emails
+from mailfathom.capability import CapabilityState
+from mailfathom.mcp.schemas import ENUMERATIONS
+from mailfathom.providers import health, reset_embedder
+from tests.factories import MailAccountFactory
+from tests.mailbox.factories import EmailFactory, mapped_folder
+
+
+def test_the_states_are_spelled_as_published_in_this_order():
+    assert [state.value for state in CapabilityState] == ["inactive", "available", "degraded"]
+
+
+def test_the_published_semantic_search_enumeration_is_the_states():
+    assert ENUMERATIONS[("SearchResult", "semanticSearch")] == ("inactive", "available", "degraded")
+
+
+def test_provider_health_reports_a_state_member(settings):
+    settings.PROVIDER_HEALTH_NAMESPACE = "test-capability-state"
+    try:
+        assert health.read_health("embedding", configured=False).state is CapabilityState.INACTIVE
+        assert health.read_health("embedding", configured=True).state is CapabilityState.AVAILABLE
+        health.record_failure("embedding", "unavailable")
+        assert health.read_health("embedding", configured=True).state is CapabilityState.DEGRADED
+    finally:
+        health.clear_health("embedding")
+
+
+@pytest.fixture
+def nothing_embedded(settings):
+    settings.MAILFATHOM = {**settings.MAILFATHOM, "MAILFATHOM_EMBEDDING_PROVIDER": "none"}
+    reset_embedder()
+    yield
+    reset_embedder()
+
+
+@pytest.mark.django_db
+def test_search_and_answering_report_the_same_member_and_search_publishes_its_string(nothing_embedded):
+    EmailFactory(folder=mapped_folder(MailAccountFactory(), "inbox"), subject="Invoice", body="Due Friday.")
+    assert embedding.semantic_state() is CapabilityState.INACTIVE
+    assert answering_capability().state is CapabilityState.INACTIVE
+    published = json.loads(json.dumps(search_emails("invoice").wire()))
+    assert published["semanticSearch"] == "inactive"
+    assert type(published["semanticSearch"]) is str
