@@ -7,6 +7,7 @@ are derived on read from the raw MIME.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.contrib.postgres.fields import ArrayField
@@ -26,6 +27,24 @@ if TYPE_CHECKING:
 # issues) and a UID derived from their content, so importing an archive twice adds nothing
 # and a UIDVALIDITY change on the server never removes them.
 IMPORTED_UIDVALIDITY = 0
+
+
+class FolderQuerySet(models.QuerySet["Folder"]):
+    def record_progress(self, at: datetime, **progress: object) -> int:
+        """Mark these folders as having committed progress at `at`, with `progress` (UIDs,
+        MODSEQ) written in the same UPDATE; return how many rows were written.
+
+        Committed progress is what proves a folder healthy again, so its failure record goes
+        with it: the failure code, the count of consecutive failures and the backoff. The
+        time of the last failure stays, as history.
+        """
+        return self.update(
+            last_committed_at=at,
+            last_failure_code=None,
+            consecutive_failures=0,
+            backoff_until=None,
+            **progress,
+        )
 
 
 class Folder(models.Model):
@@ -48,6 +67,8 @@ class Folder(models.Model):
     backoff_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.UUIDField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    objects = FolderQuerySet.as_manager()
 
     class Meta:
         constraints = [
