@@ -39,6 +39,14 @@ class MailAccountQuerySet(models.QuerySet["MailAccount"]):
         """Accounts this deployment serves; rows of any other account are outside every read."""
         return self.filter(served=True)
 
+    def synchronized(self) -> MailAccountQuerySet:
+        """Accounts synchronization works on: served, with synchronization enabled.
+
+        Polling, push watchers and every run ask this one question; the deployment-wide
+        switch (MAILFATHOM_SYNC_ENABLED) is checked by the run itself.
+        """
+        return self.served().filter(sync_enabled=True)
+
 
 class MailAccount(models.Model):
     account_id = models.SlugField(

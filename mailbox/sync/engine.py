@@ -79,7 +79,7 @@ def synchronize_account(
     if not settings.MAILFATHOM["MAILFATHOM_SYNC_ENABLED"]:
         run.skipped = "synchronization is disabled for this deployment"
         return run
-    if not account.served or not account.sync_enabled:
+    if not MailAccount.objects.synchronized().filter(pk=account.pk).exists():
         run.skipped = "synchronization is disabled for this account"
         return run
     due = [f for f in folder_state.ensure_folders(account) if force or not folder_state.in_backoff(f)]
