@@ -13,12 +13,7 @@ from mailbox.services.lexical_search import refresh_term_stats
 from mailfathom.providers import health, reset_chat_model, reset_embedder
 from tests.answering.support import AdversarialMessage, ObedientModel, World, build_world
 from tests.providers.openai_server import ScriptedOpenAIServer
-
-
-@pytest.fixture
-def scripted() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer(dimensions=384) as server:
-        yield server
+from tests.support import scripted_server  # noqa: F401
 
 
 def configure(settings, **values) -> None:

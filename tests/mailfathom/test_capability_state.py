@@ -16,6 +16,7 @@ from mailfathom.mcp.schemas import ENUMERATIONS
 from mailfathom.providers import health, reset_embedder
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
+from tests.support import isolated_provider_health
 
 
 def test_the_states_are_spelled_as_published_in_this_order():
@@ -27,14 +28,11 @@ def test_the_published_semantic_search_enumeration_is_the_states():
 
 
 def test_provider_health_reports_a_state_member(settings):
-    settings.PROVIDER_HEALTH_NAMESPACE = "test-capability-state"
-    try:
+    with isolated_provider_health(settings, "capability-state"):
         assert health.read_health("embedding", configured=False).state is CapabilityState.INACTIVE
         assert health.read_health("embedding", configured=True).state is CapabilityState.AVAILABLE
         health.record_failure("embedding", "unavailable")
         assert health.read_health("embedding", configured=True).state is CapabilityState.DEGRADED
-    finally:
-        health.clear_health("embedding")
 
 
 @pytest.fixture
