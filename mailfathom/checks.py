@@ -12,7 +12,7 @@ from django.core.checks import CheckMessage, Error, register
 from django.core.checks import Warning as CheckWarning
 
 from mailfathom import config
-from mailfathom.hosts import is_loopback_host
+from mailfathom.hosts import is_loopback_host as _is_loopback_address  # the name check_mcp_posture calls
 from mailfathom.keys import ring
 
 
@@ -104,7 +104,7 @@ def check_mcp_posture(app_configs: object = None, **kwargs: object) -> list[Chec
             )
         ]
     messages: list[CheckMessage] = []
-    bound_to_loopback = is_loopback_host(values["MAILFATHOM_HTTP_HOST"])
+    bound_to_loopback = _is_loopback_address(values["MAILFATHOM_HTTP_HOST"])
     if (
         posture == "none"
         and not bound_to_loopback
