@@ -7,16 +7,15 @@ first, running `manage.py rotate_credentials`, then dropping the old key.
 from __future__ import annotations
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from django.conf import settings
 
 from mailfathom.errors import MailFathomError
+from mailfathom.keys import ring
 
 CREDENTIAL_UNREADABLE = 81001
 
 
 def keyring() -> MultiFernet:
-    keys = [key.strip() for key in settings.MAILFATHOM_KEYRING.split(",") if key.strip()]
-    return MultiFernet([Fernet(key) for key in keys])
+    return MultiFernet([Fernet(key) for key in ring()])
 
 
 def encrypt(plain: str) -> str:

@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import ipaddress
-
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Lower
 
 from accounts import crypto
+from mailfathom.hosts import is_loopback_host
+from mailfathom.text import has_control_character
 
 IDENTIFIER_IMMUTABLE = "The account identifier cannot be changed once saved."
-LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
-
-
-def is_loopback_host(host: str) -> bool:
-    """Whether `host` names this machine (unencrypted IMAP is allowed only there)."""
-    name = host.strip().strip("[]").lower()
-    if name in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 class Security(models.TextChoices):
@@ -50,6 +38,14 @@ class MailAccountQuerySet(models.QuerySet["MailAccount"]):
     def served(self) -> MailAccountQuerySet:
         """Accounts this deployment serves; rows of any other account are outside every read."""
         return self.filter(served=True)
+
+    def synchronized(self) -> MailAccountQuerySet:
+        """Accounts synchronization works on: served, with synchronization enabled.
+
+        Polling, push watchers and every run ask this one question; the deployment-wide
+        switch (MAILFATHOM_SYNC_ENABLED) is checked by the run itself.
+        """
+        return self.served().filter(sync_enabled=True)
 
 
 class MailAccount(models.Model):
@@ -153,6 +149,9 @@ class MailAccount(models.Model):
             errors["account_id"] = IDENTIFIER_IMMUTABLE
         if self.security == Security.NONE and not is_loopback_host(self.imap_host):
             errors["security"] = "Unencrypted IMAP is allowed only for a loopback host."
+        if has_control_character(self.display_name):
+            # Callers name an account by its display name; one they cannot type is unreachable.
+            errors["display_name"] = "A display name may not contain control characters."
         others = type(self).objects.exclude(pk=self.pk)
         if self.display_name and (
             others.filter(display_name__iexact=self.display_name).exists()
@@ -204,7 +203,7 @@ class FolderMapping(models.Model):
         self.alias = normalize_alias(self.alias)
         if not self.alias:
             raise ValidationError({"alias": "An alias may not be blank."})
-        if any(ord(ch) < 32 or ord(ch) == 127 for ch in self.alias):
+        if has_control_character(self.alias):
             raise ValidationError({"alias": "An alias may not contain control characters."})
 
 

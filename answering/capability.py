@@ -31,19 +31,17 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from mailbox.services import embedding
+from mailfathom.capability import CapabilityState
 from mailfathom.providers.chat import CHAT_ROLE
 from mailfathom.providers.health import read_health
 from mailfathom.resettable import forgotten_when_changed
 
-INACTIVE = "inactive"
-AVAILABLE = "available"
-DEGRADED = "degraded"
 WITHHOLD_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
 class Capability:
-    state: str
+    state: CapabilityState
     reason: str  # a fixed phrase for logs and spans: never content
     probe: bool = False  # available only to find out whether a failed endpoint recovered
 
@@ -55,19 +53,21 @@ def chat_declared() -> bool:
 def answering_capability(now: float | None = None) -> Capability:
     """The state of answering right now (see the module docstring)."""
     if not chat_declared():
-        return Capability(INACTIVE, "no chat endpoint declared")
+        return Capability(CapabilityState.INACTIVE, "no chat endpoint declared")
     semantic = embedding.semantic_state()
-    if semantic == embedding.INACTIVE:
-        return Capability(INACTIVE, "no mail embedded")
-    if semantic == embedding.DEGRADED:
-        return Capability(DEGRADED, "embedding space cannot place a query")
+    if semantic == CapabilityState.INACTIVE:
+        return Capability(CapabilityState.INACTIVE, "no mail embedded")
+    if semantic == CapabilityState.DEGRADED:
+        return Capability(CapabilityState.DEGRADED, "embedding space cannot place a query")
     chat = read_health(CHAT_ROLE, configured=True)
     if chat.consecutive_failures == 0 or chat.last_failure_at is None:
-        return Capability(AVAILABLE, "ready")
+        return Capability(CapabilityState.AVAILABLE, "ready")
     now = time.time() if now is None else now
     if now - chat.last_failure_at < WITHHOLD_SECONDS:
-        return Capability(DEGRADED, f"chat endpoint failed ({chat.last_failure_kind})")
-    return Capability(AVAILABLE, "chat endpoint failed a minute ago: one question may probe it", probe=True)
+        return Capability(CapabilityState.DEGRADED, f"chat endpoint failed ({chat.last_failure_kind})")
+    return Capability(
+        CapabilityState.AVAILABLE, "chat endpoint failed a minute ago: one question may probe it", probe=True
+    )
 
 
 _probe_lock = threading.Lock()
@@ -96,7 +96,7 @@ def admit_question(now: float | None = None) -> Iterator[Capability]:
         else:
             _probe_in_flight = taken = True
     if not taken:
-        yield Capability(DEGRADED, "another question is probing the chat endpoint")
+        yield Capability(CapabilityState.DEGRADED, "another question is probing the chat endpoint")
         return
     try:
         yield capability
@@ -107,4 +107,4 @@ def admit_question(now: float | None = None) -> Iterator[Capability]:
 
 def answering_available() -> bool:
     """Whether ask_mail is offered right now."""
-    return answering_capability().state == AVAILABLE
+    return answering_capability().state == CapabilityState.AVAILABLE

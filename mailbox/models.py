@@ -7,6 +7,7 @@ are derived on read from the raw MIME.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.contrib.postgres.fields import ArrayField
@@ -31,6 +32,24 @@ if TYPE_CHECKING:
 IMPORTED_UIDVALIDITY = 0
 
 
+class FolderQuerySet(models.QuerySet["Folder"]):
+    def record_progress(self, at: datetime, **progress: object) -> int:
+        """Mark these folders as having committed progress at `at`, with `progress` (UIDs,
+        MODSEQ) written in the same UPDATE; return how many rows were written.
+
+        Committed progress is what proves a folder healthy again, so its failure record goes
+        with it: the failure code, the count of consecutive failures and the backoff. The
+        time of the last failure stays, as history.
+        """
+        return self.update(
+            last_committed_at=at,
+            last_failure_code=None,
+            consecutive_failures=0,
+            backoff_until=None,
+            **progress,
+        )
+
+
 class Folder(models.Model):
     """Synchronization state of one remote folder of one account."""
 
@@ -51,6 +70,8 @@ class Folder(models.Model):
     backoff_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.UUIDField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    objects = FolderQuerySet.as_manager()
 
     class Meta:
         constraints = [

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from celery import shared_task
-from django.db.models import Min
 from django.utils import timezone
 
 from accounts.models import MailAccount, SyncMode
@@ -14,7 +12,7 @@ from mailbox.models import Folder
 from mailbox.services import embedding, lexical_search
 from mailbox.sync import idle
 from mailbox.sync.engine import synchronize_account
-from mailbox.sync.folder_state import lease_seconds
+from mailbox.sync.folder_state import due_accounts, lease_seconds
 from mailfathom.keyvalue import redis_client
 
 logger = logging.getLogger(__name__)
@@ -52,22 +50,11 @@ def sync_account(self, account_pk: int, force: bool = False) -> dict:  # type: i
 
 @shared_task(name="mailbox.sync_due_accounts", ignore_result=True)
 def sync_due_accounts() -> int:
-    """Enqueue a run for every served, enabled account whose poll interval has passed."""
-    now = timezone.now()
-    enqueued = 0
-    accounts = (
-        MailAccount.objects.served()
-        .filter(sync_enabled=True)
-        .annotate(last_progress=Min("synced_folders__last_committed_at"))
-    )
-    for account in accounts:
-        due = account.last_progress is None or account.last_progress <= now - timedelta(
-            seconds=account.poll_interval_seconds
-        )
-        if due:
-            sync_account.delay(account.pk)
-            enqueued += 1
-    return enqueued
+    """Enqueue a run for every account due for polling (folder_state.due_accounts)."""
+    due = due_accounts(timezone.now())
+    for account in due:
+        sync_account.delay(account.pk)
+    return len(due)
 
 
 WATCH_SECONDS = 20 * 60
@@ -96,7 +83,7 @@ def start_push_watchers() -> int:
     client = redis_client()
     started = 0
     folders = Folder.objects.filter(
-        account__in=MailAccount.objects.served().filter(sync_enabled=True, sync_mode=SyncMode.PUSH),
+        account__in=MailAccount.objects.synchronized().filter(sync_mode=SyncMode.PUSH),
         mapping__isnull=False,
     )
     for folder_pk in folders.values_list("pk", flat=True):

@@ -6,8 +6,6 @@ run them; an Error stops the process with a message naming the setting and its r
 
 from __future__ import annotations
 
-import ipaddress
-
 from cryptography.fernet import Fernet
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, register
@@ -15,6 +13,8 @@ from django.core.checks import Warning as CheckWarning
 
 from mailfathom import config
 from mailfathom.config import MailFathomSettings
+from mailfathom.hosts import is_loopback_host
+from mailfathom.keys import ring
 
 
 @register()
@@ -37,7 +37,7 @@ def check_secrets(app_configs: object = None, **kwargs: object) -> list[Error]:
                 id="mailfathom.E002",
             )
         )
-    keys = [key.strip() for key in settings.MAILFATHOM_KEYRING.split(",") if key.strip()]
+    keys = ring()
     if not keys:
         errors.append(
             Error(
@@ -88,16 +88,6 @@ def check_chat_provider(app_configs: object = None, **kwargs: object) -> list[Er
     return errors
 
 
-def _is_loopback_address(host: str) -> bool:
-    name = host.strip().strip("[]").lower()
-    if name in {"localhost", "localhost.localdomain"}:
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 @register()
 def check_mcp_posture(app_configs: object = None, **kwargs: object) -> list[CheckMessage]:
     """Refuse an enabled /mcp without a stated posture, or open to the network without a key."""
@@ -115,7 +105,7 @@ def check_mcp_posture(app_configs: object = None, **kwargs: object) -> list[Chec
             )
         ]
     messages: list[CheckMessage] = []
-    bound_to_loopback = _is_loopback_address(values.http_host)
+    bound_to_loopback = is_loopback_host(values.http_host)
     if posture == "none" and not bound_to_loopback and not values.mcp_allow_unauthenticated_nonloopback:
         messages.append(
             Error(

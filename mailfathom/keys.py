@@ -17,6 +17,12 @@ from django.conf import settings
 
 
 def ring() -> list[str]:
+    """The keys of MAILFATHOM_KEYRING, newest first: the one parser of the ring.
+
+    The setting is comma-separated keys; spaces around a key and empty entries are ignored.
+    Keys are not checked here: mailfathom.checks refuses a ring whose keys are not Fernet
+    keys at startup. Read on every call, so a rotated ring takes effect at once.
+    """
     return [key.strip() for key in settings.MAILFATHOM_KEYRING.split(",") if key.strip()]
 
 

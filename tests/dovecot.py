@@ -42,6 +42,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from imapclient.imap_utf7 import encode
 
+from tests.support import free_port
+
 DOVECOT_BINARY = "/usr/sbin/dovecot"
 HOST = "127.0.0.1"
 PLAIN_ONLY_HOST = "127.0.0.2"  # all of 127/8 is loopback on Linux; a `local` block turns TLS off here
@@ -86,12 +88,6 @@ class DovecotServer:
         if not self.log_path.exists():
             return "(no log written)"
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def _write_certificates(directory: Path) -> tuple[Path, Path, Path]:
@@ -292,7 +288,7 @@ def _start(root: Path, version: str) -> tuple[DovecotServer, subprocess.Popen[by
     ca_path, cert_path, key_path, uid = _prepare(root)
     config = root / "dovecot.conf"
     for attempt in range(3):
-        ports = (_free_port(HOST), _free_port(HOST), _free_port(PLAIN_ONLY_HOST))
+        ports = (free_port(HOST), free_port(HOST), free_port(PLAIN_ONLY_HOST))
         config.write_text(_config(root, ports, cert_path, key_path, uid))
         with (root / "stdout.log").open("wb") as output:
             process = subprocess.Popen(

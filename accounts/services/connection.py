@@ -22,11 +22,11 @@ from accounts.models import (
     FolderRole,
     MailAccount,
     Security,
-    is_loopback_host,
     normalize_alias,
 )
 from accounts.services.imap import LoginDisabled, open_client
 from mailfathom.errors import MailFathomError
+from mailfathom.hosts import is_loopback_host
 
 logger = logging.getLogger(__name__)
 

@@ -19,6 +19,7 @@ from mailfathom.errors import (
     UNKNOWN_FOLDER_ROLE,
     MailFathomError,
 )
+from mailfathom.text import has_control_character
 
 MAX_ACCOUNTS = 64
 MAX_FOLDERS = 64
@@ -56,10 +57,6 @@ class ResolvedScope:
         return tuple(folder.mapping_id for account in self.accounts for folder in account.folders)
 
 
-def _has_control_character(text: str) -> bool:
-    return any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in text)
-
-
 def _checked_names(names: Iterable[str] | None, limit: int, what: str, argument: str) -> list[str]:
     """Read `names` element by element, refusing at the element that crosses `limit`.
 
@@ -79,7 +76,7 @@ def _checked_names(names: Iterable[str] | None, limit: int, what: str, argument:
                 FILTER_REFUSED,
                 f"Each name in {argument} must be 1 to {MAX_NAME_LENGTH} characters and not blank.",
             )
-        if _has_control_character(name):
+        if has_control_character(name):
             raise MailFathomError(FILTER_REFUSED, f"Names in {argument} may not contain control characters.")
         checked.append(name)
     return checked

@@ -1,6 +1,6 @@
 """ask_mail: a question answered from the mail a chat model looks up, cited, under hard ceilings.
 
-The order is the contract (docs/operations/answering.md and docs/errors.md):
+The order is the contract (the refusals are listed in docs/errors.md):
 
 1. the question: 1 to 1000 characters, not blank, no control character; refused (51002),
    never truncated, because a cut question is a different question;
@@ -28,7 +28,7 @@ from django.conf import settings
 from opentelemetry import trace
 
 from accounts.services.scope import ResolvedScope, resolve_scope
-from answering.capability import AVAILABLE, DEGRADED, admit_question
+from answering.capability import admit_question
 from answering.instructions import INSTRUCTION_VERSION
 from answering.ledger import PeriodLedger, period_ledger
 from answering.relevance import RelevanceSettings
@@ -36,6 +36,7 @@ from answering.run import BoundScope, Run, RunBounds, RunCeilingReached, RunReco
 from mailbox.services import sensitive
 from mailbox.services.bounds import bounded_text
 from mailbox.services.passages import Passage
+from mailfathom.capability import CapabilityState
 from mailfathom.config import MailFathomSettings
 from mailfathom.errors import MailFathomError
 from mailfathom.providers import get_chat_model
@@ -118,7 +119,7 @@ def ask_mail(
     folder_names: list[str] | None = None if folders is None else []
     scope = resolve_scope(accounts, _recorded(folders, folder_names))
     with admit_question() as capability:
-        chat = get_chat_model() if capability.state == AVAILABLE else None
+        chat = get_chat_model() if capability.state == CapabilityState.AVAILABLE else None
         if chat is None:
             raise _unavailable(capability.state)
         ledger = period_ledger()
@@ -139,8 +140,8 @@ def _recorded(names: Iterable[str] | None, into: list[str] | None) -> Iterable[s
     return reading()
 
 
-def _unavailable(state: str) -> MailFathomError:
-    if state == DEGRADED:
+def _unavailable(state: CapabilityState) -> MailFathomError:
+    if state == CapabilityState.DEGRADED:
         return MailFathomError(
             ANSWERING_UNAVAILABLE,
             "This deployment answers questions about mail but cannot right now; try again in a minute.",

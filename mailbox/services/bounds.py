@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 from mailfathom.errors import FILTER_REFUSED, MailFathomError
-
-
-def has_control_character(text: str) -> bool:
-    """Whether `text` holds a C0 or C1 control character (tab and newline included)."""
-    return any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in text)
+from mailfathom.text import has_control_character
 
 
 def bounded_text(value: object, *, maximum: int, argument: str) -> str:

@@ -31,6 +31,7 @@ from accounts.services.scope import resolve_scope
 from mailbox.models import Availability, Email, Participant, RawMessage, RepairRequest
 from mailbox.parsing import AttachmentInfo, ParseLimits, attachment_bytes, parse_message, sanitized_html
 from mailbox.services import attachment_links, sensitive
+from mailbox.services.summaries import RemoteFlags
 from mailfathom.errors import CONTENT_UNAVAILABLE, UNKNOWN_EMAIL, MailFathomError
 from mailfathom.wire import WireModel
 
@@ -120,12 +121,6 @@ class AttachmentCounts(WireModel):
     encrypted: bool
     unverified_signature: bool
     unexpanded_tnef: bool
-
-
-class RemoteFlags(WireModel):
-    flags: list[str]
-    was_observed: bool
-    observed_at: datetime | None
 
 
 class EmailContent(WireModel):
@@ -420,9 +415,7 @@ def _content(
         body=Body(availability=_AVAILABILITY[email.availability], plain_text=plain, sanitized_html=html),
         attachments=attachments,
         attachment_counts=_counts(email),
-        remote_flags=RemoteFlags(
-            flags=list(email.flags), was_observed=email.flags_observed, observed_at=email.flags_observed_at
-        ),
+        remote_flags=RemoteFlags.of(email),
     )
 
 

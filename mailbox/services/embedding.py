@@ -18,6 +18,8 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from mailbox.models import Availability, Email, EmailQuerySet, EmbeddingProfile, EmbeddingSpend, Passage
+from mailbox.services.raw_sql import Params, column, table
+from mailfathom.capability import CapabilityState
 from mailfathom.providers import EMBEDDING_ROLE, get_embedder
 from mailfathom.providers.base import Embedder
 from mailfathom.providers.errors import ProviderError
@@ -25,7 +27,8 @@ from mailfathom.providers.health import read_health
 
 logger = logging.getLogger(__name__)
 
-INACTIVE, AVAILABLE, DEGRADED = "inactive", "available", "degraded"
+# Aliases of the one definition, kept for mailbox.services.search, which reads them by these names.
+INACTIVE, AVAILABLE, DEGRADED = CapabilityState.INACTIVE, CapabilityState.AVAILABLE, CapabilityState.DEGRADED
 SWEEP_BATCH = 32
 
 
@@ -55,10 +58,11 @@ def _ensure_vector_index(profile: EmbeddingProfile) -> None:
         cursor.execute("SELECT 1 FROM pg_class WHERE relname = %s", [f"passage_hnsw_{int(profile.pk)}"])
         if cursor.fetchone():
             return
+        # DDL takes no bound values: only integers and quoted names are formatted in.
         cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS passage_hnsw_{int(profile.pk)} ON mailbox_passage "
-            f"USING hnsw ((embedding::vector({int(profile.dimensions)})) vector_cosine_ops) "
-            f"WHERE profile_id = {int(profile.pk)}"
+            f"CREATE INDEX IF NOT EXISTS passage_hnsw_{int(profile.pk)} ON {table(Passage)} "
+            f"USING hnsw (({column(Passage, 'embedding')}::vector({int(profile.dimensions)})) "
+            f"vector_cosine_ops) WHERE {column(Passage, 'profile')} = {int(profile.pk)}"
         )
 
 
@@ -137,11 +141,19 @@ def embed_pending(*, max_batches: int | None = None, batch_size: int = SWEEP_BAT
     return result
 
 
-def semantic_state() -> str:
-    """inactive, available or degraded, read without calling the provider."""
+def semantic_state() -> CapabilityState:
+    """Whether semantic search can place a query now, read without calling the provider.
+
+    Inactive without an embedder or an active profile; degraded when the configured
+    embedder's space is not the active profile's, or its last call failed.
+    """
     if not profile_matches():
-        return INACTIVE if get_embedder() is None or active_profile() is None else DEGRADED
-    return DEGRADED if read_health(EMBEDDING_ROLE).state == DEGRADED else AVAILABLE
+        if get_embedder() is None or active_profile() is None:
+            return CapabilityState.INACTIVE
+        return CapabilityState.DEGRADED
+    if read_health(EMBEDDING_ROLE).state == CapabilityState.DEGRADED:
+        return CapabilityState.DEGRADED
+    return CapabilityState.AVAILABLE
 
 
 def profile_matches() -> bool:
@@ -172,21 +184,24 @@ def rank_vector(
     Filters narrow the candidates before ranking; pgvector 0.8's iterative scan keeps the
     HNSW index useful under a narrow filter (it continues the scan until `limit` rows pass).
     """
-    inner_sql, inner_params = candidates.values("id").query.sql_with_params()
     dims = int(profile.dimensions)
+    passage, email_id, embedding = table(Passage), column(Passage, "email"), column(Passage, "embedding")
+    bind = Params()
     # One passage per email (position 0), so ordering by distance alone lets the HNSW index
     # serve the ORDER BY ... LIMIT.
     sql = f"""
-        SELECT p.email_id::text, p.embedding::vector({dims}) <=> %s::vector({dims}) AS distance
-        FROM mailbox_passage p
-        WHERE p.profile_id = %s AND p.position = 0 AND p.email_id IN ({inner_sql})
+        SELECT p.{email_id}::text,
+               p.{embedding}::vector({dims}) <=> {bind(str(query_vector))}::vector({dims}) AS distance
+        FROM {passage} p
+        WHERE p.{column(Passage, "profile")} = {bind(profile.pk)} AND p.{column(Passage, "position")} = 0
+          AND p.{email_id} IN ({bind.query(candidates.values("id"))})
         ORDER BY distance
-        LIMIT %s
+        LIMIT {bind(limit)}
     """
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute("SET LOCAL hnsw.ef_search = 100")
-        cursor.execute(sql, [str(query_vector), profile.pk, *inner_params, limit])
+        cursor.execute(sql, bind.values)
         return [VectorHit(email_id=row[0], distance=float(row[1])) for row in cursor.fetchall()]
 
 

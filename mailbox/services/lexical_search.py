@@ -14,10 +14,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from django.db import connection
+from django.db import connection, transaction
 
 from mailbox.lexical import CONFIGURATIONS
 from mailbox.models import Email, EmailQuerySet, LexicalTermStat
+from mailbox.services.raw_sql import Params, column, table
 
 COMMON_WORD_SHARE = 0.2
 MIN_COLLECTION_FOR_COMMON_WORDS = 50
@@ -74,12 +75,13 @@ class QueryWords:
 
 def query_words(query: str) -> QueryWords:
     """The query's informative words with their inverse document frequency."""
+    bind = Params()
     selects = " UNION ".join(
-        f"SELECT unnest(tsvector_to_array(to_tsvector('{config}', %(q)s))), '{config}'"
+        f"SELECT unnest(tsvector_to_array(to_tsvector('{config}', {bind(query)}))), '{config}'"
         for config in CONFIGURATIONS
     )
     with connection.cursor() as cursor:
-        cursor.execute(selects, {"q": query})
+        cursor.execute(selects, bind.values)
         rows = cursor.fetchall()
     words = {word for word, _ in rows}
     exact = frozenset(word for word, config in rows if config == "simple")
@@ -104,20 +106,20 @@ def _collection_size() -> int:
     than the rest of a short query's ranking.
     """
     with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = 'mailbox_email'::regclass")
+        cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [table(Email)])
         (estimate,) = cursor.fetchone()
     if estimate is None or estimate < ESTIMATE_FROM:  # -1 until the table is first analysed
         return Email.objects.count()
     return int(estimate)
 
 
-def _tsquery(words: list[str], params: dict, prefix: str) -> str:
-    """A tsquery matching any of `words`, bound as parameters (never spliced as text)."""
-    parts = []
-    for index, word in enumerate(words):
-        params[f"{prefix}{index}"] = word
-        parts.append(f"quote_literal(%({prefix}{index})s)")
-    return f"array_to_string(ARRAY[{', '.join(parts)}], ' | ')::tsquery"
+def _tsquery(words: list[str], bind: Params) -> str:
+    """A tsquery matching any of `words`, bound as parameters (never spliced as text).
+
+    It binds as it builds: call it inside the statement's f-string, where it is placed.
+    """
+    parts = ", ".join(f"quote_literal({bind(word)})" for word in words)
+    return f"array_to_string(ARRAY[{parts}], ' | ')::tsquery"
 
 
 def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[LexicalHit]:
@@ -129,93 +131,72 @@ def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[Lexi
     words = query_words(query)
     if not words.weights:
         return []
-    params: dict = {
-        "limit": limit,
-        "words": list(words.weights),
-        "idfs": list(words.weights.values()),
-        "exact": sorted(words.exact),
-        "k1": BM25_K1,
-        "b": BM25_B,
-        "avg": AVERAGE_DISTINCT_WORDS,
-        "subject": SUBJECT_BONUS,
-    }
-    params["generating"] = words.generating(POSTING_BUDGET)
+    terms, idfs, exact = list(words.weights), list(words.weights.values()), sorted(words.exact)
+    generating = words.generating(POSTING_BUDGET)
+    email, email_id = table(Email), column(Email, "id")
+    received_at, vector = column(Email, "received_at"), column(Email, "search_vector")
     # Stage 1 runs the caller's selection itself with the word's condition added, so the
     # scope and filters are checked on the rows the GIN index returns rather than by
     # joining every hit back to a second copy of the selection.
-    per_word = candidates.extra(where=["mailbox_email.search_vector @@ quote_literal(g.word)::tsquery"])
-    inner_sql, inner_params = per_word.order_by().values("id").query.sql_with_params()
-    for index, value in enumerate(inner_params):
-        params[f"p{index}"] = value
-    params["preselect"] = max(PRESELECT, limit * 5)
+    # Only quoted names from the model are formatted in; the word comes from the CTE.
+    per_word = candidates.extra(where=[f"{email}.{vector} @@ quote_literal(g.word)::tsquery"])  # noqa: S610
+    bind = Params()
     sql = f"""
-        WITH q AS (SELECT * FROM unnest(%(words)s::text[], %(idfs)s::float8[]) AS q(word, idf)),
-        g AS (SELECT q.word, q.idf FROM q WHERE q.word = ANY(%(generating)s::text[])),
+        WITH q AS (SELECT * FROM unnest({bind(terms)}::text[], {bind(idfs)}::float8[]) AS q(word, idf)),
+        g AS (SELECT q.word, q.idf FROM q WHERE q.word = ANY({bind(generating)}::text[])),
         -- Stage 1, from the GIN index: the messages holding the most (rarest) generating words.
         preselected AS (
             SELECT hit.id, sum(g.idf) AS prescore
-            FROM g CROSS JOIN LATERAL ({_name_positional(inner_sql, len(inner_params))}) AS hit
+            FROM g CROSS JOIN LATERAL ({bind.query(per_word.order_by().values("id"))}) AS hit
             GROUP BY hit.id
             ORDER BY prescore DESC
-            LIMIT %(preselect)s
+            LIMIT {bind(max(PRESELECT, limit * 5))}
         ),
         matched AS (
             -- Only the query's own lexemes, with their positions and weights: the vector less
             -- (the vector less the query words). Both deletions run in C on sorted arrays,
             -- where unnesting every lexeme of every candidate into rows cost most of stage 2.
-            SELECT e.id, e.received_at, length(e.search_vector) AS size,
-                   ts_delete(e.search_vector,
-                             tsvector_to_array(ts_delete(e.search_vector, %(words)s::text[]))) AS vector
-            FROM mailbox_email e JOIN preselected p ON p.id = e.id
+            SELECT e.{email_id} AS id, e.{received_at} AS received_at, length(e.{vector}) AS size,
+                   ts_delete(e.{vector},
+                             tsvector_to_array(ts_delete(e.{vector}, {bind(terms)}::text[]))) AS vector
+            FROM {email} e JOIN preselected p ON p.id = e.{email_id}
         )
         -- Stage 2: BM25 over the preselected messages' own word positions and weights.
         SELECT m.id::text,
                sum(q.idf * (
-                   (least(cardinality(u.positions), 50) * (%(k1)s + 1))
+                   (least(cardinality(u.positions), 50) * ({bind(BM25_K1)} + 1))
                    / (least(cardinality(u.positions), 50)
-                      + %(k1)s * (1 - %(b)s + %(b)s * m.size / %(avg)s))
-                   + CASE WHEN 'A' = ANY(u.weights) THEN %(subject)s ELSE 0 END
+                      + {bind(BM25_K1)}
+                        * (1 - {bind(BM25_B)} + {bind(BM25_B)} * m.size / {bind(AVERAGE_DISTINCT_WORDS)}))
+                   + CASE WHEN 'A' = ANY(u.weights) THEN {bind(SUBJECT_BONUS)} ELSE 0 END
                )) AS score,
-               bool_or(u.lexeme = ANY(%(exact)s::text[])) AS exact,
+               bool_or(u.lexeme = ANY({bind(exact)}::text[])) AS exact,
                m.received_at
         FROM matched m
         CROSS JOIN LATERAL unnest(m.vector) AS u
         JOIN q ON q.word = u.lexeme
         GROUP BY m.id, m.received_at
         ORDER BY score DESC, m.received_at DESC, m.id DESC
-        LIMIT %(limit)s
+        LIMIT {bind(limit)}
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, bind.values)
         rows = cursor.fetchall()
     return [LexicalHit(email_id=row[0], score=float(row[1]), exact=bool(row[2])) for row in rows]
 
 
 def refresh_term_stats() -> int:
     """Replace the document-frequency snapshot from the index itself; return the word count."""
-    from django.db import transaction
-
+    stats = table(LexicalTermStat)
+    word, documents = column(LexicalTermStat, "word"), column(LexicalTermStat, "documents")
+    # ts_stat takes the query it reads as text: bound as a value, it is never spliced.
+    indexed = f"SELECT {column(Email, 'search_vector')} FROM {table(Email)}"
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {LexicalTermStat._meta.db_table}")
+        cursor.execute(f"TRUNCATE {stats}")
         cursor.execute(
-            f"INSERT INTO {LexicalTermStat._meta.db_table} (word, documents) "
-            "SELECT word, ndoc FROM ts_stat('SELECT search_vector FROM mailbox_email')"
+            f"INSERT INTO {stats} ({word}, {documents}) SELECT word, ndoc FROM ts_stat(%s)", [indexed]
         )
         return cursor.rowcount
-
-
-def _name_positional(sql: str, count: int) -> str:
-    """Turn the subquery's %s placeholders into %(pN)s so one mapping binds everything."""
-    out, index, position = [], 0, 0
-    while True:
-        found = sql.find("%s", position)
-        if found < 0 or index >= count:
-            out.append(sql[position:])
-            return "".join(out)
-        out.append(sql[position:found])
-        out.append(f"%(p{index})s")
-        index += 1
-        position = found + 2
 
 
 def highlight(
@@ -227,18 +208,21 @@ def highlight(
     words = query_words(query)
     if not words.weights:
         return {}
-    params: dict = {"ids": email_ids, "read": HIGHLIGHT_READ}
-    any_word = _tsquery(list(words.weights), params, "a")
-    params["options"] = (
+    options = (
         f"StartSel=**, StopSel=**, MaxFragments={max_extracts}, MaxWords=35, MinWords=12, "
         "FragmentDelimiter=\x1f, HighlightAll=false"
     )
+    email_id, body = column(Email, "id"), column(Email, "text_body")
+    bind = Params()
     sql = f"""
-        SELECT id::text, ts_headline('simple', left(text_body, %(read)s), {any_word}, %(options)s)
-        FROM mailbox_email WHERE id = ANY(%(ids)s::uuid[])
+        SELECT {email_id}::text, ts_headline(
+            'simple', left({body}, {bind(HIGHLIGHT_READ)}), {_tsquery(list(words.weights), bind)},
+            {bind(options)}
+        )
+        FROM {table(Email)} WHERE {email_id} = ANY({bind(email_ids)}::uuid[])
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, bind.values)
         rows = cursor.fetchall()
     extracts: dict[str, list[str]] = {}
     for email_id, headline in rows:

@@ -30,6 +30,7 @@ from mailbox.services.mail_filter import (
     read_filter,
 )
 from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.text import has_control_character as _has_control_character
 
 
 @dataclass(frozen=True)
@@ -57,10 +58,6 @@ class Selection:
         data["folders"] = sorted(self.folder_mapping_ids)
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _has_control_character(text: str) -> bool:
-    return any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in text)
 
 
 def _address(value: str | None, argument: str) -> str | None:

@@ -150,13 +150,7 @@ def store_messages(
         result.stored = len(emails)
         result.email_ids = [email.id for email in emails]
         if advance_to_uid is not None:
-            Folder.objects.filter(pk=folder.pk).update(
-                highest_uid=advance_to_uid,
-                last_committed_at=now,
-                last_failure_code=None,
-                consecutive_failures=0,
-                backoff_until=None,
-            )
+            Folder.objects.filter(pk=folder.pk).record_progress(now, highest_uid=advance_to_uid)
     return result
 
 

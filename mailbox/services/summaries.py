@@ -42,11 +42,21 @@ class AttachmentSummary(WireModel):
 
 
 class RemoteFlags(WireModel):
-    """The remote flags, and whether anyone observed them: no flags is not the same as unknown."""
+    """The remote flags, and whether anyone observed them: no flags is not the same as unknown.
+
+    Summaries and content reads both publish this one model.
+    """
 
     flags: list[str]
     was_observed: bool
     observed_at: datetime | None
+
+    @classmethod
+    def of(cls, email: Email) -> RemoteFlags:
+        """The flags synchronization last read for `email`, as it stored them."""
+        return cls(
+            flags=list(email.flags), was_observed=email.flags_observed, observed_at=email.flags_observed_at
+        )
 
 
 class EmailSummary(WireModel):
@@ -126,10 +136,6 @@ def _summary(
             unverified_signature=email.unverified_signature,
             unexpanded_tnef=email.unexpanded_tnef,
         ),
-        remote_flags=RemoteFlags(
-            flags=list(email.flags),
-            was_observed=email.flags_observed,
-            observed_at=email.flags_observed_at,
-        ),
+        remote_flags=RemoteFlags.of(email),
         content_availability=_AVAILABILITY[email.availability],
     )

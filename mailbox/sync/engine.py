@@ -79,7 +79,7 @@ def synchronize_account(
     if not settings.MAILFATHOM.sync_enabled:
         run.skipped = "synchronization is disabled for this deployment"
         return run
-    if not account.served or not account.sync_enabled:
+    if not MailAccount.objects.synchronized().filter(pk=account.pk).exists():
         run.skipped = "synchronization is disabled for this account"
         return run
     due = [f for f in folder_state.ensure_folders(account) if force or not folder_state.in_backoff(f)]
@@ -175,12 +175,8 @@ def synchronize_folder(client: IMAPClient, folder: Folder, token: uuid.UUID, res
 
     result.flags_updated = _reconcile_flags(client, folder, server_uids)
     result.refetched = _refetch_missing_content(client, folder)
-    Folder.objects.filter(pk=folder.pk, lease_token=token).update(
-        highest_modseq=int(modseq) if modseq is not None else None,
-        last_committed_at=timezone.now(),
-        last_failure_code=None,
-        consecutive_failures=0,
-        backoff_until=None,
+    Folder.objects.filter(pk=folder.pk, lease_token=token).record_progress(
+        timezone.now(), highest_modseq=int(modseq) if modseq is not None else None
     )
 
 

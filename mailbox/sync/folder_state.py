@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import F, Q
+from django.db.models import F, Min, Q
 from django.utils import timezone
 
 from accounts.models import MailAccount
@@ -16,6 +16,21 @@ from mailbox.sync.failures import next_attempt
 
 def lease_seconds() -> int:
     return settings.MAILFATHOM.sync_lease_seconds
+
+
+def due_accounts(now: datetime) -> list[MailAccount]:
+    """Accounts to poll at `now`: those synchronization works on whose poll interval has
+    passed since the least recently committed of their folders, or none ever committed.
+    """
+    accounts = MailAccount.objects.synchronized().annotate(
+        last_progress=Min("synced_folders__last_committed_at")
+    )
+    return [
+        account
+        for account in accounts
+        if account.last_progress is None
+        or account.last_progress <= now - timedelta(seconds=account.poll_interval_seconds)
+    ]
 
 
 def ensure_folders(account: MailAccount) -> list[Folder]:

@@ -19,7 +19,6 @@ A stateless server has nothing to push, so GET (the optional server-to-client st
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 from typing import Any
@@ -32,6 +31,7 @@ from starlette.datastructures import Headers
 from accounts.services.mcp_keys import authenticate
 from mailfathom import config
 from mailfathom.config import MailFathomSettings
+from mailfathom.hosts import is_loopback_host
 from mailfathom.mcp.execution import UseCaseRunner
 from mailfathom.mcp.server import build_server
 
@@ -117,13 +117,6 @@ class BearerKeyGate:
         await self.app(scope, receive, send)
 
 
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host in ("localhost",)
-
-
 class LoopbackGate:
     """Posture none: serve only requests that arrived on a loopback address of this machine."""
 
@@ -133,7 +126,7 @@ class LoopbackGate:
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             server = scope.get("server")
-            if not server or not _is_loopback(str(server[0])):
+            if not server or not is_loopback_host(str(server[0])):
                 logger.warning("mcp: unauthenticated request on a non-loopback address refused")
                 await _answer(send, 403, "forbidden")
                 return

@@ -19,10 +19,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from mailfathom.capability import CapabilityState
 from mailfathom.wire import WireModel
 
 RETRIEVAL_MODES = ("lexical", "hybrid")
-SEMANTIC_SEARCH_STATES = ("inactive", "available", "degraded")
+SEMANTIC_SEARCH_STATES = tuple(state.value for state in CapabilityState)
 MATCH_KINDS = ("exact", "stemmed", "semantic")
 
 ENUMERATIONS: dict[tuple[str, str], tuple[str, ...]] = {

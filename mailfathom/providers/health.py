@@ -5,7 +5,8 @@ in Redis: one hash per role holding the time of the last success, the time and k
 last failure, and the count of failures since the last success. Nothing else is stored —
 no text, no query, no model output — so the record can be shown to any operator.
 
-`read_health` turns the record into a state (docs/search.md, Hybrid ranking):
+`read_health` turns the record into a CapabilityState (search reports it as semanticSearch,
+docs/search.md):
 
 - inactive: the role has no provider configured;
 - degraded: the last call failed and none has succeeded since;
@@ -29,14 +30,11 @@ from dataclasses import dataclass, replace
 import redis
 from django.conf import settings
 
+from mailfathom.capability import CapabilityState
 from mailfathom.keyvalue import redis_client
 from mailfathom.resettable import forgotten_when_changed
 
 logger = logging.getLogger("mailfathom.providers")
-
-AVAILABLE = "available"
-DEGRADED = "degraded"
-INACTIVE = "inactive"
 
 RECORD_FIELDS = ("last_success_at", "last_failure_at", "last_failure_kind", "consecutive_failures")
 
@@ -46,7 +44,7 @@ class Health:
     """What is known about one role's provider; times are Unix seconds."""
 
     role: str
-    state: str
+    state: CapabilityState
     last_success_at: float | None = None
     last_failure_at: float | None = None
     last_failure_kind: str | None = None
@@ -88,7 +86,7 @@ def is_configured(role: str) -> bool:
 
 def _remember(role: str, **changes: object) -> None:
     with _local_lock:
-        current = _local.get(role, Health(role, AVAILABLE))
+        current = _local.get(role, Health(role, CapabilityState.AVAILABLE))
         _local[role] = replace(current, **changes)  # type: ignore[arg-type]
 
 
@@ -106,7 +104,7 @@ def record_failure(role: str, kind: str) -> None:
     """Note a failed call of `kind` (a ProviderError kind, never a message)."""
     now = time.time()
     with _local_lock:
-        previous = _local.get(role, Health(role, AVAILABLE)).consecutive_failures
+        previous = _local.get(role, Health(role, CapabilityState.AVAILABLE)).consecutive_failures
     _remember(role, last_failure_at=now, last_failure_kind=kind, consecutive_failures=previous + 1)
     key = health_key(role)
     try:
@@ -118,10 +116,10 @@ def record_failure(role: str, kind: str) -> None:
         logger.warning("provider health not recorded: role=%s error=%s", role, type(error).__name__)
 
 
-def _state(record: Health, configured: bool) -> str:
+def _state(record: Health, configured: bool) -> CapabilityState:
     if not configured:
-        return INACTIVE
-    return DEGRADED if record.consecutive_failures > 0 else AVAILABLE
+        return CapabilityState.INACTIVE
+    return CapabilityState.DEGRADED if record.consecutive_failures > 0 else CapabilityState.AVAILABLE
 
 
 def read_health(role: str, *, configured: bool | None = None) -> Health:
@@ -137,12 +135,12 @@ def read_health(role: str, *, configured: bool | None = None) -> Health:
     except (redis.RedisError, OSError) as error:
         logger.warning("provider health not read: role=%s error=%s", role, type(error).__name__)
         with _local_lock:
-            record = _local.get(role, Health(role, AVAILABLE))
+            record = _local.get(role, Health(role, CapabilityState.AVAILABLE))
         return replace(record, state=_state(record, configured))
     fields = {key.decode(): value.decode() for key, value in raw.items()}
     record = Health(
         role,
-        AVAILABLE,
+        CapabilityState.AVAILABLE,
         last_success_at=float(fields["last_success_at"]) if "last_success_at" in fields else None,
         last_failure_at=float(fields["last_failure_at"]) if "last_failure_at" in fields else None,
         last_failure_kind=fields.get("last_failure_kind"),

@@ -18,6 +18,7 @@ from accounts.models import FolderMapping, MailAccount, Security
 from accounts.services import connection
 from tests.dovecot import DovecotServer, dovecot_server  # noqa: F401
 from tests.factories import FolderMappingFactory, MailAccountFactory
+from tests.support import free_port
 
 SERVER_FOLDERS = {"INBOX", "Sent", "Drafts", "Junk", "Trash", "Archive", "Projects", "Projects/Café"}
 SUGGESTED_ROLES = {
@@ -44,12 +45,6 @@ def make_account(
         account.set_credential(credential)
         account.save()
     return account
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def new_log_lines(server: DovecotServer, offset: int, containing: str) -> list[str]:

@@ -8,8 +8,9 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 
 from accounts import crypto
-from accounts.models import FolderRole, MailAccount, Security, is_loopback_host
+from accounts.models import FolderRole, MailAccount, Security
 from mailfathom.errors import MailFathomError
+from mailfathom.hosts import is_loopback_host
 from tests.factories import FolderMappingFactory, MailAccountFactory
 
 pytestmark = pytest.mark.django_db

@@ -13,12 +13,7 @@ from mailfathom.providers import health
 from tests.answering.support import AdversarialMessage, ObedientModel, World, build_world
 from tests.configure import configure, scripted_embeddings
 from tests.providers.openai_server import ScriptedOpenAIServer
-
-
-@pytest.fixture
-def scripted() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer(dimensions=384) as server:
-        yield server
+from tests.support import scripted_server  # noqa: F401
 
 
 @pytest.fixture(params=["chat-completions", "responses"])

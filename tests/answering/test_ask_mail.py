@@ -11,9 +11,6 @@ import time
 import pytest
 
 from answering.capability import (
-    AVAILABLE,
-    DEGRADED,
-    INACTIVE,
     WITHHOLD_SECONDS,
     admit_question,
     answering_capability,
@@ -24,6 +21,7 @@ from answering.services.question import ask_mail
 from mailbox.models import Folder
 from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
+from mailfathom.capability import CapabilityState
 from mailfathom.errors import MailFathomError
 from mailfathom.providers import health
 from mailfathom.providers.errors import ProviderError
@@ -133,7 +131,7 @@ def test_junk_is_never_retrievable_even_when_the_scope_names_it(world, obedient,
 def test_no_chat_endpoint_is_inactive_and_refused_as_never(world, settings, answering, chat_api):
     world()
     configure(settings, chat_provider="none")
-    assert answering_capability().state == INACTIVE
+    assert answering_capability().state == CapabilityState.INACTIVE
     error = refused(56001, ask_mail, QUESTION)
     assert "does not answer" in error.message
 
@@ -142,7 +140,7 @@ def test_no_chat_endpoint_is_inactive_and_refused_as_never(world, settings, answ
 def test_no_embeddings_is_inactive(world, settings, answering, chat_api):
     world()
     configure(settings, embedding_provider="none")
-    assert answering_capability().state == INACTIVE
+    assert answering_capability().state == CapabilityState.INACTIVE
     assert "does not answer" in refused(56001, ask_mail, QUESTION).message
 
 
@@ -155,13 +153,13 @@ def test_a_chat_failure_withholds_answering_for_a_minute_then_lets_a_question_th
     with pytest.raises(ProviderError) as failed:
         ask_mail(QUESTION)
     assert failed.value.code == 71001
-    assert answering_capability().state == DEGRADED
+    assert answering_capability().state == CapabilityState.DEGRADED
     error = refused(56001, ask_mail, QUESTION)
     assert "cannot right now" in error.message
     sent = len(answering.recorded(chat_endpoint(chat_api)))
     later = time.time() + WITHHOLD_SECONDS + 1
-    assert answering_capability(now=later).state == AVAILABLE
-    assert answering_capability().state == DEGRADED
+    assert answering_capability(now=later).state == CapabilityState.AVAILABLE
+    assert answering_capability().state == CapabilityState.DEGRADED
     assert len(answering.recorded(chat_endpoint(chat_api))) == sent  # reading costs no call
 
 
@@ -169,7 +167,7 @@ def test_a_chat_failure_withholds_answering_for_a_minute_then_lets_a_question_th
 def test_an_embedding_space_that_cannot_place_a_query_is_degraded(world, settings, answering, chat_api):
     world()
     configure(settings, embedding_model="another-model")
-    assert answering_capability().state == DEGRADED
+    assert answering_capability().state == CapabilityState.DEGRADED
     assert "cannot right now" in refused(56001, ask_mail, QUESTION).message
 
 
@@ -344,11 +342,11 @@ def test_after_the_minute_one_question_probes_the_endpoint_and_the_others_wait(w
     health.record_failure("chat", "unavailable")
     later = time.time() + WITHHOLD_SECONDS + 1
     with admit_question(now=later) as first:
-        assert first.state == AVAILABLE and first.probe
+        assert first.state == CapabilityState.AVAILABLE and first.probe
         with admit_question(now=later) as second:
-            assert second.state == DEGRADED
+            assert second.state == CapabilityState.DEGRADED
     with admit_question(now=later) as third:
-        assert third.state == AVAILABLE
+        assert third.state == CapabilityState.AVAILABLE
 
 
 @pytest.mark.parametrize("chat_api", ["chat-completions"], indirect=True)
@@ -360,7 +358,7 @@ def test_a_probe_question_that_succeeds_clears_the_record(world, answering, chat
 
     assert ask_mail(QUESTION).answer == "Working again."
 
-    assert answering_capability().state == AVAILABLE and not answering_capability().probe
+    assert answering_capability().state == CapabilityState.AVAILABLE and not answering_capability().probe
 
 
 @pytest.mark.parametrize("chat_api", ["chat-completions"], indirect=True)

@@ -8,7 +8,6 @@ empty reply) and the question must end in an answer or in exactly one of the pro
 
 from __future__ import annotations
 
-import socket
 import time
 from types import SimpleNamespace
 
@@ -34,6 +33,7 @@ from tests.providers.openai_server import (
     trickle,
     truncated_tool_call,
 )
+from tests.support import free_port as closed_port
 
 pytestmark = pytest.mark.django_db
 
@@ -57,12 +57,6 @@ def sent(server, chat_api: str) -> int:
 
 def chat_failures() -> int:
     return health.read_health("chat", configured=True).consecutive_failures
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 # --- throttling and server errors: retried within the budget -------------------------------------

@@ -1,13 +1,12 @@
 """The optional second pass: strict scores, every row of the failure table, and a whole run.
 
 Each judgement goes to the scripted server through the real `openai` client and the
-resilient chat model a run uses (docs/operations/answering.md, The relevance pass). The
-wire format does not matter here, so Chat Completions is enough.
+resilient chat model a run uses (docs/operations/answering.md, The relevance pass): every
+failure keeps the passage. The wire format does not matter here, so Chat Completions is enough.
 """
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from datetime import UTC, datetime
@@ -46,6 +45,7 @@ from tests.providers.openai_server import (
     text,
     tool_calls,
 )
+from tests.support import free_port
 
 ENDPOINT = "chat/completions"
 QUESTION = "What did the insurer finally agree to pay?"
@@ -175,9 +175,7 @@ def test_a_failed_judgement_keeps_that_candidate_and_every_later_one_and_stops(
 
 @ONE_API
 def test_a_judgement_that_could_not_be_sent_keeps_everything(settings, answering, chat_api):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
+    closed = free_port()
     configure(settings, chat_base_url=f"http://127.0.0.1:{closed}/v1", chat_max_retries=0)
 
     outcome, _charged = run_pass()

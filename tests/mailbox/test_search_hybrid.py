@@ -7,8 +7,6 @@ bundled local model for meaning rather than shared words.
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from accounts.models import FolderRole
@@ -17,26 +15,19 @@ from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.search import search_emails
 from mailbox.services.selection import MailFilter
-from mailfathom.providers import health
 from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.providers.openai_server import ScriptedOpenAIServer, hang, model_not_found, status
+from tests.providers.openai_server import hang, model_not_found, status
+from tests.support import isolated_provider_health, scripted_server  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
 def _isolated_health(settings):
-    settings.PROVIDER_HEALTH_NAMESPACE = f"test-search-{uuid.uuid4().hex}"
-    yield
-    health.clear_health("embedding")
-
-
-@pytest.fixture
-def scripted():
-    with ScriptedOpenAIServer(dimensions=384) as server:
-        yield server
+    with isolated_provider_health(settings, "search"):
+        yield
 
 
 @pytest.fixture

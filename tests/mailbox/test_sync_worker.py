@@ -11,32 +11,21 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.conf import settings
-from django.db import connection
 
 from mailbox.models import Email, RawMessage
 from mailbox.sync.engine import synchronize_account
 from mailbox.tasks import sync_account
 from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.imap_support import account_for, add_user, corpus_messages, local_state
+from tests.support import database_url, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _database_url() -> str:
-    params = connection.settings_dict
-    password = f":{quote(params['PASSWORD'])}" if params["PASSWORD"] else ""
-    port = f":{params['PORT']}" if params.get("PORT") else ""
-    if params["HOST"].startswith("/"):  # a unix socket directory travels as a query option
-        return f"postgres://{params['USER']}{password}@{port}/{params['NAME']}?host={params['HOST']}"
-    return f"postgres://{params['USER']}{password}@{params['HOST']}{port}/{params['NAME']}"
 
 
 class Worker:
@@ -44,7 +33,7 @@ class Worker:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "mailfathom.settings",
-            "DATABASE_URL": _database_url(),
+            "DATABASE_URL": database_url(),
             "DJANGO_SECRET_KEY": "test-worker",
             "MAILFATHOM_KEYRING": settings.MAILFATHOM_KEYRING,
             "MAILFATHOM_SYNC_LEASE_SECONDS": "10",
@@ -86,15 +75,6 @@ class Worker:
                 self.kill()
 
 
-def _wait_for(condition, timeout: float, message) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    pytest.fail(message())
-
-
 @pytest.fixture
 def user(dovecot):
     return add_user(dovecot)
@@ -106,10 +86,13 @@ def test_worker_consumes_the_sync_task_from_redis(user, tmp_path):
     worker = Worker(tmp_path / "worker.log")
     try:
         sync_account.delay(account.pk)
-        _wait_for(
+        wait_for(
             lambda: local_state(account, "inbox") == user.state("INBOX"),
             60,
-            lambda: "the worker did not synchronize:\n" + (tmp_path / "worker.log").read_text()[-3000:],
+            interval=0.1,
+            message=lambda: (
+                "the worker did not synchronize:\n" + (tmp_path / "worker.log").read_text()[-3000:]
+            ),
         )
     finally:
         worker.stop()
@@ -121,10 +104,13 @@ def test_worker_killed_mid_run_converges_to_a_clean_run(user, tmp_path):
     first = Worker(tmp_path / "first.log")
     try:
         sync_account.delay(account.pk)
-        _wait_for(
+        wait_for(
             lambda: Email.objects.filter(account=account).exists(),
             60,
-            lambda: "the first worker stored nothing:\n" + (tmp_path / "first.log").read_text()[-3000:],
+            interval=0.1,
+            message=lambda: (
+                "the first worker stored nothing:\n" + (tmp_path / "first.log").read_text()[-3000:]
+            ),
         )
         first.kill()
     finally:
@@ -132,10 +118,11 @@ def test_worker_killed_mid_run_converges_to_a_clean_run(user, tmp_path):
     partial = Email.objects.filter(account=account).count()
     second = Worker(tmp_path / "second.log")
     try:
-        _wait_for(
+        wait_for(
             lambda: local_state(account, "inbox") == user.state("INBOX"),
             90,
-            lambda: (
+            interval=0.1,
+            message=lambda: (
                 f"no convergence after the kill ({partial} stored before it):\n"
                 + (tmp_path / "second.log").read_text()[-3000:]
             ),

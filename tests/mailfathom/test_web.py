@@ -4,28 +4,22 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.support import free_port, wait_until_serving
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server():
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "mailfathom.test_settings"}
     process = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "mailfathom.asgi:application", "--port", str(port)],
@@ -35,15 +29,7 @@ def server():
         stderr=subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(base + "/health", timeout=1)  # noqa: S310
-            break
-        except (urllib.error.URLError, OSError):
-            if process.poll() is not None:
-                pytest.fail("uvicorn exited: " + process.stderr.read().decode()[-2000:])
-            time.sleep(0.2)
+    wait_until_serving(base, process, lambda: process.stderr.read().decode(errors="replace"), seconds=60)
     yield base
     process.terminate()
     process.wait(timeout=10)

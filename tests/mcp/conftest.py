@@ -9,47 +9,29 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote
 
 import anyio
 import httpx2
 import pytest
-from django.db import connection
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from accounts.services.mcp_keys import create_key
+from tests.support import database_url, free_port, wait_until_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 # The key tests/conftest.py gives every test, so the server signs cursors with the same ring.
 TEST_KEYRING = "Y2hhbmdlLW1lLXRoaXMtaXMtYS10ZXN0LWtleS0wMDA="
 
 T = TypeVar("T")
-
-
-def database_url() -> str:
-    params = connection.settings_dict
-    password = f":{quote(params['PASSWORD'])}" if params["PASSWORD"] else ""
-    port = f":{params['PORT']}" if params.get("PORT") else ""
-    if params["HOST"].startswith("/"):  # a unix socket directory travels as a query option
-        return f"postgres://{params['USER']}{password}@{port}/{params['NAME']}?host={params['HOST']}"
-    return f"postgres://{params['USER']}{password}@{params['HOST']}{port}/{params['NAME']}"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass
@@ -95,7 +77,7 @@ def server_env(**overrides: str) -> dict[str, str]:
 
 
 def start_server(log_path: Path, *, wait: bool = True, **overrides: str) -> Server:
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "mailfathom.asgi:application", "--port", str(port)],
         cwd=ROOT,
@@ -104,19 +86,9 @@ def start_server(log_path: Path, *, wait: bool = True, **overrides: str) -> Serv
         stderr=open(log_path, "wb"),  # noqa: SIM115 - owned by the process
     )
     server = Server(process=process, base=f"http://127.0.0.1:{port}", log_path=log_path)
-    if not wait:
-        return server
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(server.base + "/health", timeout=1)  # noqa: S310
-            return server
-        except (urllib.error.URLError, OSError):
-            if process.poll() is not None:
-                pytest.fail("uvicorn exited: " + server.log()[-3000:])
-            time.sleep(0.2)
-    server.stop()
-    pytest.fail("uvicorn did not answer /health in time: " + server.log()[-3000:])
+    if wait:
+        wait_until_serving(server.base, process, server.log, seconds=90)
+    return server
 
 
 def _server_factory(tmp_path_factory) -> tuple[Callable[..., Server], list[Server]]:

@@ -18,6 +18,7 @@ from tests.answering.support import ObedientModel, build_world
 from tests.configure import configure, scripted_embeddings
 from tests.mcp.conftest import call_tool, error_code, error_text, list_tools, payload
 from tests.providers.openai_server import ScriptedOpenAIServer, status
+from tests.support import scripted_openai_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,7 +27,8 @@ QUESTION = "What did the insurer finally agree to pay?"
 
 @pytest.fixture(scope="module")
 def scripted() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer(dimensions=384) as server:
+    """One scripted server for the module's uvicorn servers, which are module-scoped too."""
+    with scripted_openai_server() as server:
         yield server
 
 

@@ -23,6 +23,7 @@ from mailfathom.mcp.server import build_server
 from mailfathom.mcp.tools import ToolSpec
 from mailfathom.wire import WireModel
 from tests.mcp.conftest import call_tool, error_code, error_text, post
+from tests.support import wait_for
 
 HOSTILE = "list_emails\n2031-01-01 INFO forged log line <script>alert(1)</script>"
 
@@ -148,9 +149,7 @@ def test_a_cancelled_call_is_recorded_and_not_converted(caplog):
         return "cancelled"
 
     assert _in_process(action) == "cancelled"
-    deadline = time.monotonic() + 5
-    while not _call_lines(caplog) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: _call_lines(caplog), 5, interval=0.05, message=lambda: "no call line was logged")
     assert "tool=stand_in_slow outcome=cancelled code=-" in _call_lines(caplog)[0]
 
 

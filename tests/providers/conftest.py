@@ -2,29 +2,23 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
-from mailfathom.providers import health
 from mailfathom.providers.openai_compat import OpenAIEmbedder
 from mailfathom.providers.resilience import Resilience, ResilientEmbedder
-from tests.providers.openai_server import ScriptedOpenAIServer
+from tests.support import isolated_provider_health, scripted_server  # noqa: F401
 
 
 @pytest.fixture
-def openai_server():
-    with ScriptedOpenAIServer(dimensions=384) as server:
-        yield server
+def openai_server(scripted):
+    """The scripted server under the name provider tests use for it."""
+    return scripted
 
 
 @pytest.fixture(autouse=True)
 def _isolated_health(settings):
-    """Give each test its own health records in the real Redis, and remove them afterwards."""
-    settings.PROVIDER_HEALTH_NAMESPACE = f"test-providers-{uuid.uuid4().hex}"
-    yield
-    for role in ("embedding", "chat"):
-        health.clear_health(role)
+    with isolated_provider_health(settings, "providers"):
+        yield
 
 
 @pytest.fixture

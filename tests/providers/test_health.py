@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from mailfathom.capability import CapabilityState
 from mailfathom.providers import ProviderError, get_embedder, health
-from mailfathom.providers.health import AVAILABLE, DEGRADED, INACTIVE, RECORD_FIELDS, read_health
+from mailfathom.providers.health import RECORD_FIELDS, read_health
 from tests.providers.openai_server import status
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,10 +20,10 @@ SECRET = "Kündigung zum 31. März, Konto DE44 5001 0517 5407 3249 31"
 
 def test_available_then_degraded_then_available_again(resilient_openai, openai_server):
     embedder = resilient_openai(max_retries=0)
-    assert read_health("embedding").state == AVAILABLE  # never called yet
+    assert read_health("embedding").state == CapabilityState.AVAILABLE  # never called yet
     embedder.embed_query(SECRET)
     record = read_health("embedding")
-    assert (record.state, record.consecutive_failures) == (AVAILABLE, 0)
+    assert (record.state, record.consecutive_failures) == (CapabilityState.AVAILABLE, 0)
     assert record.last_success_at is not None and record.last_failure_at is None
 
     openai_server.embeddings.script(status(401), status(500))
@@ -30,12 +31,12 @@ def test_available_then_degraded_then_available_again(resilient_openai, openai_s
         with pytest.raises(ProviderError):
             embedder.embed_query(SECRET)
     record = read_health("embedding")
-    assert (record.state, record.last_failure_kind) == (DEGRADED, "unavailable")
+    assert (record.state, record.last_failure_kind) == (CapabilityState.DEGRADED, "unavailable")
     assert record.consecutive_failures == 2
 
     embedder.embed_query(SECRET)  # recovery needs only the next success
     record = read_health("embedding")
-    assert (record.state, record.consecutive_failures) == (AVAILABLE, 0)
+    assert (record.state, record.consecutive_failures) == (CapabilityState.AVAILABLE, 0)
     assert record.last_failure_kind == "unavailable"  # history kept, state recovered
     assert record.last_success_at > record.last_failure_at
 
@@ -56,7 +57,7 @@ def test_inactive_when_no_provider_is_configured(mailfathom_settings):
     mailfathom_settings(embedding_provider="none")
     assert get_embedder() is None
     health.record_failure("embedding", "timeout")
-    assert read_health("embedding").state == INACTIVE
+    assert read_health("embedding").state == CapabilityState.INACTIVE
 
 
 def test_the_record_is_shared_with_other_processes(resilient_openai, openai_server, settings):
@@ -88,4 +89,4 @@ def test_redis_being_away_neither_breaks_a_call_nor_the_reading(resilient_openai
     with pytest.raises(ProviderError):
         embedder.embed_query("x")
     record = read_health("embedding")  # falls back to what this process saw
-    assert (record.state, record.last_failure_kind) == (DEGRADED, "credential_refused")
+    assert (record.state, record.last_failure_kind) == (CapabilityState.DEGRADED, "credential_refused")

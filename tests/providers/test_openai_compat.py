@@ -8,17 +8,12 @@ import time
 import pytest
 
 from mailfathom.errors import published
-from mailfathom.providers import ProviderError, provider_code
+from mailfathom.providers import provider_code
 from mailfathom.providers.openai_compat import OpenAIEmbedder, parse_retry_after
 from tests.providers.openai_server import hang, model_not_found, ok, status, vector_for, wrong_dimension
+from tests.support import failure
 
 MAIL = "Dear Anna, the invoice 4711 for Müller GmbH is attached."
-
-
-def failure(call) -> ProviderError:
-    with pytest.raises(ProviderError) as caught:
-        call()
-    return caught.value
 
 
 def test_ok_path_sends_e5_prefixes_and_returns_the_servers_vectors(resilient_openai, openai_server):

@@ -5,9 +5,6 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
-
-from mailfathom.providers import ProviderError
 from mailfathom.providers.base import EmbeddingBackend, EmbeddingProfileSpec
 from mailfathom.providers.health import read_health
 from mailfathom.providers.resilience import (
@@ -20,19 +17,7 @@ from mailfathom.providers.resilience import (
     backoff_delay,
 )
 from tests.providers.openai_server import hang, status
-
-
-def failure(call) -> ProviderError:
-    with pytest.raises(ProviderError) as caught:
-        call()
-    return caught.value
-
-
-def wait_for(condition, seconds=5.0):
-    limit = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < limit, "condition not reached"
-        time.sleep(0.01)
+from tests.support import failure, wait_for
 
 
 def test_circuit_opens_after_n_failures_and_then_fails_fast(resilient_openai, openai_server):

@@ -1,0 +1,20 @@
+"""The states a capability (semantic search, answering) is in, with their wire spellings.
+
+One definition for every layer: the provider health record, the semantic-search state a
+search reports as semanticSearch, answering's capability and the schema the MCP bridge
+publishes all use these members, so none can spell a state differently. The values are
+published: renaming one changes what callers read (see docs/search.md and
+docs/operations/answering.md).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class CapabilityState(StrEnum):
+    # Not configured here: nothing is wrong, and nothing changes on its own.
+    INACTIVE = "inactive"
+    AVAILABLE = "available"
+    # Configured, but cannot serve right now (a provider failing, a mismatched profile).
+    DEGRADED = "degraded"

@@ -1,0 +1,77 @@
+"""Raw ranking SQL takes its table and column names from the models and binds every value
+through one helper (mailbox.services.raw_sql), composing Django's compiled SQL unchanged."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from accounts.models import FolderRole
+from mailbox.models import Email, LexicalTermStat, Passage
+from mailbox.services import lexical_search
+from mailbox.services.lexical_search import highlight, rank_lexical, refresh_term_stats
+from mailbox.services.raw_sql import Params, column, table
+from mailbox.services.search import search_emails
+from tests.factories import MailAccountFactory
+from tests.mailbox.factories import EmailFactory, mapped_folder
+
+pytestmark = pytest.mark.django_db
+
+
+def test_names_come_from_the_models_quoted():
+    assert table(Email) == '"mailbox_email"'
+    assert table(Passage) == '"mailbox_passage"'
+    assert column(Email, "search_vector") == '"search_vector"'
+    assert column(Passage, "profile") == '"profile_id"'  # the foreign key's column, not the field
+
+
+def test_values_are_bound_in_the_order_the_statement_names_them():
+    bind = Params()
+    sql = f"SELECT {bind('first')}::text, {bind(2)}::int, {bind('first')}::text"
+    assert sql == "SELECT %s::text, %s::int, %s::text"
+    assert bind.values == ["first", 2, "first"]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, bind.values)
+        assert cursor.fetchone() == ("first", 2, "first")
+
+
+@pytest.fixture
+def inbox():
+    account = MailAccountFactory(account_id="team", display_name="Team")
+    return mapped_folder(account, "inbox", FolderRole.INBOX)
+
+
+def test_an_embedded_queryset_keeps_its_sql_and_its_values_between_the_statements_own(inbox):
+    wanted = EmailFactory(folder=inbox, subject="50%s off, 100%% sure")
+    EmailFactory(folder=inbox, subject="something else")
+    narrowed = Email.objects.filter(subject__icontains="%s off, 100%%").values("id")
+    compiled, _ = narrowed.query.sql_with_params()
+    bind = Params()
+    sql = f"SELECT {bind('before')}, id::text, {bind('after')} FROM ({bind.query(narrowed)}) AS hit"
+    assert compiled in sql  # embedded as Django wrote it: no placeholder rewritten
+    with connection.cursor() as cursor:
+        cursor.execute(sql, bind.values)
+        assert cursor.fetchall() == [("before", str(wanted.pk), "after")]
+
+
+def test_a_filter_value_spelling_placeholders_is_searched_as_text(inbox):
+    EmailFactory(folder=inbox, subject="Invoice 50%s off %(p0)s", body="invoice for the repair")
+    EmailFactory(folder=inbox, subject="Invoice plain", body="invoice for the repair")
+    refresh_term_stats()
+    result = search_emails("invoice", subject_fragment="%s off %(p0)s")
+    assert [match.summary.subject for match in result.matches] == ["Invoice 50%s off %(p0)s"]
+
+
+def test_ranking_extracts_and_term_statistics_read_the_models_tables(inbox, monkeypatch):
+    EmailFactory(folder=inbox, subject="Insurance claim", body="The insurer agreed to pay the repair.")
+    assert refresh_term_stats() == LexicalTermStat.objects.count() > 0
+    executed: list[str] = []
+    real = connection.ops.quote_name
+    monkeypatch.setattr(connection.ops, "quote_name", lambda name: executed.append(name) or real(name))
+
+    hits = rank_lexical(Email.objects.all(), "insurer repair", 5)
+    extracts = highlight([hit.email_id for hit in hits], "insurer", 1, 80)
+
+    assert len(hits) == 1 and extracts[hits[0].email_id] == ["**insurer** agreed to pay the repair"]
+    assert {"mailbox_email", "search_vector", "received_at", "text_body"} <= set(executed)
+    assert not hasattr(lexical_search, "_name_positional")
