@@ -28,3 +28,37 @@ class FolderMappingFactory(factory.django.DjangoModelFactory):
     remote_name = factory.LazyAttribute(lambda o: o.alias.upper())
     role = ""
     visible_to_tools = True
+
+
+def account_form_data(**overrides: str) -> dict[str, str]:
+    """What the admin's add-account form posts: an account with Inbox and Sent mapped."""
+    data = {
+        "account_id": "billing",
+        "display_name": "Shared Billing",
+        "served": "on",
+        "imap_host": "imap.example.org",
+        "imap_port": "993",
+        "security": "tls",
+        "username": "billing@example.org",
+        "credential": "pa55-word-never-shown",
+        "sync_enabled": "on",
+        "sync_mode": "polling",
+        "poll_interval_seconds": "300",
+        "max_message_bytes": str(50 * 1024 * 1024),
+        "storage_ceiling_bytes": str(20 * 1024**3),
+        "answering_audit_retention_days": "30",
+        "folders-TOTAL_FORMS": "2",
+        "folders-INITIAL_FORMS": "0",
+        "folders-MIN_NUM_FORMS": "0",
+        "folders-MAX_NUM_FORMS": "1000",
+        "folders-0-alias": "Inbox",
+        "folders-0-remote_name": "INBOX",
+        "folders-0-role": "inbox",
+        "folders-0-visible_to_tools": "on",
+        "folders-1-alias": "sent",
+        "folders-1-remote_name": "Sent Messages",
+        "folders-1-role": "sent",
+        "folders-1-visible_to_tools": "on",
+    }
+    data.update(overrides)
+    return data

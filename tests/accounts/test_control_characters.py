@@ -10,10 +10,10 @@ from django.urls import reverse
 from accounts.models import FolderMapping, MailAccount
 from accounts.services.scope import resolve_scope
 from mailbox.services.bounds import bounded_text
-from mailbox.services.selection import validate_filter
+from mailbox.services.selection import MailFilter, validate_filter
 from mailfathom.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.text import has_control_character
-from tests.factories import FolderMappingFactory, MailAccountFactory
+from tests.factories import FolderMappingFactory, MailAccountFactory, account_form_data
 
 C1 = ["\x80", "\x85", "\x9f"]  # first, NEL, last
 
@@ -52,30 +52,9 @@ def test_a_display_name_past_c1_is_accepted():
 
 
 def _admin_form(alias: str, display_name: str = "Shared Billing") -> dict[str, str]:
-    return {
-        "account_id": "billing",
-        "display_name": display_name,
-        "served": "on",
-        "imap_host": "imap.example.org",
-        "imap_port": "993",
-        "security": "tls",
-        "username": "billing@example.org",
-        "credential": "secret",
-        "sync_enabled": "on",
-        "sync_mode": "polling",
-        "poll_interval_seconds": "300",
-        "max_message_bytes": str(50 * 1024 * 1024),
-        "storage_ceiling_bytes": str(20 * 1024**3),
-        "answering_audit_retention_days": "30",
-        "folders-TOTAL_FORMS": "1",
-        "folders-INITIAL_FORMS": "0",
-        "folders-MIN_NUM_FORMS": "0",
-        "folders-MAX_NUM_FORMS": "1000",
-        "folders-0-alias": alias,
-        "folders-0-remote_name": "INBOX",
-        "folders-0-role": "inbox",
-        "folders-0-visible_to_tools": "on",
-    }
+    return account_form_data(
+        **{"display_name": display_name, "folders-TOTAL_FORMS": "1", "folders-0-alias": alias}
+    )
 
 
 @pytest.mark.django_db
@@ -107,8 +86,8 @@ def test_admin_accepts_the_same_account_without_the_control_character(admin_clie
 def test_every_caller_facing_check_refuses_a_c1_character_with_51002(character):
     refusals = [
         lambda: resolve_scope(folders=[f"in{character}box"]),
-        lambda: validate_filter(subject_fragment=f"in{character}voice"),
-        lambda: validate_filter(sender_address=f"al{character}ice@example.org"),
+        lambda: validate_filter(MailFilter(subject_fragment=f"in{character}voice")),
+        lambda: validate_filter(MailFilter(sender_address=f"al{character}ice@example.org")),
         lambda: bounded_text(f"in{character}voice", maximum=100, argument="queryText"),
     ]
     for refuse in refusals:
