@@ -12,6 +12,7 @@ from mailbox.services import lexical_search
 from mailbox.services.lexical_search import highlight, rank_lexical, refresh_term_stats
 from mailbox.services.raw_sql import Params, column, table
 from mailbox.services.search import search_emails
+from mailbox.services.selection import MailFilter
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 
@@ -58,7 +59,7 @@ def test_a_filter_value_spelling_placeholders_is_searched_as_text(inbox):
     EmailFactory(folder=inbox, subject="Invoice 50%s off %(p0)s", body="invoice for the repair")
     EmailFactory(folder=inbox, subject="Invoice plain", body="invoice for the repair")
     refresh_term_stats()
-    result = search_emails("invoice", subject_fragment="%s off %(p0)s")
+    result = search_emails("invoice", mail_filter=MailFilter(subject_fragment="%s off %(p0)s"))
     assert [match.summary.subject for match in result.matches] == ["Invoice 50%s off %(p0)s"]
 
 
