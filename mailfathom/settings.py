@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served from our own origin
     "mailfathom",
     "accounts",
     "mailbox",
@@ -163,6 +164,13 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Operator and compliance API of MailFathom.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema describes the staff API, so it is staff-only like the API itself.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAdminUser"],
+    "SERVE_AUTHENTICATION": ["rest_framework.authentication.SessionAuthentication"],
+    # Swagger UI from the pinned drf-spectacular-sidecar package, never from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Logging: counts and configured names only, never mail content ----------------------

@@ -14,5 +14,11 @@ urlpatterns = [
     path("attachments/", include("mailbox.urls")),
     path("api/", staff_member_required(views.api_root), name="api-root"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # Both are staff-only (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]); the page, read in a
+    # browser, sends an anonymous visitor to the login form rather than a bare 403.
+    path(
+        "api/docs/",
+        staff_member_required(SpectacularSwaggerView.as_view(url_name="api-schema")),
+        name="api-docs",
+    ),
 ]
