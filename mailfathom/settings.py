@@ -88,6 +88,20 @@ TEMPLATES = [
     },
 ]
 
+# --- HTTPS (docs/operations/deployment.md) ---------------------------------------------
+# One switch for browsers reaching us over HTTPS; all off on the embedded default, which
+# serves plain HTTP on loopback. /health stays answerable over HTTP for load balancers and
+# `make run`'s readiness probe.
+_https = MAILFATHOM.https
+SESSION_COOKIE_SECURE = _https
+CSRF_COOKIE_SECURE = _https
+SECURE_SSL_REDIRECT = _https
+SECURE_REDIRECT_EXEMPT = [r"^health$"]
+SECURE_HSTS_SECONDS = MAILFATHOM.hsts_seconds if _https else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _https and MAILFATHOM.hsts_include_subdomains
+SECURE_HSTS_PRELOAD = _https and MAILFATHOM.hsts_preload
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if MAILFATHOM.trust_x_forwarded_proto else None
+
 # --- Database ---------------------------------------------------------------------------
 if EMBEDDED_DATABASE:
     DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", **embedded.ensure_postgres()}}
