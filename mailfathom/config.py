@@ -171,6 +171,27 @@ class MailFathomSettings:
         False,
         "Mark HSTS as eligible for the browsers' preload list (a commitment that is slow to undo).",
     )
+    admin_login_failures_per_user: int = _whole(
+        5,
+        1,
+        1000,
+        "Failed admin logins for one user name, from any address, after which that name is locked "
+        "for the lockout window.",
+    )
+    admin_login_failures_per_address: int = _whole(
+        20,
+        1,
+        10000,
+        "Failed admin logins from one client address, for any user name, after which that address "
+        "is locked for the lockout window.",
+    )
+    admin_login_lockout_seconds: int = _whole(
+        900,
+        1,
+        86400,
+        "How long a locked user name or address is refused admin login, even with the right password.",
+        unit="seconds",
+    )
     sync_enabled: bool = _flag(
         True,
         "Whether this deployment synchronizes mail at all; false leaves the local copy as it is.",
