@@ -1,6 +1,10 @@
-"""Routes of the mailbox app, included by mailfathom.urls under "attachments/"."""
+"""Routes of the mailbox app, included by mailfathom.urls under "attachments/".
 
-from django.urls import path
+Every path under attachments/ is answered by a view here, the ones that are not a link
+included: Django's own 404 would write the path, a bearer token, to the log.
+"""
+
+from django.urls import path, re_path
 
 from mailbox import views
 
@@ -8,4 +12,5 @@ app_name = "mailbox"
 
 urlpatterns = [
     path("<str:token>", views.download_attachment, name="attachment-download"),
+    re_path(r"^.*\Z", views.not_a_link, name="attachment-not-a-link"),
 ]

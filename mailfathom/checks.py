@@ -141,3 +141,29 @@ def check_settings_are_declared(app_configs: object = None, **kwargs: object) ->
         )
         for read in undeclared_reads(settings.BASE_DIR)
     ]
+
+
+@register()
+def check_https_posture(app_configs: object = None, **kwargs: object) -> list[CheckMessage]:
+    """Warn about HTTPS settings that contradict each other (docs/operations/deployment.md)."""
+    values: MailFathomSettings = settings.MAILFATHOM
+    messages: list[CheckMessage] = []
+    if values.https and values.public_base_url.lower().startswith("http://"):
+        messages.append(
+            CheckWarning(
+                "MAILFATHOM_HTTPS is true but MAILFATHOM_PUBLIC_BASE_URL starts with http://, so "
+                "attachment download links would send their token over plain HTTP.",
+                id="mailfathom.W030",
+                hint="See docs/operations/deployment.md.",
+            )
+        )
+    if values.hsts_preload and not values.hsts_include_subdomains:
+        messages.append(
+            CheckWarning(
+                "MAILFATHOM_HSTS_PRELOAD is true but MAILFATHOM_HSTS_INCLUDE_SUBDOMAINS is false; "
+                "the browsers' preload list accepts only hosts whose HSTS covers subdomains.",
+                id="mailfathom.W031",
+                hint="See docs/operations/deployment.md.",
+            )
+        )
+    return messages

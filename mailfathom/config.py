@@ -145,6 +145,53 @@ class MailFathomSettings:
         65535,
         "Port `make run` binds the web server to.",
     )
+    https: bool = _flag(
+        False,
+        "Browsers reach this server over HTTPS: secure session and CSRF cookies, HSTS, and a "
+        "redirect of plain HTTP to HTTPS. Off on the embedded default (loopback HTTP).",
+    )
+    trust_x_forwarded_proto: bool = _flag(
+        False,
+        "Take the reverse proxy's X-Forwarded-Proto header as the request's scheme. Only behind a "
+        "proxy that sets (or strips) that header on every request.",
+    )
+    hsts_seconds: int = _whole(
+        31536000,
+        0,
+        63072000,
+        "How long browsers keep to HTTPS for this host once MAILFATHOM_HTTPS is true; 0 sends no "
+        "HSTS header.",
+        unit="seconds",
+    )
+    hsts_include_subdomains: bool = _flag(
+        False,
+        "Extend HSTS to every subdomain of this host (only when they all serve HTTPS).",
+    )
+    hsts_preload: bool = _flag(
+        False,
+        "Mark HSTS as eligible for the browsers' preload list (a commitment that is slow to undo).",
+    )
+    admin_login_failures_per_user: int = _whole(
+        5,
+        1,
+        1000,
+        "Failed admin logins for one user name, from any address, after which that name is locked "
+        "for the lockout window.",
+    )
+    admin_login_failures_per_address: int = _whole(
+        20,
+        1,
+        10000,
+        "Failed admin logins from one client address, for any user name, after which that address "
+        "is locked for the lockout window.",
+    )
+    admin_login_lockout_seconds: int = _whole(
+        900,
+        1,
+        86400,
+        "How long a locked user name or address is refused admin login, even with the right password.",
+        unit="seconds",
+    )
     sync_enabled: bool = _flag(
         True,
         "Whether this deployment synchronizes mail at all; false leaves the local copy as it is.",

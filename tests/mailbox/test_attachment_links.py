@@ -253,3 +253,86 @@ def test_a_token_claiming_more_than_thirty_minutes_is_refused(email, mailfathom_
     assert attachment_links.read_link(token_of(future.url)) is None
     fresh = attachment_links.issue_link(email.pk, 2, sha)
     assert attachment_links.read_link(token_of(fresh.url)) is not None
+
+
+# --- the bearer token never reaches a log, whatever the method or path -------------------
+
+
+def strict_client():
+    """A client that enforces CSRF as a browser's request meets it (the default client skips it)."""
+    from django.test import Client
+
+    return Client(enforce_csrf_checks=True)
+
+
+def assert_token_absent(caplog, token: str) -> None:
+    assert token not in caplog.text
+    assert token[:40] not in caplog.text
+    for record in caplog.records:
+        assert token not in str(getattr(record, "request", ""))
+
+
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete", "options"])
+def test_other_methods_get_405_and_the_token_is_not_logged(email, caplog, method):
+    path = path_of(issued(email)[0].download_url)
+    caplog.set_level(logging.DEBUG)
+    response = getattr(strict_client(), method)(path)
+    assert response.status_code == 405
+    assert response["Allow"] == "GET, HEAD"
+    assert response["Cache-Control"] == "no-store"
+    assert_token_absent(caplog, token_of(path))
+
+
+def test_head_is_answered_like_get_without_a_body(email, client):
+    path = path_of(issued(email)[0].download_url)
+    response = client.head(path)
+    assert response.status_code == 200
+    assert response.content == b""
+    assert response["Content-Type"] == "application/pdf"
+
+
+@pytest.mark.parametrize("suffix", ["/", "/extra", "/extra/"])
+def test_paths_below_a_link_are_refused_alike_and_not_logged(email, client, caplog, suffix):
+    path = path_of(issued(email)[0].download_url)
+    caplog.set_level(logging.DEBUG)
+    refused_alike(client, path + suffix)
+    assert_token_absent(caplog, token_of(path))
+
+
+def test_the_bare_attachments_path_is_refused_alike(client):
+    refused_alike(client, "/attachments/")
+
+
+@pytest.mark.urls("mailfathom.urls")
+def test_with_the_project_urls_a_csrf_less_post_gets_405_and_no_log(email, caplog):
+    path = path_of(issued(email)[0].download_url)
+    caplog.set_level(logging.DEBUG)
+    strict = strict_client()
+    assert strict.post(path).status_code == 405
+    assert strict.get(path + "/").status_code == 404
+    assert strict.get(path).content == PDF
+    assert_token_absent(caplog, token_of(path))
+
+
+def test_django_request_log_lines_about_attachment_paths_are_redacted(caplog):
+    """Defence in depth: a line Django would write about such a path carries no token."""
+    from django.http import HttpResponseNotFound
+    from django.test import RequestFactory
+    from django.utils.log import log_response
+
+    token = "c2VjcmV0LWJlYXJlci10b2tlbi1mb3ItYS1sb2ctdGVzdA.sig-nature-part"
+    caplog.set_level(logging.DEBUG)
+    for path in (f"/attachments/{token}", f"/attachments/{token}/x"):
+        request = RequestFactory().get(path)
+        log_response("Not Found: %s", path, response=HttpResponseNotFound(), request=request)
+        log_response(
+            "Forbidden (%s): %s",
+            "CSRF cookie not set.",
+            path,
+            response=HttpResponseNotFound(status=403),
+            request=request,
+            logger=logging.getLogger("django.security.csrf"),
+        )
+    assert len(caplog.records) == 4
+    assert "/attachments/" in caplog.text
+    assert_token_absent(caplog, token)

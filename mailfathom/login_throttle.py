@@ -1,0 +1,143 @@
+"""Admin login throttling: failures counted per user name and per client address in Redis.
+
+Why not django-axes: it wraps every authenticate() call in the project (its backend refuses
+a call without a request), needs its middleware, writes user names and addresses to its
+own tables and, by default, to the log. What admin needs is two counters with a lifetime,
+which Redis (already required for Celery) keeps for every web worker at once.
+
+Counters are keyed by an HMAC of the name or address under SECRET_KEY, so Redis holds no
+user name or address in clear; log lines carry neither. A user name reaches its limit from
+any address, an address from any user names; once either is locked, even the right
+password is refused until the lockout window has passed. If Redis does not answer, logins
+are not throttled (a warning is logged): operators must be able to reach admin during an
+outage. See docs/operations/deployment.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.core.exceptions import ValidationError
+
+from mailfathom.keyvalue import redis_client
+
+logger = logging.getLogger(__name__)
+
+KEY_PREFIX = "mailfathom:admin-login:"
+
+
+@dataclass(frozen=True)
+class Counter:
+    """One counted subject: a user name or an address, with its own limit."""
+
+    scope: str  # "user" or "address": logged, the subject itself never is
+    key: str
+    limit: int
+
+
+def _key(scope: str, subject: str) -> str:
+    digest = hmac.new(settings.SECRET_KEY.encode(), f"{scope}\0{subject}".encode(), hashlib.sha256)
+    return KEY_PREFIX + scope + ":" + digest.hexdigest()
+
+
+def counters(username: str, address: str) -> list[Counter]:
+    """The counters one attempt touches; user names are compared without regard to case."""
+    values = settings.MAILFATHOM
+    return [
+        Counter("user", _key("user", username.casefold()), values.admin_login_failures_per_user),
+        Counter("address", _key("address", address), values.admin_login_failures_per_address),
+    ]
+
+
+def is_locked(username: str, address: str) -> bool:
+    """Whether the user name or the address has reached its limit within the window."""
+    found = counters(username, address)
+    try:
+        client = redis_client(timeout=2)
+        try:
+            counts = client.mget([counter.key for counter in found])
+        finally:
+            client.close()
+    except redis.RedisError:
+        logger.warning("Admin login throttle unavailable: Redis did not answer; login not throttled.")
+        return False
+    return any(int(count or 0) >= counter.limit for count, counter in zip(counts, found, strict=True))
+
+
+def record_failure(username: str, address: str) -> None:
+    """Count one failed login; a counter that reaches its limit is locked for the whole window."""
+    window = settings.MAILFATHOM.admin_login_lockout_seconds
+    found = counters(username, address)
+    try:
+        client = redis_client(timeout=2)
+        try:
+            pipeline = client.pipeline()
+            for counter in found:
+                pipeline.incr(counter.key)
+                # Failures are counted within one window from the latest; a counter left
+                # alone for a window starts over.
+                pipeline.expire(counter.key, window)
+            results = pipeline.execute()
+        finally:
+            client.close()
+    except redis.RedisError:
+        logger.warning("Admin login throttle unavailable: Redis did not answer; failure not counted.")
+        return
+    for counter, count in zip(found, results[::2], strict=True):
+        if int(count) == counter.limit:
+            logger.warning(
+                "Admin login locked for %d seconds after %d failures for one %s.",
+                window,
+                counter.limit,
+                "user name" if counter.scope == "user" else "client address",
+            )
+
+
+def record_success(username: str) -> None:
+    """Clear the user name's count (the address's stays: one good account must not reset it)."""
+    try:
+        client = redis_client(timeout=2)
+        try:
+            client.delete(_key("user", username.casefold()))
+        finally:
+            client.close()
+    except redis.RedisError:
+        logger.warning("Admin login throttle unavailable: Redis did not answer.")
+
+
+class ThrottledAdminLoginForm(AdminAuthenticationForm):
+    """Admin's login form, refusing a locked user name or address before checking the password."""
+
+    error_messages = {
+        **AdminAuthenticationForm.error_messages,
+        "throttled": (
+            "Too many failed logins for this user name or from this address. "
+            "Try again in %(minutes)d minutes."
+        ),
+    }
+
+    def clean(self) -> dict[str, Any]:
+        username = self.cleaned_data.get("username") or ""
+        address = self.request.META.get("REMOTE_ADDR", "") if self.request is not None else ""
+        if username and is_locked(username, address):
+            minutes = math.ceil(settings.MAILFATHOM.admin_login_lockout_seconds / 60)
+            raise ValidationError(
+                self.error_messages["throttled"], code="throttled", params={"minutes": minutes}
+            )
+        try:
+            cleaned = super().clean()
+        except ValidationError:
+            if username:
+                record_failure(username, address)
+            raise
+        if self.user_cache is not None:
+            record_success(username)
+        return cleaned
