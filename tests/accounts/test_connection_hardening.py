@@ -20,6 +20,7 @@ from django.urls import reverse
 
 from accounts.models import MailAccount, Security
 from accounts.services import connection, imap
+from mailbox.sync.failures import CANNOT_CONNECT, classify
 from tests.configure import configure
 from tests.dovecot import DovecotServer, dovecot_server  # noqa: F401
 from tests.factories import MailAccountFactory
@@ -326,3 +327,30 @@ def test_test_post_without_csrf_token_is_refused_and_never_connects(dovecot, adm
 
     assert response.status_code == 403
     assert connections_logged(dovecot, offset) == []
+
+
+# --- synchronization opens sessions through the same rules -----------------------------------------
+
+
+@pytest.mark.django_db
+def test_synchronization_refuses_a_link_local_host_as_a_server_it_cannot_reach():
+    account = make_account(host="169.254.169.254", port=993, security=Security.TLS)
+
+    started = time.monotonic()
+    with pytest.raises(imap.DestinationRefused) as refused:
+        imap.open_client(account, timeout=5)
+
+    assert time.monotonic() - started < 1
+    assert classify(refused.value) == CANNOT_CONNECT
+
+
+@pytest.mark.dovecot
+@pytest.mark.django_db
+def test_synchronization_sessions_trust_the_same_ca_file(dovecot, settings):
+    configure(settings, imap_ca_file=str(dovecot.ca_path))
+    account = make_account(port=dovecot.imaps_port, security=Security.TLS)
+
+    client = imap.open_client(account, timeout=5)
+
+    assert client.list_folders()
+    client.logout()
