@@ -1,9 +1,12 @@
 """Admin page "Test connection and map folders" for one mail account.
 
-GET logs in to the account's IMAP server (read-only) and shows its folders with suggested
-aliases and roles; POST creates the mappings the operator ticked. Wired into
+GET only shows the connection settings in a form; nothing connects. POST with the
+"Test connection" button logs in (read-only) to the IMAP server those settings name and
+shows its folders with suggested aliases and roles; any other POST creates the mappings
+the operator ticked. Both need change permission on the account. Wired into
 MailAccountAdmin.get_urls() as `admin:accounts_mailaccount_test_connection`, wrapped in
 `admin_site.admin_view` (staff login, CSRF protection, no caching).
+See docs/operations/accounts.md.
 """
 
 from __future__ import annotations
@@ -18,10 +21,52 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllow
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from accounts.models import FolderMapping, FolderRole, MailAccount
-from accounts.services.connection import ConnectionReport, apply_suggested_mappings, test_connection
+from accounts.models import FolderMapping, FolderRole, MailAccount, Security
+from accounts.services.connection import (
+    ENDPOINT_LABELS,
+    ConnectionReport,
+    Endpoint,
+    apply_suggested_mappings,
+    test_connection,
+)
 
 TEMPLATE = "admin/accounts/mailaccount/test_connection.html"
+TEST_BUTTON = "_test_connection"
+
+
+class ConnectionForm(forms.Form):
+    """The settings to test, pre-filled from the saved account; the password is never shown."""
+
+    imap_host = forms.CharField(label=ENDPOINT_LABELS["host"], max_length=253)
+    imap_port = forms.IntegerField(label=ENDPOINT_LABELS["port"], min_value=1, max_value=65535)
+    security = forms.ChoiceField(label=ENDPOINT_LABELS["security"].capitalize(), choices=Security.choices)
+    username = forms.CharField(label=ENDPOINT_LABELS["username"], max_length=320)
+    password = forms.CharField(
+        label="IMAP password",
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text=(
+            "Leave blank to use the stored password; it is only sent when the settings above "
+            "are the saved ones. Nothing typed here is stored."
+        ),
+    )
+
+    @classmethod
+    def for_account(cls, account: MailAccount) -> ConnectionForm:
+        saved = Endpoint.of(account)
+        return cls(
+            initial={
+                "imap_host": saved.host,
+                "imap_port": saved.port,
+                "security": saved.security,
+                "username": saved.username,
+            }
+        )
+
+    def endpoint(self) -> Endpoint:
+        data = self.cleaned_data
+        return Endpoint(data["imap_host"], data["imap_port"], data["security"], data["username"])
 
 
 class FolderChoiceForm(forms.Form):
@@ -69,10 +114,12 @@ def _initial_rows(account: MailAccount, report: ConnectionReport) -> list[dict[s
 
 
 def test_connection_view(model_admin: admin.ModelAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
-    """Test the account's IMAP login and list its folders (GET); map the ticked ones (POST).
+    """Show the settings (GET); test them (POST with the test button); map ticked folders (POST).
 
     404 for an unknown account, 403 without change permission on it. A failed login is
-    not an error of this page: it shows the report's one-sentence explanation.
+    not an error of this page: it shows the report's one-sentence explanation. A blank
+    password with settings that differ from the saved ones is an error on the password
+    field, and nothing connects.
     """
     account = model_admin.get_object(request, unquote(object_id))
     if account is None:
@@ -83,7 +130,23 @@ def test_connection_view(model_admin: admin.ModelAdmin, request: HttpRequest, ob
         return HttpResponseNotAllowed(["GET", "POST"])
 
     report: ConnectionReport | None = None
-    if request.method == "POST":
+    connection_form = ConnectionForm.for_account(account)
+    formset = FolderChoiceFormSet(initial=[], prefix="folder")
+    unsaved_settings = False
+    if request.method == "POST" and TEST_BUTTON in request.POST:
+        connection_form = ConnectionForm(request.POST)
+        if connection_form.is_valid():
+            endpoint = connection_form.endpoint()
+            report = test_connection(
+                account, endpoint=endpoint, password=connection_form.cleaned_data["password"] or None
+            )
+            unsaved_settings = endpoint.differences(Endpoint.of(account)) != []
+            if report.kind == "password_needed":
+                connection_form.add_error("password", report.message)
+                report = None
+            elif report.ok and not unsaved_settings:  # only the saved server's folders are mapped
+                formset = FolderChoiceFormSet(initial=_initial_rows(account, report), prefix="folder")
+    elif request.method == "POST":
         formset = FolderChoiceFormSet(request.POST, prefix="folder")
         if formset.is_valid():
             chosen = [
@@ -100,9 +163,6 @@ def test_connection_view(model_admin: admin.ModelAdmin, request: HttpRequest, ob
                 current_app=model_admin.admin_site.name,
             )
             return HttpResponseRedirect(change_url)
-    else:
-        report = test_connection(account)
-        formset = FolderChoiceFormSet(initial=_initial_rows(account, report), prefix="folder")
 
     context = {
         **model_admin.admin_site.each_context(request),
@@ -112,6 +172,9 @@ def test_connection_view(model_admin: admin.ModelAdmin, request: HttpRequest, ob
         "original": account,
         "account": account,
         "report": report,
+        "connection_form": connection_form,
+        "test_button": TEST_BUTTON,
+        "unsaved_settings": unsaved_settings,
         "formset": formset,
         "has_view_permission": model_admin.has_view_permission(request, account),
     }

@@ -1,20 +1,24 @@
 """Connection test: log in to an account's IMAP server read-only and list its folders.
 
 The only commands sent are CAPABILITY, STARTTLS (when configured), LOGIN, LIST and LOGOUT;
-nothing on the server changes. A failure becomes one sentence an operator can act on; the
-log records the account identifier and the kind of failure, never a user name, password
-or folder name.
+nothing on the server changes. The stored password goes only to the host, port, security
+and user name saved with the account; the host is reached through the same address rule
+and TLS context as synchronization (accounts.services.imap). Until an IMAP greeting is
+read, every failure is the same sentence, so the test cannot tell a closed port from a
+silent or a non-IMAP one. The log records the account identifier and the kind of failure,
+never a host, user name, password or folder name. See docs/operations/accounts.md.
 """
 
 from __future__ import annotations
 
 import logging
-import socket
 import ssl
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from imapclient import IMAPClient
 from imapclient.exceptions import CapabilityError, IMAPClientError, LoginError
 
 from accounts.models import (
@@ -24,7 +28,7 @@ from accounts.models import (
     Security,
     normalize_alias,
 )
-from accounts.services.imap import LoginDisabled, open_client
+from accounts.services import imap
 from mailfathom.errors import MailFathomError
 from mailfathom.hosts import is_loopback_host
 
@@ -36,6 +40,38 @@ SPECIAL_USE_ROLES = {
     "\\drafts": FolderRole.DRAFTS,
     "\\archive": FolderRole.ARCHIVE,
     "\\trash": FolderRole.TRASH,
+}
+
+
+class Endpoint(NamedTuple):
+    """Where a password is sent: the four settings a stored credential is bound to."""
+
+    host: str
+    port: int
+    security: str
+    username: str
+
+    @classmethod
+    def of(cls, account: MailAccount) -> Endpoint:
+        return cls(account.imap_host, account.imap_port, account.security, account.username)
+
+    def differences(self, saved: Endpoint) -> list[str]:
+        """The labels of the settings that differ from `saved` (host names compared case-blind)."""
+        same = {
+            "host": self.host.casefold() == saved.host.casefold(),
+            "port": self.port == saved.port,
+            "security": self.security == saved.security,
+            "username": self.username == saved.username,
+        }
+        return [ENDPOINT_LABELS[name] for name, equal in same.items() if not equal]
+
+
+# The admin form's labels, so a message names the field the operator sees.
+ENDPOINT_LABELS = {
+    "host": "IMAP host",
+    "port": "IMAP port",
+    "security": "security",
+    "username": "IMAP user name",
 }
 
 
@@ -57,41 +93,57 @@ class ConnectionReport:
     ok: bool
     message: str
     folders: tuple[RemoteFolder, ...] = ()
+    kind: str = "ok"  # a key of SENTENCES when not ok
 
 
-# One sentence per kind of failure; {where} is host:port, {detail} the certificate problem.
+# One sentence per kind of failure. None names a host or port: the page shows what was tested.
 SENTENCES = {
+    "password_needed": (
+        "The {fields} differ from the saved account, and the stored password is only sent to "
+        "the server and user name it was saved for: enter the IMAP password to test these settings."
+    ),
     "no_credential": "No password is stored for this account; enter one and save the account first.",
     "plain_refused": "Unencrypted IMAP is allowed only for a loopback host; choose STARTTLS or TLS.",
     "credential_unreadable": "The stored password does not decrypt with MAILFATHOM_KEYRING; enter it again.",
-    "timeout": "The server at {where} did not answer in time; check the host, port and firewall.",
-    "tls_certificate": "The TLS certificate of {where} is not trusted for this host name ({detail}).",
-    "tls_handshake": "The TLS handshake with {where} failed; check the port matches the chosen security.",
-    "dns": "The host name {host} could not be resolved; check the IMAP host.",
-    "refused": "Nothing accepted the connection at {where}; check the IMAP host and port.",
+    "destination_refused": (
+        "The IMAP host is, or resolves to, a link-local, unspecified or multicast address, which "
+        "MailFathom never connects to; use the mail server's own name or address."
+    ),
+    # Before a greeting: refused, silent, not TLS, not IMAP, unresolvable all read the same.
+    "unreachable": (
+        "Could not reach an IMAP server at that host and port; check the host, the port, the "
+        "security setting, and that no firewall blocks the way."
+    ),
+    # After a greeting (or a greeting read to prove an IMAP server is there):
+    "tls_certificate": (
+        "The IMAP server's TLS certificate is not trusted ({detail}); if your own certificate "
+        "authority signed it, set MAILFATHOM_IMAP_CA_FILE to that authority's certificate (PEM)."
+    ),
+    "tls_handshake": "The IMAP server answered, but the TLS negotiation after STARTTLS failed.",
     "login_refused": "The server refused the login; check the IMAP user name and the stored password.",
     "login_disabled": "The server refuses passwords on an unencrypted connection; choose STARTTLS or TLS.",
-    "starttls_missing": "The server at {where} does not offer STARTTLS; choose implicit TLS instead.",
-    "unreachable": "The server at {where} could not be reached or closed the connection.",
+    "starttls_missing": "The IMAP server does not offer STARTTLS; choose implicit TLS instead.",
+    "timeout": "The IMAP server answered, then stopped answering before the test finished.",
+    "closed": "The IMAP server closed the connection before the test finished.",
     "unexpected": "The server answered in a way MailFathom did not expect.",
 }
-# Checked in order: the first class an error is an instance of decides its kind.
+# After the greeting, checked in order: the first class an error is an instance of decides.
 _KINDS: list[tuple[type[BaseException], str]] = [
     (TimeoutError, "timeout"),
     (ssl.SSLCertVerificationError, "tls_certificate"),
     (ssl.SSLError, "tls_handshake"),
-    (socket.gaierror, "dns"),
-    (ConnectionRefusedError, "refused"),
     (LoginError, "login_refused"),
     (CapabilityError, "starttls_missing"),
-    (OSError, "unreachable"),
+    (OSError, "closed"),
+    (EOFError, "closed"),
 ]
 
 
 class _Failure(Exception):
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, detail: str = "") -> None:
         super().__init__(kind)
         self.kind = kind
+        self.detail = detail
 
 
 def _as_text(value: bytes | str | None) -> str:
@@ -114,11 +166,34 @@ def _kind(error: BaseException) -> str:
     return next((kind for error_class, kind in _KINDS if isinstance(error, error_class)), "unexpected")
 
 
-def _list(account: MailAccount, password: str, timeout: float, context: ssl.SSLContext) -> list[RemoteFolder]:
+def _greet(target: MailAccount, timeout: float, context: ssl.SSLContext) -> IMAPClient:
+    """Connect and read the greeting; any failure before it is one kind, "unreachable"."""
     try:
-        client = open_client(account, timeout=timeout, ssl_context=context, password=password)
-    except LoginDisabled:
+        addresses = imap.resolve(target.imap_host, target.imap_port)
+    except imap.DestinationRefused:
+        raise _Failure("destination_refused") from None
+    except OSError as error:  # the name does not resolve
+        raise _Failure("unreachable") from error
+    try:
+        return imap.connect(target, timeout=timeout, ssl_context=context, addresses=addresses)
+    except ssl.SSLCertVerificationError as error:
+        # Name the certificate only when an IMAP server stands behind it.
+        if imap.greets_as_imap(addresses, implicit_tls=True, timeout=timeout):
+            raise _Failure("tls_certificate", error.verify_message or "") from error
+        raise _Failure("unreachable") from error
+    except Exception as error:  # refused, silent, not TLS, not IMAP: no greeting was read
+        raise _Failure("unreachable") from error
+
+
+def _list(target: MailAccount, password: str, timeout: float) -> list[RemoteFolder]:
+    context = imap.tls_context()  # the one builder synchronization uses too
+    client = _greet(target, timeout, context)
+    try:
+        imap.log_in(client, target, password=password, ssl_context=context)
+    except imap.LoginDisabled:
         raise _Failure("login_disabled") from None
+    except ssl.SSLCertVerificationError as error:
+        raise _Failure("tls_certificate", error.verify_message or "") from error
     try:
         listed = client.list_folders()
     except BaseException:
@@ -137,43 +212,60 @@ def _list(account: MailAccount, password: str, timeout: float, context: ssl.SSLC
     ]
 
 
+def _password(account: MailAccount, endpoint: Endpoint) -> str:
+    """The stored password, if `endpoint` is where it was saved for; else a _Failure."""
+    changed = endpoint.differences(Endpoint.of(account))
+    if changed:
+        fields = " and ".join([", ".join(changed[:-1]), changed[-1]] if len(changed) > 1 else changed)
+        raise _Failure("password_needed", fields)
+    if not account.has_credential:
+        raise _Failure("no_credential")
+    try:
+        return account.get_credential()
+    except MailFathomError:
+        raise _Failure("credential_unreadable") from None
+
+
 def test_connection(
     account: MailAccount,
     *,
+    endpoint: Endpoint | None = None,
+    password: str | None = None,
     timeout: float = 15.0,
-    ssl_context: ssl.SSLContext | None = None,
 ) -> ConnectionReport:
-    """Log in to `account`'s IMAP server and list its folders, changing nothing there.
+    """Log in to an IMAP server for `account` and list its folders, changing nothing there.
 
-    `timeout` bounds the connection and every read, in seconds. `ssl_context` verifies the
-    server's certificate (default: the system's trusted authorities, host name checked).
-    Never raises for a server-side or network problem: the report says what went wrong.
+    `endpoint` is what to test (default: the saved account's settings). Without a typed
+    `password`, the stored one is used, and only when `endpoint` equals the saved settings;
+    otherwise the report asks for the password and nothing is connected. `timeout` bounds
+    the connection and every read, in seconds. Certificates are checked with the TLS
+    context synchronization uses (MAILFATHOM_IMAP_CA_FILE included). Never raises for a
+    server-side or network problem: the report says what went wrong.
     """
-    where = f"{account.imap_host}:{account.imap_port}"
+    endpoint = endpoint or Endpoint.of(account)
+    # An unsaved stand-in carrying no credential: only `password` can be sent through it.
+    target = MailAccount(
+        account_id=account.account_id,
+        imap_host=endpoint.host,
+        imap_port=endpoint.port,
+        security=endpoint.security,
+        username=endpoint.username,
+    )
     try:
-        if not account.has_credential:
-            raise _Failure("no_credential")
-        if account.security == Security.NONE and not is_loopback_host(account.imap_host):
+        secret = password or _password(account, endpoint)
+        if endpoint.security == Security.NONE and not is_loopback_host(endpoint.host):
             raise _Failure("plain_refused")
-        try:
-            password = account.get_credential()
-        except MailFathomError:
-            raise _Failure("credential_unreadable") from None
-        folders = _list(account, password, timeout, ssl_context or ssl.create_default_context())
+        folders = _list(target, secret, timeout)
     except Exception as error:  # every failure becomes a sentence; the details stay here
         kind = _kind(error)
-        # The exception's class only: its message could quote the server's reply.
-        logger.info(
-            "IMAP connection test failed: account_id=%s host=%s kind=%s (%s)",
-            account.account_id,
-            account.imap_host,
-            kind,
-            type(error).__name__,
-        )
-        detail = getattr(error, "verify_message", "")
-        return ConnectionReport(
-            False, SENTENCES[kind].format(where=where, host=account.imap_host, detail=detail)
-        )
+        logger.info("IMAP connection test failed: account_id=%s kind=%s", account.account_id, kind)
+        # The exception's class only: its message could quote the server's reply or the host.
+        cause = error.__cause__ if isinstance(error, _Failure) and error.__cause__ else error
+        logger.debug("IMAP connection test failure cause: %s", type(cause).__name__)
+        detail = error.detail if isinstance(error, _Failure) else ""
+        message = SENTENCES[kind].format(fields=detail, detail=detail)
+        return ConnectionReport(False, message, kind=kind)
+    where = f"{endpoint.host}:{endpoint.port}"
     return ConnectionReport(
         True, f"Logged in to {where}; the server lists {len(folders)} folders.", tuple(folders)
     )
