@@ -35,10 +35,23 @@ class MailAccountForm(forms.ModelForm):
             "answering_audit_retention_days",
         ]
 
+    # The stored password belongs to the server it was saved for: moving the account to
+    # another server must not carry it there (docs/operations/accounts.md).
+    SERVER_FIELDS = ("imap_host", "imap_port", "security", "username")
+
     def clean(self) -> dict:
         cleaned = super().clean() or {}
         if not self.instance.has_credential and not cleaned.get("credential"):
             self.add_error("credential", "A new account needs a credential.")
+        elif self.instance.pk and not cleaned.get("credential"):
+            moved = [name for name in self.SERVER_FIELDS if name in self.changed_data]
+            if moved:
+                labels = ", ".join(str(self.fields[name].label).lower() for name in moved)
+                self.add_error(
+                    "credential",
+                    f"Enter the password again: the stored one is sent only to the server it was "
+                    f"saved for, and the {labels} changed.",
+                )
         return cleaned
 
     def save(self, commit: bool = True) -> MailAccount:

@@ -63,10 +63,63 @@ def test_identifier_is_read_only_on_the_change_page(admin_client):
     account = MailAccountFactory(account_id="fixed")
     account.set_credential("x")
     account.save()
-    form = account_form_data(account_id="renamed", credential="", **{"folders-TOTAL_FORMS": "0"})
+    form = _same_server(account, account_id="renamed", credential="", **{"folders-TOTAL_FORMS": "0"})
     response = admin_client.post(reverse("admin:accounts_mailaccount_change", args=[account.pk]), form)
     assert response.status_code == 302
     assert MailAccount.objects.get(pk=account.pk).account_id == "fixed"
+
+
+def _same_server(account: MailAccount, **overrides: str) -> dict[str, str]:
+    """The change form as posted for `account`, its server fields unchanged unless overridden."""
+    return account_form_data(
+        **{
+            "imap_host": account.imap_host,
+            "imap_port": str(account.imap_port),
+            "security": account.security,
+            "username": account.username,
+            **overrides,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"imap_host": "imap.elsewhere.example"},
+        {"imap_port": "1993"},
+        {"username": "someone-else"},
+        {"security": "starttls"},
+    ],
+    ids=["host", "port", "username", "security"],
+)
+def test_moving_an_account_to_another_server_needs_the_password_again(admin_client, change):
+    account = MailAccountFactory(account_id="moved", security="tls", imap_host="imap.example.org")
+    account.set_credential("stored-secret")
+    account.save()
+    form = _same_server(account, credential="", **{"folders-TOTAL_FORMS": "0"}, **change)
+    response = admin_client.post(reverse("admin:accounts_mailaccount_change", args=[account.pk]), form)
+    assert response.status_code == 200
+    assert "Enter the password again" in response.content.decode()
+    stored = MailAccount.objects.get(pk=account.pk)
+    assert (stored.imap_host, stored.imap_port, stored.username, stored.security) == (
+        account.imap_host,
+        account.imap_port,
+        account.username,
+        account.security,
+    )
+
+
+def test_moving_an_account_with_the_password_typed_again_saves_both(admin_client):
+    account = MailAccountFactory(account_id="moved", security="tls", imap_host="imap.example.org")
+    account.set_credential("stored-secret")
+    account.save()
+    form = _same_server(
+        account, imap_host="imap.elsewhere.example", credential="typed-again", **{"folders-TOTAL_FORMS": "0"}
+    )
+    response = admin_client.post(reverse("admin:accounts_mailaccount_change", args=[account.pk]), form)
+    assert response.status_code == 302
+    stored = MailAccount.objects.get(pk=account.pk)
+    assert (stored.imap_host, stored.get_credential()) == ("imap.elsewhere.example", "typed-again")
 
 
 def test_admin_login_page_and_static_files_are_served(client):
