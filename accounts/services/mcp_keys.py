@@ -175,8 +175,17 @@ class _VerifiedKeys:
 _verified = _VerifiedKeys(VERIFIED_KEY_SECONDS, VERIFIED_KEY_CAPACITY)
 
 
+# Every key create_key issues has this shape: the marker, then 32 bytes in URL-safe base64.
+_KEY_LENGTH = len(KEY_MARKER) + 43
+
+
 def _plausible(token: object) -> bool:
     return isinstance(token, str) and bool(token) and len(token) <= MAX_TOKEN_LENGTH
+
+
+def well_formed(token: object) -> bool:
+    """Whether `token` has the shape of an issued key; anything else is refused with no query."""
+    return isinstance(token, str) and len(token) == _KEY_LENGTH and token.startswith(KEY_MARKER)
 
 
 def recently_verified(token: object) -> KeyGrant | None:
@@ -190,6 +199,8 @@ def verify(token: object) -> KeyGrant | None:
     A verified key is remembered for VERIFIED_KEY_SECONDS, so `recently_verified` answers
     for it without a query until then.
     """
+    if not well_formed(token):
+        return None
     cached = recently_verified(token)
     if cached is not None:
         return cached

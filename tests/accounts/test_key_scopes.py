@@ -190,5 +190,12 @@ def test_a_revoked_key_is_refused_once_its_verification_is_forgotten(accounts, m
 
 def test_a_wrong_key_is_never_remembered(accounts):
     create_key("someone")
-    assert verify("mfk_wrong") is None
-    assert mcp_keys.recently_verified("mfk_wrong") is None
+    wrong = "mfk_" + "w" * 43
+    assert verify(wrong) is None
+    assert mcp_keys.recently_verified(wrong) is None
+
+
+@pytest.mark.parametrize("token", ["mfk_short", "xyz_" + "w" * 43, "mfk_" + "w" * 44, "", None])
+def test_a_token_not_shaped_like_a_key_is_refused_without_a_query(accounts, token, django_assert_num_queries):
+    with django_assert_num_queries(0):
+        assert verify(token) is None
