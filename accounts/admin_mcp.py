@@ -7,13 +7,14 @@ a message, which would sit in the session store until read).
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
 
 from accounts.models import McpApiKey
-from accounts.services.mcp_keys import create_key, revoke
+from accounts.services.mcp_keys import VERIFIED_KEY_SECONDS, create_key, revoke
 
 _SHOWN_ONCE = """{% extends "admin/base_site.html" %}
 {% block content %}
@@ -26,32 +27,67 @@ and cannot show it again.</p>
 {% endblock %}"""
 
 
+class McpApiKeyForm(forms.ModelForm):
+    class Meta:
+        model = McpApiKey
+        fields = ["name", "limited", "accounts"]
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean()
+        chosen = data.get("accounts")
+        if not data.get("limited") and chosen:
+            self.add_error("limited", "Tick this to limit the key to the accounts chosen.")
+        elif data.get("limited") and not chosen:
+            # A key that reads nothing is a mistake, not a scope: say so rather than store it.
+            self.add_error("accounts", "Choose at least one account, or untick the limit.")
+        return data
+
+
 @admin.register(McpApiKey)
 class McpApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["name", "prefix", "status", "created_at", "last_used_at", "revoked_at"]
-    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    form = McpApiKeyForm
+    list_display = ["name", "prefix", "status", "reads", "created_at", "last_used_at", "revoked_at"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter), "limited"]
     search_fields = ["name", "prefix"]
-    fields = ["name", "prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = ["name", "limited", "accounts", "prefix", "created_at", "last_used_at", "revoked_at"]
     readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    filter_horizontal = ["accounts"]
     actions = ["revoke_keys"]
 
     @admin.display(description="Status")
     def status(self, obj: McpApiKey) -> str:
         return "revoked" if obj.is_revoked else "active"
 
+    @admin.display(description="Reads")
+    def reads(self, obj: McpApiKey) -> str:
+        if not obj.limited:
+            return "every account"
+        return ", ".join(account.account_id for account in obj.accounts.all()) or "no account"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[McpApiKey]:
+        return super().get_queryset(request).prefetch_related("accounts")
+
     def get_fields(self, request: HttpRequest, obj: McpApiKey | None = None) -> list[str]:
-        return ["name"] if obj is None else list(self.fields)
+        return ["name", "limited", "accounts"] if obj is None else list(self.fields)
 
     def save_model(self, request: HttpRequest, obj: McpApiKey, form: object, change: bool) -> None:
         if change:
-            obj.save(update_fields=["name"])
+            obj.save(update_fields=["name", "limited"])
+            self.message_user(
+                request,
+                f"Running servers apply a changed account list within {VERIFIED_KEY_SECONDS:g} seconds.",
+                messages.INFO,
+            )
             return
+        # The account list is saved by save_related, on the record create_key made.
         issued = create_key(obj.name)
+        McpApiKey.objects.filter(pk=issued.record.pk).update(limited=obj.limited)
         obj.pk = issued.record.pk
         obj.prefix = issued.record.prefix
         obj.key_hash = issued.record.key_hash
         obj.created_at = issued.record.created_at
         obj._state.adding = False
+        obj._state.db = issued.record._state.db  # save_related adds the chosen accounts through obj
         obj._issued_key = issued.key  # type: ignore[attr-defined]  # rendered once by response_add
 
     def response_add(self, request: HttpRequest, obj: McpApiKey, post_url_continue: str | None = None):

@@ -226,6 +226,19 @@ class McpApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # An explicit flag rather than "some accounts chosen means limited": deleting the one
+    # account a limited key was for must leave it reading nothing, not every account.
+    limited = models.BooleanField(
+        "limited to the accounts chosen",
+        default=False,
+        help_text="Tick to let the key read only the accounts chosen below; unticked, it reads all.",
+    )
+    accounts = models.ManyToManyField(
+        MailAccount,
+        blank=True,
+        related_name="mcp_keys",
+        help_text="The only accounts the key may read, when it is limited.",
+    )
 
     objects = McpApiKeyQuerySet.as_manager()
 

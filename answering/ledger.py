@@ -1,36 +1,53 @@
-"""The period ledger: how many questions and tokens this process admits per aggregate period.
+"""The period ledger: how many questions and tokens the deployment admits per aggregate period.
 
 A fixed window anchored at the Unix epoch (an hour-long period begins on the hour), so a
-refused caller knows when to come back and every restart agrees where a period begins
+refused caller knows when to come back and every process agrees where a period begins
 without storing anything. The allowance is taken at admission, after the capability read
 and before the run: a run in flight already occupies its place, so a burst of concurrent
 questions cannot all slip in. Tokens are charged as each provider call reports them.
 
-Process-local and not durable, by design (docs/operations/answering.md, The period ledger
-is per process): a durable count would add a database write to every provider call. What that
-means is written down in docs/operations/answering.md: with W web workers the deployment
-admits up to W times the ceiling, and a restart begins the window with nothing spent.
+The counts live in Redis, shared by every web and Celery process of the deployment
+(docs/operations/answering.md, The period ledger is shared): one hash per window holding
+`runs` and `tokens`, which expires shortly after its window ends. Admission is one Lua
+script, so checking the ceiling and taking a place are one step whichever process asks.
+If Redis cannot be reached, a new question is refused with 56001 ("cannot right now")
+rather than admitted without a count; a charge that cannot be recorded is logged and the
+run goes on (its place was already taken).
+
+The hashes are namespaced by the deployment's database (its name and PostgreSQL object
+id, so a test database created anew starts its own counts), or by the
+PROVIDER_HEALTH_NAMESPACE Django setting when one is set, as provider health is.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import redis
 from django.conf import settings
+from django.db import connection
 from opentelemetry import metrics
 
 from mailfathom.config import MailFathomSettings
 from mailfathom.errors import MailFathomError
+from mailfathom.keyvalue import redis_client
 from mailfathom.resettable import forgotten_when_changed
 
 logger = logging.getLogger(__name__)
 
 SPEND_REFUSED = 57001
+# The answering-unavailable code (docs/errors.md): "cannot right now", worth asking again.
+LEDGER_UNAVAILABLE = 56001
+# A window's hash outlives its window by this much, so a late charge still finds it.
+EXPIRY_MARGIN_SECONDS = 60
+REDIS_TIMEOUT_SECONDS = 2.0
 
 _meter = metrics.get_meter("mailfathom.answering")
 RUNS = _meter.create_counter(
@@ -45,6 +62,18 @@ REFUSALS = _meter.create_counter(
     description="Questions refused because the period's allowance was spent.",
 )
 
+# Take one run's place unless either ceiling is reached; answer {admitted, runs, tokens}.
+_ADMIT = """
+local runs = tonumber(redis.call('HGET', KEYS[1], 'runs') or '0')
+local tokens = tonumber(redis.call('HGET', KEYS[1], 'tokens') or '0')
+if runs >= tonumber(ARGV[1]) or tokens >= tonumber(ARGV[2]) then
+  return {0, runs, tokens}
+end
+redis.call('HINCRBY', KEYS[1], 'runs', 1)
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+return {1, runs + 1, tokens}
+"""
+
 
 @dataclass(frozen=True)
 class PeriodSpend:
@@ -53,8 +82,40 @@ class PeriodSpend:
     tokens: int
 
 
+_clients: dict[tuple[int, str], redis.Redis] = {}
+_clients_lock = threading.Lock()
+
+
+def _redis() -> redis.Redis:
+    """One client (and connection pool) per process and Redis URL, with short socket timeouts."""
+    key = (os.getpid(), settings.REDIS_URL)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = redis_client(timeout=REDIS_TIMEOUT_SECONDS)
+        return client
+
+
+def ledger_namespace() -> str:
+    """The namespace every process of this deployment counts in (see the module docstring)."""
+    if settings.PROVIDER_HEALTH_NAMESPACE:
+        return settings.PROVIDER_HEALTH_NAMESPACE
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_database(), oid FROM pg_database WHERE datname = current_database()")
+        name, oid = cursor.fetchone()
+    return f"{name}:{oid}"
+
+
+def _unavailable(error: BaseException) -> MailFathomError:
+    logger.warning("answering period ledger unreachable: error=%s", type(error).__name__)
+    return MailFathomError(
+        LEDGER_UNAVAILABLE,
+        "This deployment answers questions about mail but cannot right now; try again in a minute.",
+    )
+
+
 class PeriodLedger:
-    """Runs and tokens of the current fixed window; thread-safe, one per process."""
+    """Runs and tokens of the current fixed window, counted in Redis for every process."""
 
     def __init__(
         self,
@@ -63,58 +124,83 @@ class PeriodLedger:
         max_tokens: int,
         period_seconds: int,
         clock: Callable[[], float] = time.time,
+        namespace: str | None = None,
+        client: Callable[[], redis.Redis] = _redis,
     ) -> None:
         self.max_runs = max_runs
         self.max_tokens = max_tokens
         self.period_seconds = period_seconds
         self._clock = clock
-        self._lock = threading.Lock()
-        self._start = self._window(clock())
-        self._runs = 0
-        self._tokens = 0
+        self._namespace = namespace
+        self._client = client
 
-    def _window(self, now: float) -> float:
-        return now - (now % self.period_seconds)
+    @property
+    def namespace(self) -> str:
+        # Resolved on first use: it may need the database, which a constructor should not touch.
+        if self._namespace is None:
+            self._namespace = ledger_namespace()
+        return self._namespace
 
-    def _roll(self) -> None:
-        start = self._window(self._clock())
-        if start != self._start:
-            self._start, self._runs, self._tokens = start, 0, 0
+    def _window(self) -> tuple[float, str, int]:
+        """(start, Redis key, seconds the key should live) of the window `clock` is in now."""
+        now = self._clock()
+        start = now - (now % self.period_seconds)
+        key = f"mailfathom:answering-period:{self.namespace}:{self.period_seconds}:{int(start)}"
+        ttl = math.ceil(start + self.period_seconds - now) + EXPIRY_MARGIN_SECONDS
+        return start, key, ttl
 
     def admit(self) -> None:
-        """Take one run's place in this period, or refuse with 57001 saying when it renews."""
-        with self._lock:
-            self._roll()
-            if self._runs >= self.max_runs or self._tokens >= self.max_tokens:
-                renews = datetime.fromtimestamp(self._start + self.period_seconds, tz=UTC)
-                logger.warning(
-                    "answering period allowance spent: runs=%d tokens=%d period_seconds=%d",
-                    self._runs,
-                    self._tokens,
-                    self.period_seconds,
-                )
-                REFUSALS.add(1)
-                raise MailFathomError(
-                    SPEND_REFUSED,
-                    "This deployment has spent what it may spend on answering questions in the "
-                    f"current period; the allowance renews at {renews.isoformat()}.",
-                )
-            self._runs += 1
+        """Take one run's place in this period, or refuse with 57001 saying when it renews.
+
+        56001 when the shared count cannot be reached: no question runs uncounted.
+        """
+        start, key, ttl = self._window()
+        try:
+            admitted, runs, tokens = self._client().eval(_ADMIT, 1, key, self.max_runs, self.max_tokens, ttl)
+        except (redis.RedisError, OSError) as error:
+            raise _unavailable(error) from error
+        if not admitted:
+            renews = datetime.fromtimestamp(start + self.period_seconds, tz=UTC)
+            logger.warning(
+                "answering period allowance spent: runs=%d tokens=%d period_seconds=%d",
+                runs,
+                tokens,
+                self.period_seconds,
+            )
+            REFUSALS.add(1)
+            raise MailFathomError(
+                SPEND_REFUSED,
+                "This deployment has spent what it may spend on answering questions in the "
+                f"current period; the allowance renews at {renews.isoformat()}.",
+            )
         RUNS.add(1)
 
     def charge(self, tokens: int) -> None:
-        """Add what one provider call reported to the current period."""
+        """Add what one provider call reported to the current period.
+
+        A charge Redis cannot take is logged, not raised: the call was made and the run
+        holds its place; the next admission, finding Redis unreachable, refuses anyway.
+        """
         if tokens <= 0:
             return
-        with self._lock:
-            self._roll()
-            self._tokens += tokens
+        _, key, ttl = self._window()
+        try:
+            pipe = self._client().pipeline(transaction=True)
+            pipe.hincrby(key, "tokens", tokens)
+            pipe.expire(key, ttl)
+            pipe.execute()
+        except (redis.RedisError, OSError) as error:
+            logger.warning("answering tokens not recorded: tokens=%d error=%s", tokens, type(error).__name__)
         TOKENS.add(tokens)
 
     def spend(self) -> PeriodSpend:
-        with self._lock:
-            self._roll()
-            return PeriodSpend(self._start, self._runs, self._tokens)
+        """What the current period has admitted and been charged, across every process."""
+        start, key, _ = self._window()
+        try:
+            runs, tokens = self._client().hmget(key, ["runs", "tokens"])
+        except (redis.RedisError, OSError) as error:
+            raise _unavailable(error) from error
+        return PeriodSpend(start, int(runs or 0), int(tokens or 0))
 
 
 _ledger: PeriodLedger | None = None
@@ -122,7 +208,7 @@ _ledger_lock = threading.Lock()
 
 
 def period_ledger() -> PeriodLedger:
-    """This process's ledger, sized by the MAILFATHOM_ANSWERING_* settings when first used."""
+    """The deployment's ledger, sized by the MAILFATHOM_ANSWERING_* settings when first used."""
     global _ledger
     values: MailFathomSettings = settings.MAILFATHOM
     wanted = (
@@ -136,9 +222,12 @@ def period_ledger() -> PeriodLedger:
         return _ledger
 
 
-@forgotten_when_changed("MAILFATHOM")
+@forgotten_when_changed("MAILFATHOM", "PROVIDER_HEALTH_NAMESPACE", "DATABASES", "REDIS_URL")
 def reset_period_ledger() -> None:
-    """Forget this process's ledger (a changed configuration starts a new count)."""
+    """Forget this process's ledger object (its ceilings or namespace may have changed).
+
+    The counts themselves stay in Redis: a changed configuration does not restart a period.
+    """
     global _ledger
     with _ledger_lock:
         _ledger = None

@@ -5,25 +5,37 @@ with that much entropy needs no slow hash, and a lookup by digest reveals nothin
 the key through timing. The first characters are kept as a prefix so an operator can tell
 keys apart. last_used_at is recorded at most once a minute per key, so authenticating a
 busy client does not write on every request.
+
+A key reads every served account unless it is limited to some (docs/operations/
+mcp-endpoint.md, Key scopes). The /mcp gate asks `verify`, which remembers a verified key
+for VERIFIED_KEY_SECONDS: a busy client costs no query per request, and a revoked key, or a
+changed account list, takes effect within that many seconds. Wrong keys are not
+remembered (each is a new string); the gate bounds what checking them costs instead.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts.models import McpApiKey
+from accounts.models import MailAccount, McpApiKey
 
 KEY_MARKER = "mfk_"
 PREFIX_LENGTH = 12
 MAX_TOKEN_LENGTH = 200
 MAX_NAME_LENGTH = 100
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+VERIFIED_KEY_SECONDS = 5.0
+VERIFIED_KEY_CAPACITY = 1024
 
 
 @dataclass(frozen=True)
@@ -38,14 +50,64 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_key(name: str) -> IssuedKey:
-    """Create a key named `name` and return it; the key is not stored and cannot be shown again."""
+@dataclass(frozen=True)
+class KeyGrant:
+    """What a verified key may read: `account_pks` None for every served account."""
+
+    key_pk: int
+    account_pks: frozenset[int] | None
+
+
+def accounts_named(account_ids: Iterable[str]) -> list[MailAccount]:
+    """The configured accounts with these identifiers; ValueError naming any that is unknown.
+
+    Served or not: a key may be limited to an account the deployment serves later.
+    """
+    wanted = list(dict.fromkeys(account_id.strip() for account_id in account_ids))
+    if not wanted or not all(wanted):
+        raise ValueError("Name at least one account identifier, none of them blank.")
+    found = {account.account_id: account for account in MailAccount.objects.filter(account_id__in=wanted)}
+    unknown = [account_id for account_id in wanted if account_id not in found]
+    if unknown:
+        raise ValueError(f"No account has the identifier(s): {', '.join(unknown)}.")
+    return [found[account_id] for account_id in wanted]
+
+
+def create_key(name: str, accounts: Iterable[str] | None = None) -> IssuedKey:
+    """Create a key named `name` and return it; the key is not stored and cannot be shown again.
+
+    `accounts` (account identifiers) limits the key to those accounts; None lets it read
+    every served account. An unknown identifier is a ValueError and creates nothing.
+    """
     name = name.strip()
     if not name or len(name) > MAX_NAME_LENGTH:
         raise ValueError(f"A key name must be 1 to {MAX_NAME_LENGTH} characters.")
+    limited = None if accounts is None else accounts_named(accounts)
     key = KEY_MARKER + secrets.token_urlsafe(32)
-    record = McpApiKey.objects.create(name=name, prefix=key[:PREFIX_LENGTH], key_hash=_digest(key))
+    with transaction.atomic():
+        record = McpApiKey.objects.create(
+            name=name, prefix=key[:PREFIX_LENGTH], key_hash=_digest(key), limited=limited is not None
+        )
+        if limited is not None:
+            record.accounts.set(limited)
     return IssuedKey(record=record, key=key)
+
+
+def limit_key(key_id: int, accounts: Iterable[str] | None) -> bool:
+    """Limit the key with this id to `accounts` (identifiers); None lets it read every account.
+
+    False when there is no such key; a ValueError naming an unknown identifier changes
+    nothing. Servers notice within VERIFIED_KEY_SECONDS.
+    """
+    limited = None if accounts is None else accounts_named(accounts)
+    with transaction.atomic():
+        record = McpApiKey.objects.select_for_update().filter(pk=key_id).first()
+        if record is None:
+            return False
+        record.limited = limited is not None
+        record.save(update_fields=["limited"])
+        record.accounts.set(limited or [])
+    return True
 
 
 def authenticate(token: object) -> McpApiKey | None:
@@ -54,7 +116,7 @@ def authenticate(token: object) -> McpApiKey | None:
     Anything that is not a plausible key (not text, empty, too long) is refused before it
     is hashed. A revoked key is refused like an unknown one.
     """
-    if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_LENGTH:
+    if not _plausible(token):
         return None
     key = McpApiKey.objects.active().filter(key_hash=_digest(token)).first()
     if key is None:
@@ -66,6 +128,93 @@ def authenticate(token: object) -> McpApiKey | None:
         ).update(last_used_at=now)
         key.last_used_at = now
     return key
+
+
+def grant_of(key: McpApiKey) -> KeyGrant:
+    """The accounts `key` may read, as the scope layer takes them."""
+    if not key.limited:
+        return KeyGrant(key_pk=key.pk, account_pks=None)
+    # The link table alone: no join to the accounts, so a busy accounts table never holds a key check.
+    links = McpApiKey.accounts.through.objects.filter(mcpapikey_id=key.pk)
+    return KeyGrant(key_pk=key.pk, account_pks=frozenset(links.values_list("mailaccount_id", flat=True)))
+
+
+class _VerifiedKeys:
+    """Digests of keys verified in the last `seconds`, with their grants; thread-safe, bounded."""
+
+    def __init__(self, seconds: float, capacity: int) -> None:
+        self.seconds, self.capacity = seconds, capacity
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[float, KeyGrant]] = {}
+
+    def get(self, digest: str) -> KeyGrant | None:
+        now = time.monotonic()
+        with self._lock:
+            entry = self._entries.get(digest)
+            if entry is None:
+                return None
+            if entry[0] <= now:
+                del self._entries[digest]
+                return None
+            return entry[1]
+
+    def put(self, digest: str, grant: KeyGrant) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if len(self._entries) >= self.capacity:
+                self._entries = {d: e for d, e in self._entries.items() if e[0] > now}
+                if len(self._entries) >= self.capacity:
+                    self._entries.clear()  # only valid keys get here: a refill costs one query each
+            self._entries[digest] = (now + self.seconds, grant)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_verified = _VerifiedKeys(VERIFIED_KEY_SECONDS, VERIFIED_KEY_CAPACITY)
+
+
+# Every key create_key issues has this shape: the marker, then 32 bytes in URL-safe base64.
+_KEY_LENGTH = len(KEY_MARKER) + 43
+
+
+def _plausible(token: object) -> bool:
+    return isinstance(token, str) and bool(token) and len(token) <= MAX_TOKEN_LENGTH
+
+
+def well_formed(token: object) -> bool:
+    """Whether `token` has the shape of an issued key; anything else is refused with no query."""
+    return isinstance(token, str) and len(token) == _KEY_LENGTH and token.startswith(KEY_MARKER)
+
+
+def recently_verified(token: object) -> KeyGrant | None:
+    """The grant of `token` if it was verified in the last few seconds; no I/O (safe on a loop)."""
+    return _verified.get(_digest(token)) if _plausible(token) else None  # type: ignore[arg-type]
+
+
+def verify(token: object) -> KeyGrant | None:
+    """Authenticate `token` (recording its use) and return what it may read, or None.
+
+    A verified key is remembered for VERIFIED_KEY_SECONDS, so `recently_verified` answers
+    for it without a query until then.
+    """
+    if not well_formed(token):
+        return None
+    cached = recently_verified(token)
+    if cached is not None:
+        return cached
+    key = authenticate(token)
+    if key is None:
+        return None
+    grant = grant_of(key)
+    _verified.put(_digest(token), grant)  # type: ignore[arg-type]
+    return grant
+
+
+def forget_verified_keys() -> None:
+    """Forget every remembered verification (a test, or an operator's shell, wants it now)."""
+    _verified.clear()
 
 
 def revoke(key_id: int) -> bool:

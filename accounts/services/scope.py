@@ -5,11 +5,20 @@ folders (an alias, or a role written `role:Junk`). The result lists the served a
 for each, the folders tools may read: mapped, visible to tools, and matching the request.
 Every later read (list, content, search, ask) is expressed in a ResolvedScope, so a folder
 withheld from tools or an account no longer served is outside all of them at once.
+
+The caller's MCP API key may be limited to some accounts (docs/operations/mcp-endpoint.md,
+Key scopes). The /mcp key gate states that limit with `limited_to_accounts` around the
+request; it travels as a context variable into the use case's worker thread (asgiref's
+sync_to_async copies the context), and every resolution here intersects the served
+accounts with it before anything is read. An account outside the key is therefore refused
+exactly as an unknown one is, and a read naming no account reaches only the key's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from accounts.models import FolderMapping, FolderRole, MailAccount, normalize_alias
@@ -25,6 +34,33 @@ MAX_ACCOUNTS = 64
 MAX_FOLDERS = 64
 MAX_NAME_LENGTH = 256
 ROLE_PREFIX = "role:"
+
+
+# None: no limit (no key, or a key for every account). A frozenset: the MailAccount primary
+# keys the caller's key may read, possibly none.
+_key_accounts: ContextVar[frozenset[int] | None] = ContextVar("mailfathom_key_accounts", default=None)
+
+
+@contextmanager
+def limited_to_accounts(account_pks: Collection[int] | None) -> Iterator[None]:
+    """Within the block, every scope resolved in this context reaches only `account_pks`.
+
+    None lifts no limit and sets none: the block resolves as the caller's context already did.
+    """
+    token = _key_accounts.set(None if account_pks is None else frozenset(account_pks))
+    try:
+        yield
+    finally:
+        _key_accounts.reset(token)
+
+
+def reachable_accounts() -> list[MailAccount]:
+    """The served accounts this context's caller may read, ordered by identifier."""
+    served = MailAccount.objects.served()
+    allowed = _key_accounts.get()
+    if allowed is not None:
+        served = served.filter(pk__in=allowed)
+    return list(served.order_by("account_id"))
 
 
 @dataclass(frozen=True)
@@ -88,16 +124,16 @@ def resolve_scope(
 ) -> ResolvedScope:
     """Resolve a caller's account and folder names into the scope a read may use.
 
-    No account names means every served account. No folder names means every folder tools
-    may read. Refusals: 51002 for a list over 64 names or a blank, over-long or
-    control-character name; 53001 for an account name no served account answers to (one
-    answer for "no such account" and "not yours"); 53003 for a role no readable folder in
+    No account names means every served account the caller's key may read. No folder names
+    means every folder tools may read. Refusals: 51002 for a list over 64 names or a blank,
+    over-long or control-character name; 53001 for an account name no served account of the
+    key answers to (one answer for "no such account" and "not yours"); 53003 for a role no readable folder in
     scope carries. An alias that matches nothing is not an error: it reads nothing.
     """
     account_names = _checked_names(accounts, MAX_ACCOUNTS, "accounts", "accounts")
     folder_names = _checked_names(folders, MAX_FOLDERS, "folders", "folders")
 
-    served = list(MailAccount.objects.served().order_by("account_id"))
+    served = reachable_accounts()
     chosen = _match_accounts(served, account_names) if account_names else served
 
     mappings = FolderMapping.objects.filter(

@@ -5,8 +5,9 @@ From the outside in:
 1. Deadline: a request still running after MAILFATHOM_MCP_REQUEST_TIMEOUT is abandoned
    with 504 (its use case finishes in its worker thread; the answer is dropped).
 2. The posture gate: with `api-key`, a request without a valid, unrevoked key in
-   `Authorization: Bearer` is 401 with no detail; with `none` and no override, a request
-   that did not arrive on a loopback address is 403, whatever address uvicorn was bound to.
+   `Authorization: Bearer` is 401 with no detail, and an admitted one reads only the
+   accounts its key may read; with `none` and no override, a request that did not arrive
+   on a loopback address is 403, whatever address uvicorn was bound to.
 3. The SDK app: Host and Origin checked against the configured allow-lists (421 / 403,
    DNS-rebinding protection), the body limit (413), then the JSON-RPC exchange.
 
@@ -28,7 +29,8 @@ from django.conf import settings
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 
-from accounts.services.mcp_keys import authenticate
+from accounts.services.mcp_keys import recently_verified, verify, well_formed
+from accounts.services.scope import limited_to_accounts
 from mailfathom import config
 from mailfathom.config import MailFathomSettings
 from mailfathom.hosts import is_loopback_host
@@ -95,11 +97,24 @@ class NoEventStream:
         await self.app(scope, receive, send)
 
 
-class BearerKeyGate:
-    """Admit a request only with a valid, unrevoked MCP API key as its Bearer token."""
+KEY_CHECK_WORKERS = 2
 
-    def __init__(self, app: ASGIApp, runner: UseCaseRunner) -> None:
-        self.app, self.runner = app, runner
+
+class BearerKeyGate:
+    """Admit a request only with a valid, unrevoked MCP API key; limit it to the key's accounts.
+
+    Keys are checked on a small pool of their own, never on the tool calls' pool, so a wrong
+    key is refused at once even while every call slot is busy, and a flood of wrong keys
+    queues behind `workers` key checks rather than in front of tool calls (a token not shaped
+    like a key is refused on the spot, with no check at all). A key verified in
+    the last few seconds is admitted with no query at all (accounts.services.mcp_keys). The
+    key's accounts are set for the rest of the request, which carries them into every use
+    case the request runs (accounts.services.scope).
+    """
+
+    def __init__(self, app: ASGIApp, workers: int = KEY_CHECK_WORKERS) -> None:
+        self.app = app
+        self.checks = UseCaseRunner(workers)
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -107,14 +122,16 @@ class BearerKeyGate:
             return
         header = Headers(scope=scope).get("authorization", "")
         scheme, _, token = header.partition(" ")
-        key = None
-        if scheme.lower() == "bearer" and token.strip():
-            key = await self.runner.run(authenticate, token.strip())
-        if key is None:
+        token = token.strip()
+        grant = None
+        if scheme.lower() == "bearer" and well_formed(token):
+            grant = recently_verified(token) or await self.checks.run(verify, token)
+        if grant is None:
             logger.info("mcp: request refused: no valid API key")
             await _answer(send, 401, "unauthorized", ((b"www-authenticate", b"Bearer"),))
             return
-        await self.app(scope, receive, send)
+        with limited_to_accounts(grant.account_pks):
+            await self.app(scope, receive, send)
 
 
 class LoopbackGate:
@@ -151,7 +168,7 @@ def build_mcp_app() -> ASGIApp:
     )
     posture = values.mcp_auth
     if posture == API_KEY:
-        app = BearerKeyGate(app, runner)
+        app = BearerKeyGate(app)
     elif posture == NO_AUTH and not values.mcp_allow_unauthenticated_nonloopback:
         app = LoopbackGate(app)
     elif posture != NO_AUTH:

@@ -1,13 +1,23 @@
-"""The period ledger: fixed windows anchored at the epoch, taken at admission, refused not queued."""
+"""The period ledger: fixed windows anchored at the epoch, taken at admission, refused not queued.
+
+The counts are in the session's real Redis; each test counts in a namespace of its own.
+"""
 
 from __future__ import annotations
 
 import threading
+import uuid
 
 import pytest
 
 from answering.ledger import SPEND_REFUSED, PeriodLedger
 from mailfathom.errors import MailFathomError
+
+
+@pytest.fixture
+def namespace() -> str:
+    """A namespace of this test's own in the shared Redis."""
+    return f"test-ledger-{uuid.uuid4().hex}"
 
 
 class Clock:
@@ -18,9 +28,11 @@ class Clock:
         return self.now
 
 
-def test_runs_are_counted_at_admission_and_the_next_is_refused_with_the_renewal_instant():
+def test_runs_are_counted_at_admission_and_the_next_is_refused_with_the_renewal_instant(namespace):
     clock = Clock(7200.0 + 1800)  # half past two, 1970-01-01
-    ledger = PeriodLedger(max_runs=3, max_tokens=10_000, period_seconds=3600, clock=clock)
+    ledger = PeriodLedger(
+        namespace=namespace, max_runs=3, max_tokens=10_000, period_seconds=3600, clock=clock
+    )
     for _ in range(3):
         ledger.admit()
     with pytest.raises(MailFathomError) as refused:
@@ -30,8 +42,10 @@ def test_runs_are_counted_at_admission_and_the_next_is_refused_with_the_renewal_
     assert ledger.spend().runs == 3
 
 
-def test_tokens_spent_close_the_period_for_new_questions():
-    ledger = PeriodLedger(max_runs=30, max_tokens=1000, period_seconds=3600, clock=Clock(100.0))
+def test_tokens_spent_close_the_period_for_new_questions(namespace):
+    ledger = PeriodLedger(
+        namespace=namespace, max_runs=30, max_tokens=1000, period_seconds=3600, clock=Clock(100.0)
+    )
     ledger.admit()
     ledger.charge(999)
     ledger.admit()  # under the ceiling: admitted
@@ -41,9 +55,9 @@ def test_tokens_spent_close_the_period_for_new_questions():
     assert refused.value.code == SPEND_REFUSED
 
 
-def test_the_window_rolls_over_on_the_epoch_anchored_boundary():
+def test_the_window_rolls_over_on_the_epoch_anchored_boundary(namespace):
     clock = Clock(3599.0)
-    ledger = PeriodLedger(max_runs=1, max_tokens=1000, period_seconds=3600, clock=clock)
+    ledger = PeriodLedger(namespace=namespace, max_runs=1, max_tokens=1000, period_seconds=3600, clock=clock)
     ledger.admit()
     with pytest.raises(MailFathomError):
         ledger.admit()
@@ -53,9 +67,9 @@ def test_the_window_rolls_over_on_the_epoch_anchored_boundary():
     assert ledger.spend().runs == 1
 
 
-def test_a_skipped_window_is_not_owed():
+def test_a_skipped_window_is_not_owed(namespace):
     clock = Clock(0.0)
-    ledger = PeriodLedger(max_runs=2, max_tokens=1000, period_seconds=60, clock=clock)
+    ledger = PeriodLedger(namespace=namespace, max_runs=2, max_tokens=1000, period_seconds=60, clock=clock)
     clock.now = 600.0  # ten idle windows
     ledger.admit()
     ledger.admit()
@@ -63,8 +77,10 @@ def test_a_skipped_window_is_not_owed():
         ledger.admit()
 
 
-def test_concurrent_admissions_never_exceed_the_ceiling():
-    ledger = PeriodLedger(max_runs=30, max_tokens=10**9, period_seconds=3600, clock=Clock(10.0))
+def test_concurrent_admissions_never_exceed_the_ceiling(namespace):
+    ledger = PeriodLedger(
+        namespace=namespace, max_runs=30, max_tokens=10**9, period_seconds=3600, clock=Clock(10.0)
+    )
     admitted, refused = [], []
     barrier = threading.Barrier(64)
 
