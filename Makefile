@@ -4,16 +4,23 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format migrate shell stop clean-var install
+.PHONY: run test lint format migrate shell stop clean-var install lock
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): $(BIN)/python requirements.txt requirements-dev.txt
-	$(BIN)/pip install --quiet -r requirements-dev.txt
+# requirements.txt and requirements-dev.txt name what we depend on; requirements.lock pins
+# every package they pull in, with hashes, and is what gets installed (`make lock` renews it).
+$(STAMP): $(BIN)/python requirements.lock
+	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements.lock
 	@touch $(STAMP)
+
+lock: $(BIN)/python
+	$(BIN)/pip install --quiet pip-tools==7.6.2
+	$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+		--output-file requirements.lock requirements-dev.txt
 
 install: $(STAMP)
 
