@@ -74,10 +74,13 @@ class Bridge:
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        """Every tool, less any whose advertisement rule reads false right now."""
+        """Every tool, less any whose advertisement rule reads false right now.
+
+        The rules are read beside the call slots, so a full server still lists its tools.
+        """
         listed = []
         for tool in self.tools:
-            if tool.advertised is None or await self.runner.run(tool.advertised):
+            if tool.advertised is None or await self.runner.read(tool.advertised):
                 listed.append(self.descriptors[tool.name])
         return ListToolsResult(tools=listed)
 
@@ -93,14 +96,14 @@ class Bridge:
         A tool is called whether or not it was listed: an advertisement rule is not
         authorization, and the use case answers for itself. An unknown tool is the
         protocol's invalid-params error, recorded as refused (docs/operations/mcp-endpoint.md).
-        Cancellation propagates.
+        A call that finds every slot taken is refused with 54002. Cancellation propagates.
         """
         tool = self.by_name.get(params.name)
         if tool is None:
             raise calls.Refusal(INVALID_PARAMS, UNKNOWN_TOOL_MESSAGE)
         try:
             keywords = convert_arguments(tool.arguments, params.arguments)
-            result = await self.runner.run(tool.use_case, **keywords)
+            result = await self.runner.call(tool.use_case, **keywords)
             payload = tool.publish(result).wire()
         except MailFathomError as error:
             shown = published(error)
