@@ -523,8 +523,9 @@ class MailFathomSettings:
         8,
         1,
         256,
-        "Tool calls one process runs at once (each holds a database connection); further calls "
-        "wait for a free slot within the request timeout.",
+        "Tool calls one process runs at once (each holds a database connection); a call past the "
+        "limit is refused at once with 54002 (retryable) instead of waiting. tools/list and "
+        "initialize take no slot.",
     )
     mcp_max_body_bytes: int = _whole(
         1048576,

@@ -3,13 +3,14 @@
 For each tools/call request it records the tool name, the outcome, the error code where
 there is one, and the duration, as one log line and as two OpenTelemetry instruments (a
 call counter and a duration histogram). The name a call arrived with is caller text: the
-log shows it only when it is spelled like a MailFathom tool name (lower-case snake case)
-and the instruments only when this server publishes a tool of that name; anything else is
-the fixed PLACEHOLDER, so a caller can neither write into the log nor create a time series.
+log and the instruments show it only when this server publishes a tool of that name;
+anything else is the fixed PLACEHOLDER, so a caller can neither write into the log nor
+create a time series (a name spelled like ours but unknown is caller text all the same).
 
-Outcomes: ok; refused (a caller-category code, published as it stands); failed (54001,
-whose detail is logged here in full, correlated by the call's trace id); cancelled and
-protocol_error, which are recorded and re-raised, never converted.
+Outcomes: ok; refused (a caller-category code, published as it stands, or a Refusal: the
+JSON-RPC error an unknown tool gets); failed (54001, whose detail is logged here in full,
+correlated by the call's trace id); cancelled and protocol_error, which are recorded and
+re-raised, never converted.
 
 The instruments use the OpenTelemetry API only. Until the deployment installs an SDK
 meter provider (and, for Prometheus, its exporter) they record nothing.
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -36,8 +36,6 @@ from pydantic import ValidationError
 logger = logging.getLogger("mailfathom.mcp.calls")
 
 PLACEHOLDER = "(unrecognized)"
-_OUR_SPELLING = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+){0,7}")
-_MAX_NAME = 64
 
 OK, REFUSED, FAILED, CANCELLED, PROTOCOL_ERROR = "ok", "refused", "failed", "cancelled", "protocol_error"
 
@@ -51,19 +49,20 @@ DURATION = _meter.create_histogram(
 _tracer = trace.get_tracer("mailfathom.mcp")
 
 
-def loggable_name(name: object) -> str:
-    """The name as the log may show it: spelled like ours, or the placeholder."""
-    if isinstance(name, str) and len(name) <= _MAX_NAME and _OUR_SPELLING.fullmatch(name):
-        return name
-    return PLACEHOLDER
+class Refusal(MCPError):
+    """A JSON-RPC error that answers the caller's own mistake: recorded as refused, not failed."""
+
+
+def recorded_name(name: object, published: frozenset[str]) -> str:
+    """The name as the log and the instruments may show it: a published one, or the placeholder."""
+    return name if isinstance(name, str) and name in published else PLACEHOLDER
 
 
 @dataclass
 class CallRecord:
     """What one call did; the tools/call handler fills in outcome and code."""
 
-    logged_name: str
-    measured_name: str
+    name: str  # a published tool's name or PLACEHOLDER, never other caller text
     trace_id: str
     outcome: str = OK
     code: int | None = None
@@ -95,18 +94,21 @@ class CallFilter:
         if ctx.method != "tools/call":
             return await call_next(ctx)
         name = ctx.params.get("name") if isinstance(ctx.params, Mapping) else None
-        measured = name if isinstance(name, str) and name in self.published else PLACEHOLDER
+        measured = recorded_name(name, self.published)
         with _tracer.start_as_current_span(
             f"tools/call {measured}", record_exception=False, set_status_on_exception=False
         ) as span:
             span_context = span.get_span_context()
             trace_id = format(span_context.trace_id, "032x") if span_context.is_valid else uuid.uuid4().hex
-            record = CallRecord(logged_name=loggable_name(name), measured_name=measured, trace_id=trace_id)
+            record = CallRecord(name=measured, trace_id=trace_id)
             token = _current.set(record)
             try:
                 return await call_next(ctx)
             except anyio.get_cancelled_exc_class():
                 record.outcome, record.code = CANCELLED, None
+                raise
+            except Refusal as error:
+                record.outcome, record.code = REFUSED, error.error.code
                 raise
             except MCPError as error:
                 record.outcome, record.code = PROTOCOL_ERROR, error.error.code
@@ -128,13 +130,13 @@ def _finish(record: CallRecord, span: trace.Span) -> None:
     code = "-" if record.code is None else str(record.code)
     logger.info(
         "mcp call tool=%s outcome=%s code=%s duration_ms=%.1f trace=%s",
-        record.logged_name,
+        record.name,
         record.outcome,
         code,
         duration * 1000,
         record.trace_id,
     )
-    attributes = {"mcp.tool": record.measured_name, "mcp.outcome": record.outcome, "mcp.code": code}
+    attributes = {"mcp.tool": record.name, "mcp.outcome": record.outcome, "mcp.code": code}
     CALLS.add(1, attributes)
     DURATION.record(duration, attributes)
     span.set_attributes(attributes)

@@ -1,11 +1,17 @@
 """Running synchronous use cases from the async MCP server, a bounded number at a time.
 
 Use cases use the ORM, which must not run on the event loop, so each runs in a worker
-thread through asgiref's sync_to_async. The threads are a pool of its own whose size is the
-limit on concurrent calls: each worker holds at most one database connection, and a call
-past the limit waits for a free worker (within the request timeout) rather than opening
-another connection. A call abandoned by the timeout keeps its worker until the use case
-returns, so abandoned work still counts against the limit.
+thread. A tool call runs on a pool of its own whose size is the limit on concurrent calls
+(MAILFATHOM_MCP_MAX_CONCURRENT_CALLS): each worker holds at most one database connection.
+A call that finds every slot taken is refused at once with 54002 (docs/operations/
+mcp-endpoint.md, Bounds) rather than queued: a queue would hold the caller until the
+request timeout and answer 504, and a client that is told "busy" can retry at a moment it
+chooses. A slot is held until the use case returns, not until its caller stops waiting, so
+work abandoned by the request timeout still counts against the limit.
+
+Reads that are not tool calls (the advertisement rules tools/list reads) run on a small
+side pool and wait for it: they take no call slot, so listing keeps answering while every
+slot is busy.
 
 Every run is framed by Django's request_started and request_finished signals, as a Django
 request is, so connections are reset and closed per CONN_MAX_AGE and a broken one is not
@@ -14,14 +20,28 @@ reused by the next call on that thread.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.core.signals import request_finished, request_started
 
+from mailfathom.errors import MailFathomError
+
 T = TypeVar("T")
+
+SERVER_BUSY = 54002
+SERVER_BUSY_MESSAGE = (
+    "Every tool-call slot of this server is in use, so the call was not started; send it again in a moment."
+)
+# Advertisement reads are a local lookup each; two threads keep one slow read from
+# holding up every tools/list without adding many database connections.
+SIDE_WORKERS = 2
 
 
 def _framed(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -33,15 +53,45 @@ def _framed(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 class UseCaseRunner:
-    """Run synchronous callables on a pool of `max_workers` threads."""
+    """Run tool calls on `max_workers` slots (refusing past them) and side reads beside them."""
 
     def __init__(self, max_workers: int) -> None:
         self.max_workers = max_workers
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="mcp-call")
+        self._side = ThreadPoolExecutor(max_workers=SIDE_WORKERS, thread_name_prefix="mcp-side")
+        self._slots = threading.BoundedSemaphore(max_workers)
+
+    async def call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a tool call's use case on a free slot, or refuse it with 54002 without waiting.
+
+        The slot is given back when the worker is done with the function (or when the
+        submission is cancelled before it started), whatever became of the awaiting caller.
+        """
+        if not self._slots.acquire(blocking=False):
+            raise MailFathomError(SERVER_BUSY, SERVER_BUSY_MESSAGE)
+        work = partial(_framed, function, *args, **kwargs)
+        try:
+            future: Future[T] = self._executor.submit(contextvars.copy_context().run, work)
+        except BaseException:
+            self._slots.release()
+            raise
+        future.add_done_callback(lambda _: self._slots.release())
+        return await asyncio.wrap_future(future)
 
     async def run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run `function` on this runner's threads, waiting for one rather than refusing.
+
+        For a runner of its own that queues by design (the key checks of BearerKeyGate),
+        never for tool calls, which take a slot through `call`.
+        """
         framed = sync_to_async(_framed, thread_sensitive=False, executor=self._executor)
+        return await framed(function, *args, **kwargs)
+
+    async def read(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a read that is not a tool call on the side pool, waiting for it; never refused."""
+        framed = sync_to_async(_framed, thread_sensitive=False, executor=self._side)
         return await framed(function, *args, **kwargs)
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._side.shutdown(wait=False, cancel_futures=True)

@@ -7,7 +7,8 @@ From the outside in:
 2. The posture gate: with `api-key`, a request without a valid, unrevoked key in
    `Authorization: Bearer` is 401 with no detail, and an admitted one reads only the
    accounts its key may read; with `none` and no override, a request that did not arrive
-   on a loopback address is 403, whatever address uvicorn was bound to.
+   on a loopback address, or that carries a reverse proxy's forwarding headers, is 403,
+   whatever address uvicorn was bound to.
 3. The SDK app: Host and Origin checked against the configured allow-lists (421 / 403,
    DNS-rebinding protection), the body limit (413), then the JSON-RPC exchange.
 
@@ -134,8 +135,18 @@ class BearerKeyGate:
             await self.app(scope, receive, send)
 
 
+# Headers a reverse proxy adds when it forwards a request (docs/operations/mcp-endpoint.md).
+PROXY_HEADERS = frozenset({"forwarded", "x-forwarded-for", "x-real-ip", "x-forwarded-host"})
+
+
 class LoopbackGate:
-    """Posture none: serve only requests that arrived on a loopback address of this machine."""
+    """Posture none: serve only requests that arrived on a loopback address, not through a proxy.
+
+    A reverse proxy on the same machine connects over loopback, so the socket alone would
+    make every client it forwards look local. A request carrying a header a proxy adds is
+    therefore refused too. Such a header can be forged, but only to refuse oneself: its
+    absence proves nothing, its presence is enough to say no.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -145,6 +156,10 @@ class LoopbackGate:
             server = scope.get("server")
             if not server or not is_loopback_host(str(server[0])):
                 logger.warning("mcp: unauthenticated request on a non-loopback address refused")
+                await _answer(send, 403, "forbidden")
+                return
+            if any(name.decode("latin-1").lower() in PROXY_HEADERS for name, _ in scope.get("headers", [])):
+                logger.warning("mcp: unauthenticated request forwarded by a proxy refused")
                 await _answer(send, 403, "forbidden")
                 return
         await self.app(scope, receive, send)

@@ -18,6 +18,7 @@ from typing import Any
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp_types import (
+    INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
     ListToolsResult,
@@ -35,6 +36,10 @@ logger = logging.getLogger("mailfathom.mcp")
 
 SERVER_NAME = "mailfathom"
 SERVER_VERSION = "0.1.0"
+# The protocol's answer to an unknown tool is a JSON-RPC invalid-params error. The name is
+# not repeated: it is the caller's own text, and tools/list says what is published.
+UNKNOWN_TOOL_MESSAGE = "Unknown tool: the name is not one this server publishes (see tools/list)."
+
 INSTRUCTIONS = (
     "MailFathom serves a read-only local copy of IMAP mailboxes. Start with list_accounts to "
     "learn the account and folder names the other tools take; list_emails pages through "
@@ -69,10 +74,13 @@ class Bridge:
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        """Every tool, less any whose advertisement rule reads false right now."""
+        """Every tool, less any whose advertisement rule reads false right now.
+
+        The rules are read beside the call slots, so a full server still lists its tools.
+        """
         listed = []
         for tool in self.tools:
-            if tool.advertised is None or await self.runner.run(tool.advertised):
+            if tool.advertised is None or await self.runner.read(tool.advertised):
                 listed.append(self.descriptors[tool.name])
         return ListToolsResult(tools=listed)
 
@@ -86,14 +94,16 @@ class Bridge:
         """Convert the arguments, call the one use case, publish its result or its refusal.
 
         A tool is called whether or not it was listed: an advertisement rule is not
-        authorization, and the use case answers for itself. Cancellation propagates.
+        authorization, and the use case answers for itself. An unknown tool is the
+        protocol's invalid-params error, recorded as refused (docs/operations/mcp-endpoint.md).
+        A call that finds every slot taken is refused with 54002. Cancellation propagates.
         """
         tool = self.by_name.get(params.name)
         if tool is None:
-            return self._failed("mcp: call names no tool this server publishes")
+            raise calls.Refusal(INVALID_PARAMS, UNKNOWN_TOOL_MESSAGE)
         try:
             keywords = convert_arguments(tool.arguments, params.arguments)
-            result = await self.runner.run(tool.use_case, **keywords)
+            result = await self.runner.call(tool.use_case, **keywords)
             payload = tool.publish(result).wire()
         except MailFathomError as error:
             shown = published(error)
@@ -106,13 +116,10 @@ class Bridge:
         calls.settle(calls.OK)
         return success_result(payload)
 
-    def _failed(self, message: str, exc_info: BaseException | None = None) -> CallToolResult:
+    def _failed(self, message: str, exc_info: BaseException) -> CallToolResult:
         record = calls.current_call()
         trace_id = record.trace_id if record else "-"
-        if exc_info is None:
-            logger.info("%s trace=%s", message, trace_id)
-        else:
-            logger.error("%s trace=%s", message, trace_id, exc_info=exc_info)
+        logger.error("%s trace=%s", message, trace_id, exc_info=exc_info)
         calls.settle(calls.FAILED, UNDESCRIBED)
         return error_result(published(RuntimeError()))
 

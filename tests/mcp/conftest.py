@@ -147,7 +147,17 @@ def with_client(
             async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
                 return await action(client)
 
-    return anyio.run(run)
+    try:
+        return anyio.run(run)
+    except BaseExceptionGroup as group:
+        raise sole_error(group) from None
+
+
+def sole_error(error: BaseException) -> BaseException:
+    """The one error a chain of single-member task-group errors wraps (a JSON-RPC error, say)."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 def call_tool(server: Server, key: str, name: str, arguments: dict[str, Any] | None = None):

@@ -2,7 +2,7 @@
 
 Most of these run the bridge in process (the SDK's in-memory client against the same
 server object uvicorn serves) with stand-in tools, so a failure can be provoked at will;
-the hostile tool name goes through /mcp for real.
+unknown tool names go through /mcp for real in test_unknown_tool.py.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import time
 import anyio
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from mailfathom.errors import MailFathomError
 from mailfathom.mcp import calls
@@ -22,7 +23,7 @@ from mailfathom.mcp.execution import UseCaseRunner
 from mailfathom.mcp.server import build_server
 from mailfathom.mcp.tools import ToolSpec
 from mailfathom.wire import WireModel
-from tests.mcp.conftest import call_tool, error_code, error_text, post
+from tests.mcp.conftest import error_code, error_text, post, sole_error
 from tests.support import wait_for
 
 HOSTILE = "list_emails\n2031-01-01 INFO forged log line <script>alert(1)</script>"
@@ -81,7 +82,10 @@ def _in_process(action, tools=TOOLS):
         async with Client(server, mode="legacy") as client:
             return await action(client)
 
-    return anyio.run(run)
+    try:
+        return anyio.run(run)
+    except BaseExceptionGroup as group:
+        raise sole_error(group) from None
 
 
 def _call(name: str):
@@ -169,36 +173,26 @@ def test_a_malformed_call_is_a_protocol_error_recorded_and_re_raised(mcp_server,
 
 
 @pytest.mark.parametrize(
-    ("name", "logged"),
+    ("name", "recorded"),
     [
-        ("list_emails", "list_emails"),
-        ("ask_mail", "ask_mail"),
-        ("List_Emails", calls.PLACEHOLDER),
-        ("list emails", calls.PLACEHOLDER),
+        ("stand_in_ok", "stand_in_ok"),
+        ("list_emails", calls.PLACEHOLDER),  # spelled like ours, but this server does not publish it
+        ("Stand_In_Ok", calls.PLACEHOLDER),
         (HOSTILE, calls.PLACEHOLDER),
-        ("a" * 65, calls.PLACEHOLDER),
         (None, calls.PLACEHOLDER),
     ],
 )
-def test_only_names_spelled_like_ours_reach_the_log(name, logged):
-    assert calls.loggable_name(name) == logged
-
-
-@pytest.mark.django_db(transaction=True)
-def test_an_unknown_hostile_tool_name_is_54001_and_logged_as_the_placeholder(mcp_server, api_key):
-    result = call_tool(mcp_server, api_key, HOSTILE)
-
-    assert error_code(result) == 54001
-    assert "forged" not in str(result.content)
-    log = mcp_server.log()
-    assert "forged log line" not in log and "<script>" not in log
-    assert f"mcp call tool={calls.PLACEHOLDER} outcome=failed code=54001" in log
+def test_only_published_names_are_recorded(name, recorded):
+    assert calls.recorded_name(name, frozenset(t.name for t in TOOLS)) == recorded
 
 
 def test_instruments_count_calls_by_published_tool_outcome_and_code(metric_reader):
     reader = metric_reader
-    for name in ("stand_in_ok", "stand_in_refuses", "not_published", HOSTILE):
+    for name in ("stand_in_ok", "stand_in_refuses"):
         _call(name)
+    for name in ("not_published", HOSTILE):
+        with pytest.raises(MCPError):
+            _call(name)
 
     points = {}
     for resource in reader.get_metrics_data().resource_metrics:
@@ -212,7 +206,7 @@ def test_instruments_count_calls_by_published_tool_outcome_and_code(metric_reade
     calls_by = {key[1:]: p.value for key, p in points.items() if key[0] == "mailfathom.mcp.tool.calls"}
     assert calls_by[("stand_in_ok", "ok")] >= 1
     assert calls_by[("stand_in_refuses", "refused")] >= 1
-    assert calls_by[(calls.PLACEHOLDER, "failed")] >= 2  # both unpublished names, one series
+    assert calls_by[(calls.PLACEHOLDER, "refused")] >= 2  # both unpublished names, one series
     assert all(tool in {t.name for t in TOOLS} | {calls.PLACEHOLDER} for tool, _ in calls_by)
     durations = [key for key in points if key[0] == "mailfathom.mcp.tool.duration"]
     assert ("mailfathom.mcp.tool.duration", "stand_in_ok", "ok") in durations

@@ -1,0 +1,435 @@
+"""/mcp under load: 20 legitimate clients alone, then beside a flood of wrong-key requests.
+
+    .venv/bin/python bench/mcp_load.py [--emails 10000] [--clients 20] [--flood 200]
+                                       [--seconds 60] [--max-concurrent-calls N]
+
+On a scratch database (mailfathom_mcp_load_bench) holding one account of N emails, each
+with its stored MIME, one uvicorn process serves /mcp with posture api-key. Then:
+
+- phase A: `--clients` real `mcp` clients (one session each, as an assistant keeps one)
+  call list_emails (page of 25), search_emails (limit 20) and get_email_content (1 to 3
+  ids) in turn for `--seconds`;
+- phase B: the same, while `--flood` concurrent requests with a wrong Bearer key are sent
+  from a separate process (keep-alive connections, each POSTing tools/call again as soon
+  as it is answered).
+
+For each phase it prints p50/p95 of the legitimate calls that were served, and the errors
+split into documented refusals (a MailFathom caller-category code such as 54002, or 401
+for a wrong key) and other errors (54001, 504, a dropped connection, anything else); then
+the ratio of phase B's legitimate p95 to phase A's (target: at most 2, and no error other
+than documented refusals). A client told 54002 (every call slot busy) waits 50 ms before
+its next call, as a well-behaved client backs off; that wait is not counted as latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import multiprocessing
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# bench/mcp.py is named like the `mcp` package: keep this folder off the import path.
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != REPO / "bench"]
+sys.path.insert(0, str(REPO))
+
+DATABASE = "mailfathom_mcp_load_bench"
+WORDS = (
+    "invoice payment contract meeting schedule report budget travel approval review "
+    "quarter supplier delivery renewal deadline agenda minutes proposal estimate audit"
+).split()
+BATCH = 1000
+BACKOFF_SECONDS = 0.05
+WRONG_KEY = "mfk_" + "x" * 43
+CALLER_CATEGORY = range(51000, 58000)
+UNDESCRIBED = 54001
+
+
+def _bench_sync():  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_sync", REPO / "bench" / "sync.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_sync"] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
+
+
+# --- the mailbox ----------------------------------------------------------------------------
+
+
+def seed(count: int) -> list[str]:
+    """Insert one account of `count` emails with To participants and stored MIME; return the ids."""
+    from django.db import connection, transaction
+
+    from accounts.models import FolderRole
+    from mailbox.ids import uuid7
+    from mailbox.models import Availability, Direction, Email, Participant, ParticipantRole, RawMessage
+    from mailbox.services.lexical_search import refresh_term_stats
+    from tests.factories import MailAccountFactory
+    from tests.mailbox.factories import mapped_folder
+
+    rng = random.Random(11)  # noqa: S311 (synthetic text, not secrets)
+    account = MailAccountFactory(account_id="bench", display_name="Bench")
+    inbox = mapped_folder(
+        account, "inbox", FolderRole.INBOX, uidvalidity=1, last_committed_at=datetime.now(UTC)
+    )
+    first = datetime(2024, 1, 1, tzinfo=UTC)
+    ids: list[str] = []
+    emails: list[Email] = []
+    participants: list[Participant] = []
+    raws: list[RawMessage] = []
+
+    def flush() -> None:
+        with transaction.atomic():
+            Email.objects.bulk_create(emails)
+            Participant.objects.bulk_create(participants)
+            RawMessage.objects.bulk_create(raws)
+        emails.clear()
+        participants.clear()
+        raws.clear()
+
+    for uid in range(1, count + 1):
+        email_id = uuid7()
+        subject = f"{rng.choice(WORDS)} {rng.choice(WORDS)} {uid}"
+        body = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(40, 200)))
+        to = f"person{uid % 50}@example.org"
+        received = first + timedelta(minutes=7 * uid)
+        mime = (
+            f"From: Sender {uid % 30} <sender{uid % 30}@example.com>\r\nTo: {to}\r\n"
+            f"Subject: {subject}\r\nMessage-ID: <bench.{uid}@load-bench.invalid>\r\n"
+            f"Date: {received.strftime('%a, %d %b %Y %H:%M:%S +0000')}\r\n"
+            f"Content-Type: text/plain; charset=utf-8\r\n\r\n{body}\r\n"
+        ).encode()
+        compressed = zlib.compress(mime)
+        emails.append(
+            Email(
+                id=email_id,
+                account=account,
+                folder=inbox,
+                uidvalidity=1,
+                uid=uid,
+                message_id=f"bench.{uid}@load-bench.invalid",
+                subject=subject,
+                sent_at=received - timedelta(seconds=30),
+                received_at=received,
+                sender_address=f"sender{uid % 30}@example.com",
+                sender_name=f"Sender {uid % 30}",
+                size_bytes=len(mime),
+                flags=["\\Seen"],
+                flags_observed=True,
+                direction=Direction.INCOMING,
+                attachment_count=0,
+                inline_count=0,
+                attachment_total_bytes=0,
+                availability=Availability.AVAILABLE,
+                text_body=body,
+            )
+        )
+        participants.append(
+            Participant(email_id=email_id, role=ParticipantRole.TO, position=0, address=to, display_name="")
+        )
+        raws.append(
+            RawMessage(
+                email_id=email_id,
+                compressed=compressed,
+                sha256=hashlib.sha256(mime).hexdigest(),
+                original_size=len(mime),
+                stored_size=len(compressed),
+            )
+        )
+        ids.append(str(email_id))
+        if len(emails) >= BATCH:
+            flush()
+    if emails:
+        flush()
+    refresh_term_stats()
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    return ids
+
+
+# --- the server -----------------------------------------------------------------------------
+
+
+def start_server(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "mailfathom.asgi:application",
+            "--port",
+            str(port),
+            "--no-access-log",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(base + "/health", timeout=1)  # noqa: S310 (our own server)
+            return process, base
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit("uvicorn did not start")
+
+
+# --- legitimate clients ---------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    durations: dict[str, list[float]] = field(default_factory=dict)
+    refusals: Counter = field(default_factory=Counter)  # documented: code -> count
+    errors: Counter = field(default_factory=Counter)  # anything else: kind -> count
+
+    def served(self) -> list[float]:
+        return [d for values in self.durations.values() for d in values]
+
+
+def _code(result) -> int | None:  # type: ignore[no-untyped-def]
+    text = result.content[0].text if result.content else ""
+    if text.startswith("MailFathom error "):
+        return int(text.removeprefix("MailFathom error ")[:5])
+    return None
+
+
+def _calls(ids: list[str], rng: random.Random):  # type: ignore[no-untyped-def]
+    while True:
+        yield "list_emails", {"pageSize": 25, "direction": rng.choice(["newestFirst", "oldestFirst"])}
+        yield "search_emails", {"queryText": f"{rng.choice(WORDS)} {rng.choice(WORDS)}", "resultLimit": 20}
+        yield "get_email_content", {"storedEmailIds": rng.sample(ids, rng.randrange(1, 4))}
+
+
+async def legitimate(url: str, key: str, ids: list[str], clients: int, seconds: float) -> Tally:
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    tally = Tally()
+    deadline = time.perf_counter() + seconds
+
+    async def one_client(number: int) -> None:
+        calls = _calls(ids, random.Random(number))  # noqa: S311 (synthetic load)
+        headers = {"Authorization": f"Bearer {key}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(120)) as http:
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                while time.perf_counter() < deadline:
+                    name, arguments = next(calls)
+                    started = time.perf_counter()
+                    try:
+                        result = await client.call_tool(name, arguments)
+                    except Exception as error:  # noqa: BLE001 (counted, not hidden)
+                        tally.errors[type(error).__name__] += 1
+                        continue
+                    elapsed = (time.perf_counter() - started) * 1000
+                    code = _code(result) if result.is_error else None
+                    if not result.is_error:
+                        tally.durations.setdefault(name, []).append(elapsed)
+                    elif code in CALLER_CATEGORY and code != UNDESCRIBED:
+                        tally.refusals[code] += 1
+                        await anyio.sleep(BACKOFF_SECONDS)
+                    else:
+                        tally.errors[f"isError {code}"] += 1
+
+    async with anyio.create_task_group() as group:
+        for number in range(clients):
+            group.start_soon(one_client, number)
+    return tally
+
+
+# --- the wrong-key flood (its own process, so it does not share the clients' event loop) ----
+
+
+def _flood(url: str, concurrency: int, seconds: float, queue) -> None:  # type: ignore[no-untyped-def]
+    import anyio
+    import httpx2
+
+    statuses: Counter = Counter()
+    durations: list[float] = []
+    body = (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call",'
+        b'"params":{"name":"list_emails","arguments":{"pageSize":25}}}'
+    )
+    headers = {
+        "Authorization": f"Bearer {WRONG_KEY}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+
+    async def main() -> None:
+        deadline = time.perf_counter() + seconds
+        limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        async with httpx2.AsyncClient(limits=limits, timeout=httpx2.Timeout(120)) as http:
+
+            async def one() -> None:
+                while time.perf_counter() < deadline:
+                    started = time.perf_counter()
+                    try:
+                        response = await http.post(url, content=body, headers=headers)
+                        statuses[str(response.status_code)] += 1
+                    except Exception as error:  # noqa: BLE001 (counted)
+                        statuses[type(error).__name__] += 1
+                    durations.append((time.perf_counter() - started) * 1000)
+
+            async with anyio.create_task_group() as group:
+                for _ in range(concurrency):
+                    group.start_soon(one)
+
+    anyio.run(main)
+    queue.put((dict(statuses), durations))
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], share: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def report(label: str, tally: Tally, seconds: float) -> float:
+    served = tally.served()
+    p95 = percentile(served, 0.95)
+    print(f"\n{label}")
+    p50 = statistics.median(served) if served else float("nan")
+    print(f"  served {len(served)} calls ({len(served) / seconds:.1f}/s): p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+    for name, values in sorted(tally.durations.items()):
+        print(
+            f"    {name:<18} {len(values):>6} calls  p50 {statistics.median(values):>8.1f}"
+            f"  p95 {percentile(values, 0.95):>8.1f} ms"
+        )
+    refused = ", ".join(f"{code}: {n}" for code, n in sorted(tally.refusals.items())) or "none"
+    other = ", ".join(f"{kind}: {n}" for kind, n in sorted(tally.errors.items())) or "none"
+    print(f"  documented refusals: {refused}")
+    print(f"  other errors: {other}")
+    return p95
+
+
+def commit() -> str:
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True, text=True
+        ).stdout
+        return head + (" (with uncommitted changes)" if dirty.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--emails", type=int, default=10_000)
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--flood", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--max-concurrent-calls",
+        type=int,
+        default=None,
+        help="MAILFATHOM_MCP_MAX_CONCURRENT_CALLS (default: the product's)",
+    )
+    args = parser.parse_args()
+
+    import anyio
+
+    helpers = _bench_sync()
+    helpers.setup_django(DATABASE)
+    helpers.recreate_database(DATABASE)
+    from django.conf import settings
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    settings.MAILFATHOM = settings.MAILFATHOM.replace(embedding_provider="none")
+    started = time.perf_counter()
+    ids = seed(args.emails)
+    print(f"seeded {args.emails} emails in {time.perf_counter() - started:.0f} s")
+    from accounts.services.mcp_keys import create_key
+
+    key = create_key("load-bench").key
+    params = settings.DATABASES["default"]
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "mailfathom.settings",
+        "DATABASE_URL": f"postgres://{params['USER']}@/{DATABASE}?host={params['HOST']}",
+        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
+        "MAILFATHOM_KEYRING": settings.MAILFATHOM_KEYRING,
+        "MAILFATHOM_MCP_ENABLED": "true",
+        "MAILFATHOM_MCP_AUTH": "api-key",
+        "MAILFATHOM_EMBEDDING_PROVIDER": "none",
+    }
+    if args.max_concurrent_calls is not None:
+        env["MAILFATHOM_MCP_MAX_CONCURRENT_CALLS"] = str(args.max_concurrent_calls)
+    limit = env.get("MAILFATHOM_MCP_MAX_CONCURRENT_CALLS", "the default")
+    process, base = start_server(env)
+    url = base + "/mcp"
+    try:
+        print(f"commit {commit()}, {os.cpu_count()} cores, call slots: {limit}")
+        print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+        anyio.run(legitimate, url, key, ids, args.clients, 5.0)  # warm-up, not reported
+        alone = anyio.run(legitimate, url, key, ids, args.clients, args.seconds)
+        print(f"load average after phase A: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+        queue: multiprocessing.Queue = multiprocessing.Queue()
+        flooder = multiprocessing.Process(target=_flood, args=(url, args.flood, args.seconds + 2, queue))
+        flooder.start()
+        time.sleep(1.0)  # let the flood reach full strength first
+        flooded = anyio.run(legitimate, url, key, ids, args.clients, args.seconds)
+        statuses, flood_durations = queue.get(timeout=args.seconds + 120)
+        flooder.join(30)
+        print(f"load average after phase B: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+        print(f"\n{args.emails} emails; {args.clients} clients; {args.seconds:.0f} s a phase")
+        p95_alone = report("phase A: legitimate clients alone", alone, args.seconds)
+        p95_flooded = report(
+            f"phase B: the same beside {args.flood} concurrent wrong-key requests", flooded, args.seconds
+        )
+        refused = statuses.get("401", 0)
+        others = {status: n for status, n in statuses.items() if status != "401"}
+        print(
+            f"  the flood: {sum(statuses.values())} requests ({sum(statuses.values()) / args.seconds:.0f}/s),"
+            f" p50 {statistics.median(flood_durations) if flood_durations else float('nan'):.1f} ms,"
+            f" p95 {percentile(flood_durations, 0.95):.1f} ms; 401 (documented): {refused};"
+            f" other: {others or 'none'}"
+        )
+        ratio = p95_flooded / p95_alone
+        clean = not alone.errors and not flooded.errors and not others
+        print(f"\nlegitimate p95 with the flood / without: {ratio:.2f} (target: at most 2)")
+        print(
+            f"errors other than documented refusals: {'none' if clean else 'some (see above)'} (target: none)"
+        )
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        helpers.drop_database(DATABASE)
+
+
+if __name__ == "__main__":
+    main()
