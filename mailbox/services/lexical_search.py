@@ -18,7 +18,7 @@ from django.db import connection, transaction
 
 from mailbox.lexical import CONFIGURATIONS
 from mailbox.models import Email, EmailQuerySet, LexicalTermStat
-from mailbox.services.raw_sql import Params, column, table
+from mailbox.services.raw_sql import Params, column, selects_nothing, table
 
 COMMON_WORD_SHARE = 0.2
 MIN_COLLECTION_FOR_COMMON_WORDS = 50
@@ -127,7 +127,10 @@ def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[Lexi
 
     BM25 over the index itself: unnest(search_vector) gives each matching word's positions
     (its frequency) and weights (whether it is in the subject), in one pass per message.
+    Candidates empty by construction (a scope whose folders leave nothing) match nothing.
     """
+    if selects_nothing(candidates):
+        return []
     words = query_words(query)
     if not words.weights:
         return []
