@@ -6,7 +6,8 @@ Seeds are every message under shared/corpus/mime-torture and a spread sample of
 mail-dev.tar.gz; each mutant is one to three of the mutations in tests/mailbox/fuzzing.py
 (byte flips, truncation, boundary and header damage, deep nesting, splices). For each:
 parse_message must not raise nor fall back to "unparseable", and must finish within
-PARSE_SECONDS (measured here, never asserted in the test suite); sanitized_html and
+PARSE_SECONDS (measured here, best of three for any parse over RETIME_FROM, never
+asserted in the test suite); sanitized_html and
 attachment_bytes must not raise. Every `--store-every`th mutant is stored (store_messages,
 into a scratch database of its own) and read back with get_email_content, which must give
 the headers and text the parser produced. Prints counts, the slowest parse and its
@@ -32,6 +33,7 @@ from tests.mailbox.fuzzing import mutated, read_back_mismatches  # noqa: E402
 
 DATABASE = "mailfathom_fuzz_bench"
 PARSE_SECONDS = 1.0
+RETIME_FROM = 0.1  # a parse measured slower than this is timed twice more (best of three)
 CORPUS_SAMPLE = 600  # messages of mail-dev.tar.gz used as seeds, spread over the archive
 NOT_MESSAGES = {".txt", ".jsonl", ".md"}
 
@@ -83,7 +85,7 @@ def main() -> int:
     failures: Counter[str] = Counter()
     mutations_used: Counter[str] = Counter()
     defects: Counter[str] = Counter()
-    slowest = (0.0, -1, "", 0)
+    slowest = slowest_once = (0.0, -1, "", 0)
     total_seconds, over = 0.0, 0
     to_store: list[bytes] = []
     started = time.perf_counter()
@@ -102,6 +104,15 @@ def main() -> int:
             print(f"  mutant {index} ({names}, {len(raw)} bytes) raised {type(error).__name__}")
             continue
         total_seconds += seconds
+        if seconds > slowest_once[0]:
+            slowest_once = (seconds, index, names, len(raw))
+        if seconds >= RETIME_FROM:
+            # This machine is shared: a slow first measurement is timed again, and the
+            # best of three is what counts, so a scheduler stall is not called a slow parse.
+            for _ in range(2):
+                before = time.perf_counter()
+                parse_message(raw)
+                seconds = min(seconds, time.perf_counter() - before)
         defects.update(parsed.defects)
         if "unparseable" in parsed.defects:
             failures["fell back to unparseable"] += 1
@@ -119,8 +130,10 @@ def main() -> int:
         f"  mean parse {total_seconds / max(1, args.messages) * 1000:.2f} ms; over {PARSE_SECONDS} s: {over}"
     )
     print(
-        f"  slowest parse {slowest[0] * 1000:.1f} ms: mutant {slowest[1]} ({slowest[2]}, {slowest[3]} bytes)"
+        f"  slowest parse (best of three) {slowest[0] * 1000:.1f} ms: "
+        f"mutant {slowest[1]} ({slowest[2]}, {slowest[3]} bytes)"
     )
+    print(f"  slowest single measurement {slowest_once[0] * 1000:.1f} ms: mutant {slowest_once[1]}")
     print(f"  mutations applied: {dict(sorted(mutations_used.items()))}")
     print(f"  defects recorded: {dict(defects.most_common())}")
 
