@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format migrate shell stop clean-var install lock
+.PHONY: run test lint format migrate shell stop clean-var install lock fuzz
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)."; exit 1; }
@@ -32,6 +32,10 @@ test: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
+
+# The long MIME fuzzing run over the shared corpus (the bounded one is part of `make test`).
+fuzz: $(STAMP)
+	$(BIN)/python bench/fuzz.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

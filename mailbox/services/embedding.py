@@ -18,7 +18,7 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from mailbox.models import Availability, Email, EmailQuerySet, EmbeddingProfile, EmbeddingSpend, Passage
-from mailbox.services.raw_sql import Params, column, table
+from mailbox.services.raw_sql import Params, column, selects_nothing, table
 from mailfathom.capability import CapabilityState
 from mailfathom.providers import EMBEDDING_ROLE, get_embedder
 from mailfathom.providers.base import Embedder
@@ -183,7 +183,10 @@ def rank_vector(
 
     Filters narrow the candidates before ranking; pgvector 0.8's iterative scan keeps the
     HNSW index useful under a narrow filter (it continues the scan until `limit` rows pass).
+    Candidates empty by construction (a scope whose folders leave nothing) are nearest to nothing.
     """
+    if selects_nothing(candidates):
+        return []
     dims = int(profile.dimensions)
     passage, email_id, embedding = table(Passage), column(Passage, "email"), column(Passage, "embedding")
     bind = Params()

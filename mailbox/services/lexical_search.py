@@ -18,7 +18,7 @@ from django.db import connection, transaction
 
 from mailbox.lexical import CONFIGURATIONS
 from mailbox.models import Email, EmailQuerySet, LexicalTermStat
-from mailbox.services.raw_sql import Params, column, table
+from mailbox.services.raw_sql import Params, column, selects_nothing, table
 
 COMMON_WORD_SHARE = 0.2
 MIN_COLLECTION_FOR_COMMON_WORDS = 50
@@ -127,7 +127,10 @@ def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[Lexi
 
     BM25 over the index itself: unnest(search_vector) gives each matching word's positions
     (its frequency) and weights (whether it is in the subject), in one pass per message.
+    Candidates empty by construction (a scope whose folders leave nothing) match nothing.
     """
+    if selects_nothing(candidates):
+        return []
     words = query_words(query)
     if not words.weights:
         return []
@@ -199,50 +202,105 @@ def refresh_term_stats() -> int:
         return cursor.rowcount
 
 
+# ts_headline drops what its parser takes for markup (`<email>` in `contact@example.com<email>Here`
+# reaches it as a tag and leaves as a space) and marks matches with text mail may hold. So it
+# reads a copy of the text in which `<` and the three control characters it is given as marks
+# and delimiter are spaces: the copy has the same length, so a fragment found in it gives the
+# offsets at which the original text is cut (docs/search.md, Extracts).
+_START, _STOP, _DELIMITER = "\x02", "\x03", "\x1f"
+_MASKED = "<" + _START + _STOP + _DELIMITER
+_MASK = str.maketrans(_MASKED, " " * len(_MASKED))
+
+
+@dataclass(frozen=True)
+class _Fragment:
+    text: str  # a substring of the body, exactly as stored
+    marks: tuple[tuple[int, int], ...]  # the matched words, as [start, end) offsets in text
+
+
 def highlight(
-    email_ids: list[str], query: str, max_extracts: int, max_characters: int
+    email_ids: list[str], query: str, max_extracts: int, max_characters: int, marker: str = "**"
 ) -> dict[str, list[str]]:
-    """Return up to `max_extracts` extracts of each email's body, matched words between **."""
+    """Return up to `max_extracts` extracts of each email's body, matched words between `marker`.
+
+    Each extract is the body's own text (markup-like text included) cut to `max_characters`
+    characters, the markers not counted, with "…" after a cut: removing the markers and that
+    mark leaves a substring of the body. A fragment that cannot be placed in the body is
+    left out rather than altered.
+    """
     if not email_ids:
         return {}
     words = query_words(query)
     if not words.weights:
         return {}
     options = (
-        f"StartSel=**, StopSel=**, MaxFragments={max_extracts}, MaxWords=35, MinWords=12, "
-        "FragmentDelimiter=\x1f, HighlightAll=false"
+        f"StartSel={_START}, StopSel={_STOP}, MaxFragments={max_extracts}, MaxWords=35, MinWords=12, "
+        f"FragmentDelimiter={_DELIMITER}, HighlightAll=false"
     )
     email_id, body = column(Email, "id"), column(Email, "text_body")
     bind = Params()
     sql = f"""
-        SELECT {email_id}::text, ts_headline(
-            'simple', left({body}, {bind(HIGHLIGHT_READ)}), {_tsquery(list(words.weights), bind)},
-            {bind(options)}
+        SELECT id, text, ts_headline(
+            'simple', translate(text, {bind(_MASKED)}, {bind(" " * len(_MASKED))}),
+            {_tsquery(list(words.weights), bind)}, {bind(options)}
         )
-        FROM {table(Email)} WHERE {email_id} = ANY({bind(email_ids)}::uuid[])
+        FROM (
+            SELECT {email_id}::text AS id, left({body}, {bind(HIGHLIGHT_READ)}) AS text
+            FROM {table(Email)} WHERE {email_id} = ANY({bind(email_ids)}::uuid[])
+        ) AS bodies
     """
     with connection.cursor() as cursor:
         cursor.execute(sql, bind.values)
         rows = cursor.fetchall()
     extracts: dict[str, list[str]] = {}
-    for email_id, headline in rows:
-        fragments = [fragment.strip() for fragment in headline.split("\x1f") if "**" in fragment]
-        extracts[email_id] = [_cut(fragment, max_characters) for fragment in fragments[:max_extracts]]
+    for email_id, text, headline in rows:
+        fragments = _placed(headline, text)
+        extracts[email_id] = [_render(f, max_characters, marker) for f in fragments[:max_extracts]]
     return extracts
 
 
-def _cut(fragment: str, max_characters: int) -> str:
-    """Cut an extract to `max_characters` of message text (the ** markers are not counted)."""
-    counted, out, index = 0, [], 0
-    while index < len(fragment) and counted < max_characters:
-        if fragment.startswith("**", index):
-            out.append("**")
-            index += 2
+def _placed(headline: str, text: str) -> list[_Fragment]:
+    """ts_headline's fragments holding a match, located in the masked copy and cut from `text`."""
+    masked = text.translate(_MASK)
+    placed, cursor = [], 0
+    for piece in headline.split(_DELIMITER):
+        plain, marks, start = [], [], 0
+        for character in piece:
+            if character == _START:
+                start = len(plain)
+            elif character == _STOP:
+                marks.append((start, len(plain)))
+            else:
+                plain.append(character)
+        joined = "".join(plain)
+        found = joined.strip()
+        if not marks or not found:
             continue
-        out.append(fragment[index])
-        counted += 1
-        index += 1
-    text = "".join(out)
-    if text.count("**") % 2:
-        text += "**"
-    return text + ("…" if index < len(fragment) else "")
+        lead = len(joined) - len(joined.lstrip())
+        at = masked.find(found, cursor)
+        if at < 0:
+            at = masked.find(found)
+        if at < 0:
+            continue
+        shifted = tuple(
+            (max(0, s - lead), min(len(found), e - lead))
+            for s, e in marks
+            if e - lead > 0 and s - lead < len(found)
+        )
+        placed.append(_Fragment(text=text[at : at + len(found)], marks=shifted))
+        cursor = at + len(found)
+    return placed
+
+
+def _render(fragment: _Fragment, max_characters: int, marker: str) -> str:
+    """`fragment` cut to `max_characters` of its text, each match between `marker`s, "…" after a cut."""
+    shown = fragment.text[:max_characters]
+    out, position = [], 0
+    for start, end in fragment.marks:
+        if start >= len(shown):
+            break
+        end = min(end, len(shown))
+        out += [shown[position:start], marker, shown[start:end], marker]
+        position = end
+    out.append(shown[position:])
+    return "".join(out) + ("…" if len(fragment.text) > max_characters else "")

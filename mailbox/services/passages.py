@@ -9,7 +9,7 @@ whose body yields no text (encrypted mail, mail that lives in an attachment) is 
 rather than handed over as an identifier with nothing beside it.
 
 The extract is the whole body (whitespace folded) when it fits in `max_characters`;
-otherwise the query's best fragments of it (ts_headline, markers removed) joined, or its
+otherwise the query's best fragments of it (ts_headline's choice, unmarked) joined, or its
 start when no word of the query occurs in it (a semantic match), cut to the bound. Where
 sensitive-content scanning is on, the subject and the extract are redacted before they
 leave this function: text sent to a model leaves the deployment as surely as text
@@ -107,7 +107,7 @@ def retrieve_passages(
             "pk", "mapping__alias"
         )
     )
-    fragments = highlight(ids, query, FRAGMENTS, max(40, max_characters // FRAGMENTS))
+    fragments = highlight(ids, query, FRAGMENTS, max(40, max_characters // FRAGMENTS), marker="")
     scanning = sensitive.enabled()
     passages = []
     for email_id in ids:
@@ -141,7 +141,7 @@ def _extract(fragments: list[str], body: str, max_characters: int) -> str:
     whole = _WHITESPACE.sub(" ", body).strip()
     if len(whole) <= max_characters:
         return whole
-    parts = [_WHITESPACE.sub(" ", fragment.replace("**", "")).strip() for fragment in fragments]
+    parts = [_WHITESPACE.sub(" ", fragment).strip() for fragment in fragments]
     text = SEPARATOR.join(part for part in parts if part) or whole
     if len(text) <= max_characters:
         return text

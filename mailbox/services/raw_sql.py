@@ -13,6 +13,7 @@ values:
 
 from __future__ import annotations
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connection, models
 
 
@@ -24,6 +25,20 @@ def table(model: type[models.Model]) -> str:
 def column(model: type[models.Model], field: str) -> str:
     """The column of the model's `field`, quoted for raw SQL."""
     return connection.ops.quote_name(model._meta.get_field(field).column)
+
+
+def selects_nothing(queryset: models.QuerySet) -> bool:
+    """Whether `queryset` is empty by construction: Django compiles it to no SQL at all.
+
+    A condition such as `id__in=[]` (a scope whose folders leave nothing to read) makes the
+    compiler raise EmptyResultSet instead of writing SQL, so a statement embedding such a
+    queryset cannot be built; its callers answer "nothing" without querying.
+    """
+    try:
+        queryset.query.sql_with_params()
+    except EmptyResultSet:
+        return True
+    return False
 
 
 class Params:
@@ -43,7 +58,10 @@ class Params:
         return "%s"
 
     def query(self, queryset: models.QuerySet) -> str:
-        """Embed `queryset`'s SQL here, its parameters bound where its placeholders stand."""
+        """Embed `queryset`'s SQL here, its parameters bound where its placeholders stand.
+
+        A queryset that selects nothing (see selects_nothing) cannot be embedded: check first.
+        """
         sql, params = queryset.query.sql_with_params()
         self.values.extend(params)
         return sql

@@ -5,6 +5,10 @@ placed in its space, the query is embedded and the two rankings are fused by rec
 rank fusion (hybrid); a provider that fails makes this call lexical and the state degraded,
 and the next successful call recovers on its own. There is no cursor: a relevance order
 moves as mail is indexed. The query text is never logged.
+
+A selection whose folders leave nothing to read (an alias that matches nothing, a hidden
+folder, junk not asked for, no served account) is an ordinary empty result, as for
+list_emails: nothing is queried and no query is embedded (docs/search.md).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from mailbox.services import embedding
 from mailbox.services.bounds import bounded_text, whole_number
 from mailbox.services.freshness import FolderFreshness, folder_freshness
 from mailbox.services.lexical_search import highlight, rank_lexical
+from mailbox.services.raw_sql import selects_nothing
 from mailbox.services.selection import MailFilter, Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
 from mailfathom.providers import get_embedder
@@ -105,7 +110,7 @@ def search_emails(
     ]
     coverage = None
     if state != embedding.INACTIVE:
-        embedded, total = _coverage(selection, candidates)
+        embedded, total = (0, 0) if selects_nothing(candidates) else _coverage(selection, candidates)
         coverage = EmbeddingCoverage(embedded_emails=embedded, emails_in_scope=total)
     return SearchResult(
         matches=matches,
@@ -148,8 +153,14 @@ def forget_coverage() -> None:
 
 
 def rank(candidates, query: str, limit: int) -> tuple[list[tuple[str, float, str]], str, str]:
-    """Rank `candidates` for `query`: [(email id, score, match kind)], mode, semantic state."""
+    """Rank `candidates` for `query`: [(email id, score, match kind)], mode, semantic state.
+
+    Candidates empty by construction rank nothing without a query: the mode is the one a
+    search would have had with a working provider, since none was asked.
+    """
     state = embedding.semantic_state()
+    if selects_nothing(candidates):
+        return [], ("hybrid" if state == embedding.AVAILABLE else "lexical"), state
     lexical = rank_lexical(candidates, query, FUSION_DEPTH if state != embedding.INACTIVE else limit)
     if state == embedding.INACTIVE:
         return (
