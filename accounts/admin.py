@@ -56,6 +56,7 @@ class MailAccountAdmin(admin.ModelAdmin):
             },
         ),
         ("Answering audit trail", {"fields": ["answering_audit_enabled", "answering_audit_retention_days"]}),
+        ("Mutation trail", {"fields": ["mutation_audit_enabled", "mutation_audit_retention_days"]}),
         ("Record", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
     ]
 

@@ -94,6 +94,15 @@ class MailAccount(models.Model):
         default=30,
         validators=[MinValueValidator(1), MaxValueValidator(3650)],
     )
+    # A separate switch from the answering trail: one records what MailFathom changed, the
+    # other what a question read, and an operator may hold either without the other
+    # (docs/operations/compliance.md).
+    mutation_audit_enabled = models.BooleanField("mutation trail enabled", default=False)
+    mutation_audit_retention_days = models.PositiveIntegerField(
+        "mutation trail retention (days)",
+        default=90,
+        validators=[MinValueValidator(1), MaxValueValidator(3650)],
+    )
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -112,6 +121,12 @@ class MailAccount(models.Model):
                     answering_audit_retention_days__gte=1, answering_audit_retention_days__lte=3650
                 ),
                 name="account_audit_retention_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(
+                    mutation_audit_retention_days__gte=1, mutation_audit_retention_days__lte=3650
+                ),
+                name="account_mutation_retention_range",
             ),
         ]
 

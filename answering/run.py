@@ -86,6 +86,7 @@ class RunRecord:
     out_of_scope_dropped: int = 0
     relevance_judged: int = 0
     relevance_dropped: int = 0
+    relevance_fell_back: bool = False  # a candidate kept unjudged: the pass failed or was not scored
     passages: list[Passage] = field(default_factory=list)
     messages: list[ChatMessage] = field(default_factory=list)
 
@@ -183,6 +184,7 @@ class Run:
             )
             self.record.relevance_judged += outcome.judged
             self.record.relevance_dropped += outcome.dropped
+            self.record.relevance_fell_back |= outcome.failure is not None
             passages = list(outcome.passages)
         admitted, cut = self._admit(passages)
         self._last_mode = retrieval.retrieval_mode

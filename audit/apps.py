@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class AuditConfig(AppConfig):
-    """The audit trails and the compliance API (holds no models yet)."""
+    """The audit trails (what a question read, what MailFathom changed) and their retention."""
 
     name = "audit"
     verbose_name = "Audit"

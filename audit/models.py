@@ -1,1 +1,141 @@
-"""The audit app declares no models yet."""
+"""The two audit trails: what a question read, and what MailFathom changed.
+
+Neither holds mail content. An answering entry names emails by foreign key, so erasing a
+message erases it from every run that read it; a mutation entry names its email by plain
+values, so it outlives the message whose deletion it may record
+(docs/operations/compliance.md).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import models
+
+from accounts.models import MailAccount
+from mailbox.models import Email
+
+
+class RunOutcome(models.TextChoices):
+    ANSWERED = "answered", "Answered"
+    ANSWER_EMPTY = "answer_empty", "Answer empty"
+    PROVIDER_FAILED = "provider_failed", "Provider failed"
+    RUN_CEILING_REACHED = "run_ceiling_reached", "Run ceiling reached"
+    CANCELLED = "cancelled", "Cancelled"
+    FAILED = "failed", "Failed"
+
+
+class AnsweringRunEntryQuerySet(models.QuerySet["AnsweringRunEntry"]):
+    def expired(self, account: MailAccount, before: datetime) -> AnsweringRunEntryQuerySet:
+        """This account's entries of runs that ended before `before`, oldest first."""
+        return self.filter(account=account, ended_at__lt=before).order_by("ended_at", "id")
+
+
+class AnsweringRunEntry(models.Model):
+    """One account's share of one ask_mail run: which of its emails the run read, and how it ended."""
+
+    run_id = models.UUIDField(db_index=True, help_text="Shared by the entries of every account in scope.")
+    # An account's deletion takes its stored mail with it, and this record follows the mail.
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="answering_runs")
+    chat_alias = models.CharField("chat endpoint alias", max_length=200)
+    instruction_version = models.CharField(max_length=100)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField()
+    outcome = models.CharField(max_length=32, choices=RunOutcome.choices)
+    retrieval_ceiling_reached = models.BooleanField(default=False)
+    relevance_fell_back = models.BooleanField("relevance pass fell back", default=False)
+
+    objects = AnsweringRunEntryQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "answering run entry"
+        verbose_name_plural = "answering audit trail"
+        ordering = ["-ended_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run_id", "account"], name="answering_entry_one_per_account"),
+        ]
+        indexes = [models.Index(fields=["account", "ended_at"], name="answering_entry_retention")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} ({self.account_id})"
+
+
+class AnsweringRunEmail(models.Model):
+    """An email one run retrieved, at the place the run first reached it."""
+
+    entry = models.ForeignKey(AnsweringRunEntry, on_delete=models.CASCADE, related_name="emails")
+    # Erasing the message erases it from the runs that read it.
+    email = models.ForeignKey(Email, on_delete=models.CASCADE, related_name="answering_runs")
+    position = models.PositiveIntegerField(help_text="0 for the first email the run reached.")
+    cited = models.BooleanField(default=False)
+
+    class Meta:
+        verbose_name = "retrieved email"
+        ordering = ["entry", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["entry", "email"], name="answering_email_once_per_entry"),
+        ]
+
+    def __str__(self) -> str:
+        return str(self.email_id)
+
+
+class MutationKind(models.TextChoices):
+    ERASURE_EXECUTED = "erasure_executed", "Erasure executed"
+    ACCOUNT_MAIL_DELETED = "account_mail_deleted", "Account's stored mail deleted"
+    FOLDER_MAIL_DELETED = "folder_mail_deleted", "Folder's stored mail deleted"
+    DRAFT_APPENDED = "draft_appended", "Draft appended"
+    DRAFT_REMOVED = "draft_removed", "Draft removed"
+
+
+class RequesterKind(models.TextChoices):
+    USER = "user", "User"
+    API_TOKEN = "api_token", "API token"
+    TASK = "task", "Task"
+
+
+class MutationOutcome(models.TextChoices):
+    PERFORMED = "performed", "Performed"
+    ABANDONED = "abandoned", "Abandoned"
+
+
+class MutationEntryQuerySet(models.QuerySet["MutationEntry"]):
+    def expired(self, account: MailAccount, before: datetime) -> MutationEntryQuerySet:
+        """This account's entries requested before `before`, oldest first."""
+        return self.filter(account=account, requested_at__lt=before).order_by("requested_at", "id")
+
+
+class MutationEntry(models.Model):
+    """One change MailFathom made to a mail server or to the stored copy, by one act."""
+
+    kind = models.CharField(max_length=32, choices=MutationKind.choices)
+    requester = models.CharField(max_length=200, help_text="User name, API token name or task name.")
+    requester_kind = models.CharField(max_length=16, choices=RequesterKind.choices)
+    # SET_NULL and the identifier as text: the record outlives the account whose mail it deleted.
+    account = models.ForeignKey(
+        MailAccount, on_delete=models.SET_NULL, null=True, blank=True, related_name="mutations"
+    )
+    account_identifier = models.CharField("account identifier", max_length=64)
+    # The email as plain values, never a foreign key: the act recorded may be its deletion.
+    message_id_hash = models.CharField("Message-ID hash (SHA-256)", max_length=64, blank=True, default="")
+    folder_alias = models.CharField(max_length=200, blank=True, default="")
+    uid = models.BigIntegerField("UID", null=True, blank=True)
+    requested_at = models.DateTimeField()
+    completed_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=MutationOutcome.choices)
+    failure_code = models.PositiveIntegerField(null=True, blank=True)
+    counts = models.JSONField(default=dict, blank=True, help_text="Counts only, by name.")
+    # The account's window when the entry was written: what retention applies once the
+    # account row is gone and no window can be read from it.
+    retention_days = models.PositiveIntegerField()
+
+    objects = MutationEntryQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "mutation entry"
+        verbose_name_plural = "mutation trail"
+        ordering = ["-requested_at", "-id"]
+        indexes = [models.Index(fields=["account", "requested_at"], name="mutation_entry_retention")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} on {self.account_identifier}"

@@ -47,6 +47,7 @@ def account_form_data(**overrides: str) -> dict[str, str]:
         "max_message_bytes": str(50 * 1024 * 1024),
         "storage_ceiling_bytes": str(20 * 1024**3),
         "answering_audit_retention_days": "30",
+        "mutation_audit_retention_days": "90",
         "folders-TOTAL_FORMS": "2",
         "folders-INITIAL_FORMS": "0",
         "folders-MIN_NUM_FORMS": "0",

@@ -10,7 +10,11 @@ The order is the contract (the refusals are listed in docs/errors.md):
    never going to be answered is not charged, and before anything is spent;
 5. the run (answering.run), under the span answer_mail_question;
 6. the response, cut rather than refused to the answer and citation bounds, each cut
-   reported (answerTruncated, citationsTruncated, retrievalTruncated).
+   reported (answerTruncated, citationsTruncated, retrievalTruncated);
+7. the answering audit trail (audit.services.answering_trail), appended once the run has
+   ended, whatever it ended in, for the accounts in scope that keep one. A question refused
+   at steps 1 to 4 was never a run and leaves no entry; a failed append never fails the
+   answer (docs/operations/compliance.md).
 
 Citations are read from what the run retrieved, one per email in first-reached order,
 never parsed from the model's text; none carries an extract. Logs carry the endpoint alias
@@ -21,10 +25,12 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 from django.conf import settings
+from django.utils import timezone
 from opentelemetry import trace
 
 from accounts.services.scope import ResolvedScope, resolve_scope
@@ -33,6 +39,7 @@ from answering.instructions import INSTRUCTION_VERSION
 from answering.ledger import PeriodLedger, period_ledger
 from answering.relevance import RelevanceSettings
 from answering.run import BoundScope, Run, RunBounds, RunCeilingReached, RunRecord
+from audit.services.answering_trail import RetrievedEmail, RunAudit, RunOutcome, record_run
 from mailbox.services import sensitive
 from mailbox.services.bounds import bounded_text
 from mailbox.services.passages import Passage
@@ -158,25 +165,69 @@ def _answer(
 ) -> AnswerResult:
     run = Run(chat, bind_scope(scope, folder_names), _bounds(), ledger, _relevance())
     started = time.monotonic()
+    started_at = timezone.now()
     with _tracer.start_as_current_span("answer_mail_question") as span:
         span.set_attribute("mailfathom.answering.endpoint", chat.alias)
         span.set_attribute("mailfathom.answering.instruction_version", INSTRUCTION_VERSION)
         span.set_attribute("mailfathom.answering.accounts_in_scope", len(scope.accounts))
         outcome_tag = "error"
+        # Anything that is not an Exception (a cancelled request) leaves the run cancelled.
+        audited = RunOutcome.CANCELLED
+        result: AnswerResult | None = None
         try:
             outcome = run.answer(question)
             result = _response(outcome.answer, run.record)
             outcome_tag = "answered"
+            audited = RunOutcome.ANSWERED if result.answer.strip() else RunOutcome.ANSWER_EMPTY
             return result
         except RunCeilingReached as ceiling:
             outcome_tag = "run_ceiling"
+            audited = RunOutcome.RUN_CEILING_REACHED
             span.set_attribute("mailfathom.answering.ceiling", ceiling.which)
             raise
         except ProviderError as error:
             outcome_tag = f"provider_{error.kind}"
+            audited = RunOutcome.PROVIDER_FAILED
+            raise
+        except Exception:
+            audited = RunOutcome.FAILED
             raise
         finally:
             _publish(span, run.record, outcome_tag, chat.alias, time.monotonic() - started)
+            record_run(_audit(scope, chat.alias, run.record, result, audited, started_at))
+
+
+def _audit(
+    scope: ResolvedScope,
+    alias: str,
+    record: RunRecord,
+    result: AnswerResult | None,
+    outcome: RunOutcome,
+    started_at: datetime,
+) -> RunAudit:
+    """What the trail keeps of this run: the emails it handed over, by account, and how it ended."""
+    account_pks = {account.account_id: account.account_pk for account in scope.accounts}
+    cited = {citation.stored_email_id for citation in result.citations} if result is not None else set()
+    emails: dict[str, RetrievedEmail] = {}
+    for passage in record.passages:
+        if passage.stored_email_id not in emails and passage.account_id in account_pks:
+            emails[passage.stored_email_id] = RetrievedEmail(
+                account_pk=account_pks[passage.account_id],
+                email_id=passage.stored_email_id,
+                cited=passage.stored_email_id in cited,
+            )
+    return RunAudit(
+        run_id=uuid.uuid4(),
+        account_pks=tuple(account_pks.values()),
+        emails=tuple(emails.values()),
+        chat_alias=alias,
+        instruction_version=INSTRUCTION_VERSION,
+        started_at=started_at,
+        ended_at=timezone.now(),
+        outcome=outcome,
+        retrieval_ceiling_reached=record.retrieval_truncated,
+        relevance_fell_back=record.relevance_fell_back,
+    )
 
 
 def _publish(span: trace.Span, record: RunRecord, outcome: str, alias: str, seconds: float) -> None:

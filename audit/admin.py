@@ -1,0 +1,108 @@
+"""Read-only console for the two audit trails: listed, filtered, never added, changed or deleted here.
+
+Entries leave only by retention or, for the answering trail, with the mail they name
+(docs/operations/compliance.md).
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import Model
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+
+from audit.models import AnsweringRunEmail, AnsweringRunEntry, MutationEntry
+
+
+class _ReadOnly:
+    """No add, change or delete: a trail an operator could edit would record nothing."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+
+class AnsweringRunEmailInline(_ReadOnly, admin.TabularInline):
+    model = AnsweringRunEmail
+    fields = ["position", "email_link", "cited"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    @admin.display(description="Email")
+    def email_link(self, row: AnsweringRunEmail) -> str:
+        url = reverse("admin:mailbox_email_change", args=[row.email_id])
+        return format_html('<a href="{}">{}</a>', url, row.email_id)
+
+
+@admin.register(AnsweringRunEntry)
+class AnsweringRunEntryAdmin(_ReadOnly, admin.ModelAdmin):
+    inlines = [AnsweringRunEmailInline]
+    list_display = [
+        "ended_at",
+        "account",
+        "run_id",
+        "outcome",
+        "email_count",
+        "retrieval_ceiling_reached",
+        "relevance_fell_back",
+    ]
+    list_filter = ["account", "outcome", "ended_at", "retrieval_ceiling_reached", "relevance_fell_back"]
+    date_hierarchy = "ended_at"
+    search_fields = ["=run_id"]
+    list_select_related = ["account"]
+    fields = [
+        "run_id",
+        "account",
+        "chat_alias",
+        "instruction_version",
+        "started_at",
+        "ended_at",
+        "outcome",
+        "retrieval_ceiling_reached",
+        "relevance_fell_back",
+    ]
+    readonly_fields = fields
+
+    @admin.display(description="Emails retrieved")
+    def email_count(self, entry: AnsweringRunEntry) -> int:
+        return entry.emails.count()
+
+
+@admin.register(MutationEntry)
+class MutationEntryAdmin(_ReadOnly, admin.ModelAdmin):
+    list_display = [
+        "requested_at",
+        "kind",
+        "account_identifier",
+        "requester_kind",
+        "requester",
+        "outcome",
+        "failure_code",
+    ]
+    list_filter = ["account", "kind", "outcome", "requester_kind", "requested_at"]
+    date_hierarchy = "requested_at"
+    search_fields = ["=account_identifier", "=message_id_hash"]
+    fields = [
+        "kind",
+        "requester",
+        "requester_kind",
+        "account",
+        "account_identifier",
+        "message_id_hash",
+        "folder_alias",
+        "uid",
+        "requested_at",
+        "completed_at",
+        "outcome",
+        "failure_code",
+        "counts",
+        "retention_days",
+    ]
+    readonly_fields = fields

@@ -1,0 +1,1 @@
+"""Audit use cases: the answering trail, the mutation trail, and their retention."""

@@ -1,0 +1,8 @@
+"""Audit tests reuse the answering fixtures (the scripted server as chat and embedding
+endpoint) and the MCP ones (a real uvicorn reached with the real `mcp` client)."""
+
+from __future__ import annotations
+
+from tests.answering.conftest import answering, chat_api, obedient, world  # noqa: F401
+from tests.mcp.conftest import api_key, module_server_factory  # noqa: F401
+from tests.support import scripted_server  # noqa: F401
