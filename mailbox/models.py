@@ -335,3 +335,37 @@ class LexicalTermStat(models.Model):
 
     def __str__(self) -> str:
         return self.word
+
+
+class Suppression(models.Model):
+    """A message erased on request, which synchronization and import must never store again.
+
+    It holds no content: the remote identity (folder, UIDVALIDITY, UID) stops the same copy,
+    and a keyed hash of the Message-ID (mailbox.services.suppression) stops copies of the same
+    message under another UID of the account (moved, copied, a UIDVALIDITY reset, a
+    re-import). A new message from the same person is a new act of mail and is stored
+    (docs/operations/erasure.md).
+    """
+
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="suppressions")
+    # A folder that goes away takes its UIDs' meaning with it; the Message-ID hash stays.
+    folder = models.ForeignKey(
+        Folder, on_delete=models.SET_NULL, null=True, blank=True, related_name="suppressions"
+    )
+    uidvalidity = models.BigIntegerField()
+    uid = models.BigIntegerField()
+    message_id_hash = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["folder", "uidvalidity", "uid"], name="suppression_remote"),
+            models.Index(
+                fields=["account", "message_id_hash"],
+                name="suppression_message_id",
+                condition=~models.Q(message_id_hash=""),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.account_id}:{self.uidvalidity}:{self.uid}"

@@ -37,6 +37,7 @@ class ImportResult:
     awaiting_headroom: int = 0
     filled: int = 0
     defective: int = 0
+    suppressed: int = 0  # erased on request before: never stored again
 
 
 def content_uid(raw: bytes) -> int:
@@ -67,6 +68,7 @@ def import_archive(
         stored = store_messages(folder, batch)
         result.stored += stored.stored
         result.skipped += stored.skipped
+        result.suppressed += stored.suppressed
         result.defective += stored.defective
         result.awaiting_headroom += stored.awaiting_headroom
         new = set(stored.email_ids)

@@ -23,6 +23,7 @@ from django.utils import timezone
 from accounts.models import FolderRole
 from mailbox.models import Availability, Direction, Email, Folder, Participant, RawMessage
 from mailbox.parsing import ParsedMessage, is_bulk, parse_message
+from mailbox.services import suppression
 from mailbox.sync.failures import LeaseLost
 
 COMPRESSION_LEVEL = 6
@@ -47,6 +48,7 @@ class StoreResult:
     skipped: int = 0
     awaiting_headroom: int = 0
     defective: int = 0
+    suppressed: int = 0  # erased on request before (mailbox.services.suppression): never stored
     stored_bytes: int = 0
     email_ids: list = field(default_factory=list)
 
@@ -77,22 +79,29 @@ def store_messages(
     run that stalled past its lease can never interleave with the one that took it over.
     Content that would
     take the account past its storage ceiling is stored as awaitingStorageHeadroom.
+
+    A message erased on request (by remote identity, or by Message-ID within the account) is
+    skipped and counted as suppressed. The folder row is locked first, so an erasure
+    running at the same time (which locks the account's folders) either sees these rows
+    or is seen by this check, never neither.
     """
     account = folder.account
     own_address = account.username.casefold() if "@" in account.username else ""
     is_sent_folder = folder.mapping is not None and folder.mapping.role == FolderRole.SENT
     local_parts = bulk_local_parts()
     result = StoreResult()
-    prepared = []
+    prepared: list[tuple[IncomingMessage, ParsedMessage | None]] = []
     for message in messages:
         parsed = parse_message(message.raw) if message.raw is not None else None
         prepared.append((message, parsed))
 
     with transaction.atomic():
-        if lease_token is not None and not (
-            Folder.objects.select_for_update().filter(pk=folder.pk, lease_token=lease_token).exists()
-        ):
+        locked = Folder.objects.select_for_update().filter(pk=folder.pk)
+        if lease_token is not None:
+            locked = locked.filter(lease_token=lease_token)
+        if not locked.exists() and lease_token is not None:
             raise LeaseLost
+        prepared = _unsuppressed(folder, prepared, result)
         held = set(
             Email.objects.filter(
                 folder=folder,
@@ -152,6 +161,34 @@ def store_messages(
         if advance_to_uid is not None:
             Folder.objects.filter(pk=folder.pk).record_progress(now, highest_uid=advance_to_uid)
     return result
+
+
+def _unsuppressed(
+    folder: Folder,
+    prepared: list[tuple[IncomingMessage, ParsedMessage | None]],
+    result: StoreResult,
+) -> list[tuple[IncomingMessage, ParsedMessage | None]]:
+    """Drop the messages erased on request, counting them in `result.suppressed`."""
+    by_uidvalidity: dict[int, list[int]] = {}
+    for message, _ in prepared:
+        by_uidvalidity.setdefault(message.uidvalidity, []).append(message.uid)
+    erased = {
+        (uidvalidity, uid)
+        for uidvalidity, uids in by_uidvalidity.items()
+        for uid in suppression.suppressed_uids(folder, uidvalidity, uids)
+    }
+    erased_ids = suppression.suppressed_message_ids(
+        folder.account_id, (p.message_id[:998] for _, p in prepared if p is not None and p.message_id)
+    )
+    kept = []
+    for message, parsed in prepared:
+        if (message.uidvalidity, message.uid) in erased or (
+            parsed is not None and parsed.message_id and parsed.message_id[:998] in erased_ids
+        ):
+            result.suppressed += 1
+        else:
+            kept.append((message, parsed))
+    return kept
 
 
 def fill_content(email: Email, raw: bytes) -> bool:

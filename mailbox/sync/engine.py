@@ -23,6 +23,7 @@ from accounts.models import MailAccount
 from accounts.services.imap import open_client
 from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email, Folder, RepairRequest
 from mailbox.services.store import IncomingMessage, fill_content, store_messages
+from mailbox.services.suppression import suppressed_uids
 from mailbox.sync import folder_state
 from mailbox.sync.failures import (
     INTERNAL_FAILURE,
@@ -45,6 +46,7 @@ class FolderRun:
     alias: str
     stored: int = 0
     withheld: int = 0
+    suppressed: int = 0  # erased on request: skipped, never stored
     expunged: int = 0
     flags_updated: int = 0
     refetched: int = 0
@@ -105,10 +107,11 @@ def synchronize_account(
     finally:
         _close(client)
     logger.info(
-        "sync %s: %d folders, %d stored, %d expunged, %d flag changes",
+        "sync %s: %d folders, %d stored, %d suppressed, %d expunged, %d flag changes",
         account.account_id,
         len(run.folders),
         sum(f.stored for f in run.folders),
+        sum(f.suppressed for f in run.folders),
         sum(f.expunged for f in run.folders),
         sum(f.flags_updated for f in run.folders),
     )
@@ -164,12 +167,17 @@ def synchronize_folder(client: IMAPClient, folder: Folder, token: uuid.UUID, res
     limit = folder.account.max_message_bytes
     for chunk in _chunks(new_uids, BATCH_SIZE):
         meta = client.fetch(chunk, ["RFC822.SIZE", "INTERNALDATE", "FLAGS"])
+        # Erased copies are not even fetched; store_messages checks again under the folder lock.
+        erased = suppressed_uids(folder, folder.uidvalidity or 0, chunk)
+        result.suppressed += len(erased & set(meta))
+        meta = {uid: info for uid, info in meta.items() if uid not in erased}
         for batch in _byte_bounded(chunk, meta, limit):
             if not folder_state.renew_lease(folder, token):
                 raise LeaseLost
             messages = _fetch_bodies(client, folder, batch, meta)
             stored = store_messages(folder, messages, advance_to_uid=batch[-1], lease_token=token)
             result.stored += stored.stored
+            result.suppressed += stored.suppressed
             result.withheld += sum(1 for m in messages if m.raw is None)
             folder.highest_uid = batch[-1]
 

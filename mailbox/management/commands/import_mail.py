@@ -38,5 +38,6 @@ class Command(BaseCommand):
             f"Read {result.read} messages: {result.stored} stored, {result.skipped} already held, "
             f"{result.withheld} over the size limit (envelope only), "
             f"{result.awaiting_headroom} awaiting storage headroom (envelope only), "
-            f"{result.filled} filled in, {result.defective} with parse defects."
+            f"{result.filled} filled in, {result.defective} with parse defects, "
+            f"{result.suppressed} erased on request before (not stored again)."
         )
