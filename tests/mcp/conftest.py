@@ -76,10 +76,24 @@ def server_env(**overrides: str) -> dict[str, str]:
     return env
 
 
-def start_server(log_path: Path, *, wait: bool = True, **overrides: str) -> Server:
+def start_server(
+    log_path: Path,
+    *,
+    wait: bool = True,
+    workers: int = 1,
+    log_config: Path | None = None,
+    **overrides: str,
+) -> Server:
+    """Start uvicorn with `overrides` in its environment; `workers` > 1 starts that many
+    worker processes behind one socket, `log_config` replaces uvicorn's own logging setup."""
     port = free_port()
+    command = [sys.executable, "-m", "uvicorn", "mailfathom.asgi:application", "--port", str(port)]
+    if workers != 1:
+        command += ["--workers", str(workers)]
+    if log_config is not None:
+        command += ["--log-config", str(log_config)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "mailfathom.asgi:application", "--port", str(port)],
+        command,
         cwd=ROOT,
         env=server_env(**overrides),
         stdout=subprocess.DEVNULL,
