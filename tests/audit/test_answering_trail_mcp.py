@@ -15,14 +15,10 @@ from accounts.models import FolderRole
 from answering.instructions import INSTRUCTION_VERSION
 from audit.models import AnsweringRunEmail, AnsweringRunEntry
 from mailbox.models import Email
-from mailbox.services.embedding import embed_pending
-from mailbox.services.lexical_search import refresh_term_stats
-from mailfathom.providers import health
-from tests.answering.support import ObedientModel, build_world
 from tests.audit.support import keep_answering_trail, trail
-from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
+from tests.mcp.answering_support import answering_env, embedding_env, obedient_world
 from tests.mcp.conftest import call_tool, error_code, payload
 from tests.providers.openai_server import ScriptedOpenAIServer, status, tool_calls
 from tests.support import scripted_openai_server
@@ -38,55 +34,26 @@ def scripted() -> Iterator[ScriptedOpenAIServer]:
         yield server
 
 
-def _env(server: ScriptedOpenAIServer, **chat: str) -> dict[str, str]:
-    return {
-        "MAILFATHOM_EMBEDDING_PROVIDER": "openai",
-        "MAILFATHOM_EMBEDDING_BASE_URL": server.base_url,
-        "MAILFATHOM_EMBEDDING_MODEL": "text-embed",
-        "MAILFATHOM_EMBEDDING_API_KEY": "k",
-        **chat,
-    }
-
-
-def _chat(server: ScriptedOpenAIServer) -> dict[str, str]:
-    return {
-        "MAILFATHOM_CHAT_PROVIDER": "openai",
-        "MAILFATHOM_CHAT_ALIAS": "audited-endpoint",
-        "MAILFATHOM_CHAT_BASE_URL": server.base_url,
-        "MAILFATHOM_CHAT_MODEL": "scripted-chat",
-        "MAILFATHOM_CHAT_API_KEY": "k",
-        "MAILFATHOM_CHAT_TIMEOUT_SECONDS": "5",
-        "MAILFATHOM_CHAT_MAX_RETRIES": "0",
-    }
-
-
 @pytest.fixture(scope="module")
 def answering_server(module_server_factory, scripted):
-    return module_server_factory(**_env(scripted, **_chat(scripted)))
+    return module_server_factory(**answering_env(scripted, alias="audited-endpoint"))
 
 
 @pytest.fixture(scope="module")
 def failing_server(module_server_factory, scripted):
     """A server of its own: after a provider failure a server withholds answering for a minute."""
-    return module_server_factory(**_env(scripted, **_chat(scripted)))
+    return module_server_factory(**answering_env(scripted, alias="audited-endpoint"))
 
 
 @pytest.fixture(scope="module")
 def no_chat_server(module_server_factory, scripted):
-    return module_server_factory(**_env(scripted))
+    return module_server_factory(**embedding_env(scripted))
 
 
 @pytest.fixture
 def world(settings, scripted):
-    configure(settings, **scripted_embeddings(scripted))
-    health.clear_health("chat")
-    health.clear_health("embedding")
-    built = build_world()
-    embed_pending()
-    refresh_term_stats()
-    scripted.chat.always(ObedientModel())
-    yield built
-    health.clear_health("chat")
+    with obedient_world(settings, scripted) as built:
+        yield built
 
 
 def _ask(server, key: str, **arguments) -> dict:

@@ -11,11 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mailbox.services.embedding import embed_pending
-from mailbox.services.lexical_search import refresh_term_stats
-from mailfathom.providers import health
-from tests.answering.support import ObedientModel, build_world
-from tests.configure import configure, scripted_embeddings
+from tests.mcp.answering_support import answering_env, embedding_env, obedient_world
 from tests.mcp.conftest import call_tool, error_code, error_text, list_tools, payload
 from tests.providers.openai_server import ScriptedOpenAIServer, status
 from tests.support import scripted_openai_server
@@ -32,47 +28,21 @@ def scripted() -> Iterator[ScriptedOpenAIServer]:
         yield server
 
 
-def _embedding_env(server: ScriptedOpenAIServer) -> dict[str, str]:
-    return {
-        "MAILFATHOM_EMBEDDING_PROVIDER": "openai",
-        "MAILFATHOM_EMBEDDING_BASE_URL": server.base_url,
-        "MAILFATHOM_EMBEDDING_MODEL": "text-embed",
-        "MAILFATHOM_EMBEDDING_API_KEY": "k",
-    }
-
-
 @pytest.fixture(scope="module")
 def answering_server(module_server_factory, scripted):
-    return module_server_factory(
-        **_embedding_env(scripted),
-        MAILFATHOM_CHAT_PROVIDER="openai",
-        MAILFATHOM_CHAT_ALIAS="scripted-endpoint",
-        MAILFATHOM_CHAT_BASE_URL=scripted.base_url,
-        MAILFATHOM_CHAT_MODEL="scripted-chat",
-        MAILFATHOM_CHAT_API_KEY="k",
-        MAILFATHOM_CHAT_TIMEOUT_SECONDS="5",
-        MAILFATHOM_CHAT_MAX_RETRIES="0",
-    )
+    return module_server_factory(**answering_env(scripted))
 
 
 @pytest.fixture(scope="module")
 def no_chat_server(module_server_factory, scripted):
-    return module_server_factory(**_embedding_env(scripted))
+    return module_server_factory(**embedding_env(scripted))
 
 
 @pytest.fixture
 def world(settings, scripted):
     """The mailbox, embedded with the same scripted endpoint the server queries with."""
-    configure(settings, **scripted_embeddings(scripted))
-    health.clear_health("chat")
-    health.clear_health("embedding")
-    built = build_world()
-    embed_pending()
-    refresh_term_stats()
-    model = ObedientModel()
-    scripted.chat.always(model)
-    yield built
-    health.clear_health("chat")
+    with obedient_world(settings, scripted) as built:
+        yield built
 
 
 def test_ask_mail_is_listed_and_answers_with_citations_and_the_three_flags(answering_server, api_key, world):

@@ -23,6 +23,7 @@ from mailbox.services.store import IncomingMessage, store_messages
 from mailfathom.providers import health
 from tests.answering.support import ObedientModel, World, build_world
 from tests.configure import configure, scripted_embeddings
+from tests.mcp.answering_support import answering_env
 from tests.mcp.conftest import call_tool, error_code, error_text, payload
 from tests.providers.openai_server import ScriptedOpenAIServer
 from tests.support import scripted_openai_server
@@ -42,18 +43,7 @@ def scripted() -> Iterator[ScriptedOpenAIServer]:
 @pytest.fixture(scope="module")
 def server(module_server_factory, scripted):
     return module_server_factory(
-        MAILFATHOM_EMBEDDING_PROVIDER="openai",
-        MAILFATHOM_EMBEDDING_BASE_URL=scripted.base_url,
-        MAILFATHOM_EMBEDDING_MODEL="text-embed",
-        MAILFATHOM_EMBEDDING_API_KEY="k",
-        MAILFATHOM_CHAT_PROVIDER="openai",
-        MAILFATHOM_CHAT_ALIAS="scripted-endpoint",
-        MAILFATHOM_CHAT_BASE_URL=scripted.base_url,
-        MAILFATHOM_CHAT_MODEL="scripted-chat",
-        MAILFATHOM_CHAT_API_KEY="k",
-        MAILFATHOM_CHAT_TIMEOUT_SECONDS="5",
-        MAILFATHOM_CHAT_MAX_RETRIES="0",
-        MAILFATHOM_PUBLIC_BASE_URL="https://mail.example.org",
+        **answering_env(scripted), MAILFATHOM_PUBLIC_BASE_URL="https://mail.example.org"
     )
 
 

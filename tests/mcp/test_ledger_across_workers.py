@@ -25,11 +25,7 @@ from collections import Counter
 import pytest
 
 from answering.ledger import SPEND_REFUSED, _redis, ledger_namespace
-from mailbox.services.embedding import embed_pending
-from mailbox.services.lexical_search import refresh_term_stats
-from mailfathom.providers import health
-from tests.answering.support import ObedientModel, build_world
-from tests.configure import configure, scripted_embeddings
+from tests.mcp.answering_support import answering_env, obedient_world
 from tests.mcp.conftest import ROOT, call_tool, error_code, payload, server_env, start_server
 from tests.support import scripted_server, wait_for  # noqa: F401
 
@@ -99,15 +95,8 @@ def world(settings, scripted):
     """The mailbox, embedded with the scripted endpoint the workers query with, in the
     namespaces (health, ledger) the workers use: the test database's own."""
     settings.PROVIDER_HEALTH_NAMESPACE = ""
-    configure(settings, **scripted_embeddings(scripted))
-    health.clear_health("chat")
-    health.clear_health("embedding")
-    built = build_world()
-    embed_pending()
-    refresh_term_stats()
-    scripted.chat.always(ObedientModel())
-    yield built
-    health.clear_health("chat")
+    with obedient_world(settings, scripted) as built:
+        yield built
 
 
 def _away_from_a_window_boundary() -> float:
@@ -154,17 +143,7 @@ def test_two_uvicorn_workers_and_a_third_process_admit_exactly_the_periods_runs_
         workers=2,
         log_config=log_config,
         **settings_env,
-        MAILFATHOM_EMBEDDING_PROVIDER="openai",
-        MAILFATHOM_EMBEDDING_BASE_URL=scripted.base_url,
-        MAILFATHOM_EMBEDDING_MODEL="text-embed",
-        MAILFATHOM_EMBEDDING_API_KEY="k",
-        MAILFATHOM_CHAT_PROVIDER="openai",
-        MAILFATHOM_CHAT_ALIAS="scripted-endpoint",
-        MAILFATHOM_CHAT_BASE_URL=scripted.base_url,
-        MAILFATHOM_CHAT_MODEL="scripted-chat",
-        MAILFATHOM_CHAT_API_KEY="k",
-        MAILFATHOM_CHAT_TIMEOUT_SECONDS="5",
-        MAILFATHOM_CHAT_MAX_RETRIES="0",
+        **answering_env(scripted),
     )
     try:
         wait_for(
