@@ -1,7 +1,8 @@
 """Read-only console for the two audit trails: listed, filtered, never added, changed or deleted here.
 
 Entries leave only by retention or, for the answering trail, with the mail they name
-(docs/operations/compliance.md).
+(docs/operations/compliance.md). Erasure requests are read-only too; executing one goes
+through a confirmation page that asks for the addresses again (audit.erasure_admin).
 """
 
 from __future__ import annotations
@@ -106,3 +107,6 @@ class MutationEntryAdmin(_ReadOnly, admin.ModelAdmin):
         "retention_days",
     ]
     readonly_fields = fields
+
+
+from audit.erasure_admin import ErasureRequestRecordAdmin  # noqa: E402, F401  (registers itself)

@@ -139,3 +139,6 @@ class MutationEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} on {self.account_identifier}"
+
+
+from audit.erasure_models import ErasureRequestRecord  # noqa: E402, F401

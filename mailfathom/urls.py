@@ -20,6 +20,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("health", views.health, name="health"),
     path("attachments/", include("mailbox.urls")),
+    path("compliance/", include("audit.urls")),
     path("api/", staff_member_required(views.api_root), name="api-root"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Both are staff-only (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]); the page, read in a

@@ -1,22 +1,27 @@
 """erase_person: answer a data-subject request from the command line (docs/operations/erasure.md).
 
-Preview by default; --execute removes, after a typed confirmation unless --yes. Prints
-counts only: never an address, a subject or any other content.
+Preview by default; --execute removes, after a typed confirmation unless --yes. Every run
+is recorded as an erasure request (audit.services.erasure) and prints its id; the record
+and the output hold counts and keyed hashes only: never an address, a subject or any other
+content. The command lives in the audit app because it records the act, and the audit app
+stands above the mailbox app.
 """
 
 from __future__ import annotations
 
+import getpass
 from datetime import UTC, date, datetime, time
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mailbox.services.erasure import (
-    KINDS,
-    AccountCounts,
-    erasure_request,
-    execute_erasure,
-    preview_erasure,
+from audit.erasure_models import ErasureRequesterKind
+from audit.services.erasure import (
+    Requester,
+    abandon_erasure_request,
+    execute_erasure_request,
+    request_erasure,
 )
+from mailbox.services.erasure import KINDS, AccountCounts
 from mailfathom.errors import MailFathomError
 
 CONFIRMATION = "erase"
@@ -46,33 +51,44 @@ class Command(BaseCommand):
         parser.add_argument("--yes", action="store_true", help="Do not ask for confirmation.")
 
     def handle(self, *args: object, **options: object) -> None:
+        requester = Requester(name=_os_user(), kind=ErasureRequesterKind.COMMAND)
+        addresses: list[str] = options["address"]  # type: ignore[assignment]
         try:
-            request = erasure_request(
-                options["address"],  # type: ignore[arg-type]
+            requested = request_erasure(
+                addresses,
                 account_ids=options["account"],  # type: ignore[arg-type]
                 received_on_or_after=_day(str(options["from_day"])) if options["from_day"] else None,
                 received_before=_day(str(options["before_day"])) if options["before_day"] else None,
+                requester=requester,
             )
-            preview = preview_erasure(request)
         except MailFathomError as error:
             raise CommandError(str(error)) from error
-        self._table("Would erase" if not options["execute"] else "Matched", preview.accounts)
+        self.stdout.write(f"Erasure request {requested.request_id} recorded.")
+        self._table("Would erase" if not options["execute"] else "Matched", requested.accounts)
         if not options["execute"]:
             self.stdout.write("Preview only: nothing was changed. Run again with --execute to erase.")
             return
-        if preview.total("emails") == 0:
+        if requested.total("emails") == 0:
+            abandon_erasure_request(requested.request_id)
             self.stdout.write("Nothing to erase.")
             return
         if not options["yes"]:
             answer = input(f'Type "{CONFIRMATION}" to erase these emails for good: ')
             if answer.strip() != CONFIRMATION:
+                abandon_erasure_request(requested.request_id)
                 raise CommandError("Not confirmed: nothing was changed.")
-        result = execute_erasure(request)
-        self._table("Erased", result.accounts)
+        try:
+            statement = execute_erasure_request(requested.request_id, addresses, requester=requester)
+        except MailFathomError as error:
+            raise CommandError(str(error)) from error
+        self._table("Erased", statement.accounts)
         self.stdout.write(
-            f"{result.suppressions} suppressions recorded: synchronization and import will not store "
+            f"{statement.total('emails')} suppressions recorded: synchronization and import will not store "
             "these messages again. Remove them from the mail server too (docs/operations/erasure.md)."
         )
+        self.stdout.write(f"Statement of erasure request {statement.request_id}:")
+        for sentence in statement.cannot_erase:
+            self.stdout.write(f"  {sentence}")
 
     def _table(self, title: str, accounts: tuple[AccountCounts, ...]) -> None:
         self.stdout.write(f"{title}:")
@@ -86,3 +102,11 @@ class Command(BaseCommand):
                 f"{sum(getattr(c, kind) for c in accounts)} {kind.replace('_', ' ')}" for kind in KINDS
             )
             self.stdout.write(f"  total: {totals}")
+
+
+def _os_user() -> str:
+    """Who ran the command, as the operating system knows them (recorded as the requester)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown operating-system user"

@@ -1,0 +1,162 @@
+"""Admin for erasure requests: a read-only list and page, and execution behind a confirmation.
+
+Executing asks for the person's addresses again (the record keeps only their keyed
+hashes) and an explicit confirmation; it needs the `audit.execute_erasurerequestrecord`
+permission. See docs/operations/compliance.md (Erasure requests).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html, format_html_join
+
+from audit.erasure_models import ErasureRequesterKind, ErasureRequestRecord, ErasureStatus
+from audit.services.erasure import (
+    Requester,
+    abandon_erasure_request,
+    execute_erasure_request,
+    preview_counts,
+)
+from mailbox.services.erasure import KINDS, MAX_ADDRESS_LENGTH, MAX_ADDRESSES
+from mailfathom.errors import MailFathomError
+
+EXECUTE_PERMISSION = "audit.execute_erasurerequestrecord"
+
+
+class ExecuteErasureForm(forms.Form):
+    addresses = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4, "autocomplete": "off"}),
+        max_length=MAX_ADDRESSES * (MAX_ADDRESS_LENGTH + 2),
+        help_text="The same addresses the request was made for, one per line.",
+    )
+    confirm = forms.BooleanField(
+        label="I understand that the matched mail is erased from MailFathom for good.", required=True
+    )
+
+    def address_list(self) -> list[str]:
+        return [line.strip() for line in self.cleaned_data["addresses"].splitlines() if line.strip()]
+
+
+@admin.register(ErasureRequestRecord)
+class ErasureRequestRecordAdmin(admin.ModelAdmin):
+    list_display = ["requested_at", "id", "status", "requested_by_kind", "requested_by", "executed_at"]
+    list_filter = ["status", "requested_by_kind", "requested_at"]
+    date_hierarchy = "requested_at"
+    search_fields = ["=id"]
+    actions = ["abandon"]
+    fields = [
+        "id",
+        "status",
+        "requested_by",
+        "requested_by_kind",
+        "requested_at",
+        "account_ids",
+        "received_on_or_after",
+        "received_before",
+        "address_hashes",
+        "preview_table",
+        "executed_at",
+        "executed_by",
+        "executed_by_kind",
+        "statement_counts",
+        "failure_code",
+        "links",
+    ]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def get_actions(self, request: HttpRequest) -> dict:
+        actions = super().get_actions(request)
+        if not request.user.has_perm(EXECUTE_PERMISSION):
+            actions.pop("abandon", None)
+        return actions
+
+    @admin.display(description="Would erase (preview)")
+    def preview_table(self, record: ErasureRequestRecord) -> str:
+        rows = [
+            (counts.account_id, ", ".join(f"{getattr(counts, k)} {k.replace('_', ' ')}" for k in KINDS))
+            for counts in preview_counts(record)
+        ]
+        if not rows:
+            return "No stored email matched."
+        return format_html_join("", "<div>{}: {}</div>", rows)
+
+    @admin.display(description="Statement and execution")
+    def links(self, record: ErasureRequestRecord) -> str:
+        statement = reverse("audit:erasure-statement", args=[record.id])
+        if record.status != ErasureStatus.PREVIEWED:
+            return format_html('<a href="{}">Printable statement</a>', statement)
+        execute = reverse("admin:audit_erasurerequestrecord_execute", args=[record.id])
+        return format_html(
+            '<a href="{}">Printable statement</a> · <a href="{}">Execute this request…</a>',
+            statement,
+            execute,
+        )
+
+    @admin.action(description="Abandon the selected requests (previewed ones only)")
+    def abandon(self, request: HttpRequest, queryset: QuerySet[ErasureRequestRecord]) -> None:
+        if not request.user.has_perm(EXECUTE_PERMISSION):
+            raise PermissionDenied
+        abandoned = 0
+        for record_id in queryset.filter(status=ErasureStatus.PREVIEWED).values_list("pk", flat=True):
+            abandon_erasure_request(record_id)
+            abandoned += 1
+        self.message_user(request, f"{abandoned} erasure requests abandoned.")
+
+    def get_urls(self) -> list[URLPattern]:
+        own = [
+            path(
+                "<uuid:record_id>/execute/",
+                self.admin_site.admin_view(self.execute_view),
+                name="audit_erasurerequestrecord_execute",
+            )
+        ]
+        return own + super().get_urls()
+
+    def execute_view(self, request: HttpRequest, record_id: uuid.UUID) -> HttpResponse:
+        """Ask for the addresses and a confirmation, then execute; never echo an address back."""
+        if not request.user.has_perm(EXECUTE_PERMISSION):
+            raise PermissionDenied
+        record = self.get_object(request, str(record_id))
+        if record is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, str(record_id))
+        form = ExecuteErasureForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            requester = Requester(name=request.user.get_username(), kind=ErasureRequesterKind.USER)
+            try:
+                statement = execute_erasure_request(record.id, form.address_list(), requester=requester)
+            except MailFathomError as error:
+                messages.error(request, str(error))
+            else:
+                messages.success(
+                    request, f"Erasure request executed: {statement.total('emails')} emails erased."
+                )
+                return HttpResponseRedirect(reverse("audit:erasure-statement", args=[record.id]))
+            # Never render the typed addresses back into the page.
+            form = ExecuteErasureForm()
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": "Execute erasure request",
+            "record": record,
+            "preview": preview_counts(record),
+            "kinds": [kind.replace("_", " ") for kind in KINDS],
+            "form": form,
+        }
+        return TemplateResponse(request, "audit/erasure_execute.html", context)
