@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.request import Request
@@ -72,6 +74,28 @@ class TokenCreateSerializer(serializers.Serializer[Any]):
     )
 
 
+class TokenPageSerializer(serializers.Serializer[Any]):
+    """One page of tokens (schema only: SignedCursorPagination writes it)."""
+
+    results = TokenSerializer(many=True)
+    nextCursor = serializers.CharField(allow_null=True)  # noqa: N815
+
+
+class CreatedTokenSerializer(TokenSerializer):
+    """A token just created, with its secret: the one time it is shown (schema only)."""
+
+    token = serializers.CharField()
+
+    class Meta(TokenSerializer.Meta):
+        fields = [*TokenSerializer.Meta.fields, "token"]
+
+
+_PAGE_PARAMETERS = [
+    OpenApiParameter("cursor", str, description="nextCursor of the previous page, with the same filters."),
+    OpenApiParameter("page_size", int, description="Rows per page, 1 to 100 (default 50)."),
+]
+
+
 def _revoked_filter(request: Request) -> bool | None:
     text = request.query_params.get("revoked")
     if text is None:
@@ -99,6 +123,13 @@ class TokenListView(ComplianceApiView):
 
     tokens_accepted = False
 
+    @extend_schema(
+        responses=TokenPageSerializer,
+        parameters=[
+            OpenApiParameter("revoked", bool, description="Only revoked, or only active, tokens."),
+            *_PAGE_PARAMETERS,
+        ],
+    )
     def get(self, request: Request) -> Response:
         paginator = SignedCursorPagination()
         page = paginator.paginate_queryset(
@@ -106,6 +137,7 @@ class TokenListView(ComplianceApiView):
         )
         return paginator.get_paginated_response(TokenSerializer(page, many=True).data)
 
+    @extend_schema(request=TokenCreateSerializer, responses={201: CreatedTokenSerializer})
     def post(self, request: Request) -> Response:
         asked = TokenCreateSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
@@ -126,6 +158,7 @@ class TokenRevokeView(ComplianceApiView):
 
     tokens_accepted = False
 
+    @extend_schema(request=None, responses=TokenSerializer)
     def post(self, request: Request, token_id: int) -> Response:
         if not tokens.revoke(token_id, request.user):
             raise exceptions.NotFound("No active token of yours has this id.")
@@ -148,6 +181,17 @@ class TokenExportView(ComplianceApiView):
         # The export picks its own format (?format=csv|jsonl or Accept); refusals are JSON.
         return super().perform_content_negotiation(request, force=True)
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("format", str, enum=list(export.FORMATS), description="Else the Accept header.")
+        ],
+        responses={
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV with a header row."),
+            (200, "application/jsonl"): OpenApiResponse(
+                OpenApiTypes.STR, description="One JSON object a line."
+            ),
+        },
+    )
     def get(self, request: Request) -> Any:
         fmt = export.requested_format(request)
         return export.stream(
