@@ -110,6 +110,27 @@ def test_csv_cells_a_spreadsheet_would_run_are_quoted_as_text(exporter):
     assert {json.loads(line)["name"] for line in lines} == {"=HYPERLINK(1)", "-2+3"}
 
 
+def test_export_through_django_asgi_handler_streams_every_row(exporter):
+    # AsyncClient goes through ASGIHandler, as uvicorn does: the body is the async branch.
+    from django.test import AsyncClient
+
+    _, user = exporter
+    made = {tokens.create_token(user, f"token {index}", ["export_audit"]).record.pk for index in range(5)}
+    secret = tokens.create_token(user, "script", ["export_audit"]).secret
+
+    @async_to_sync
+    async def fetch():
+        response = await AsyncClient().get(
+            "/api/tokens/export/?format=jsonl", headers={"Authorization": f"Bearer {secret}"}
+        )
+        assert response.status_code == 200
+        assert response.is_async
+        return b"".join([block async for block in response.streaming_content]).decode()
+
+    exported = {json.loads(line)["id"] for line in fetch().splitlines()}
+    assert exported == made | {ApiToken.objects.get(name="script").pk}
+
+
 def _insert_rows(count: int) -> None:
     user = get_user_model().objects.create_user(username="bulk", password="x")
     with connection.cursor() as cursor:
