@@ -71,3 +71,19 @@ def test_refused_caller_is_not_counted_against_the_rate(client, mailfathom_setti
         assert client.get("/api/tokens/").status_code == 401
     client.force_login(person("ines"))
     assert client.get("/api/tokens/").status_code == 200
+
+
+def test_requests_pass_unthrottled_with_a_warning_when_redis_does_not_answer(
+    client, mailfathom_settings, caplog
+):
+    from django.test import override_settings
+
+    from tests.support import free_port
+
+    client.force_login(person("ines"))
+    mailfathom_settings(api_read_requests_per_minute=1)
+    # A real refused connection: nothing listens on a free port. Restored before the
+    # fixtures' teardown, which clears the counters in the real Redis.
+    with override_settings(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0"):
+        assert [client.get("/api/tokens/").status_code for _ in range(3)] == [200, 200, 200]
+    assert "throttle unavailable" in caplog.text
