@@ -109,4 +109,5 @@ class MutationEntryAdmin(_ReadOnly, admin.ModelAdmin):
     readonly_fields = fields
 
 
+import audit.admin_tokens  # noqa: F401,E402  (registers the API tokens' admin)
 from audit.erasure_admin import ErasureRequestRecordAdmin  # noqa: E402, F401  (registers itself)

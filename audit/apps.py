@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class AuditConfig(AppConfig):
-    """The audit trails (what a question read, what MailFathom changed) and their retention."""
+    """The audit trails, their retention, erasure requests and the compliance API."""
 
     name = "audit"
     verbose_name = "Audit"

@@ -142,3 +142,4 @@ class MutationEntry(models.Model):
 
 
 from audit.erasure_models import ErasureRequestRecord  # noqa: E402, F401
+from audit.tokens import ApiToken  # noqa: E402,F401

@@ -534,6 +534,32 @@ class MailFathomSettings:
         "Largest /mcp request body accepted; a larger one is refused with 413.",
         unit="bytes",
     )
+    api_read_requests_per_minute: int = _whole(
+        120,
+        1,
+        100000,
+        "Requests one credential (an API token, or a signed-in person) may make per minute to the "
+        "compliance API's reading routes; more get 429 with Retry-After.",
+    )
+    api_export_requests_per_hour: int = _whole(
+        30,
+        1,
+        10000,
+        "Exports one credential may start per hour from the compliance API; more get 429.",
+    )
+    api_erasure_requests_per_hour: int = _whole(
+        20,
+        1,
+        10000,
+        "Erasure requests and executions one credential may send per hour; more get 429.",
+    )
+    api_export_chunk_rows: int = _whole(
+        2000,
+        100,
+        100000,
+        "Rows an export reads from the database per round trip; memory stays constant whatever "
+        "the export's length.",
+    )
 
     def replace(self, **changes: Any) -> MailFathomSettings:
         """A copy with `changes` (attribute names); an undeclared name raises TypeError."""

@@ -1,4 +1,4 @@
-"""The project's routes: admin, health, attachment links and the staff-only REST API.
+"""The project's routes: admin, health, attachment links, the REST API and its staff-only schema.
 
 /mcp is not here: mailfathom.asgi mounts it beside Django.
 """
@@ -22,6 +22,8 @@ urlpatterns = [
     path("attachments/", include("mailbox.urls")),
     path("compliance/", include("audit.urls")),
     path("api/", staff_member_required(views.api_root), name="api-root"),
+    # The compliance API (docs/operations/compliance-api.md): tokens, trails, export, erasure.
+    path("api/", include("audit.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Both are staff-only (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]); the page, read in a
     # browser, sends an anonymous visitor to the login form rather than a bare 403.

@@ -43,4 +43,11 @@ def _redis_ok() -> bool:
 
 def api_root(request: HttpRequest) -> JsonResponse:
     """List what the REST API offers under /api/."""
-    return JsonResponse({"schema": reverse("api-schema"), "docs": reverse("api-docs")})
+    return JsonResponse(
+        {
+            "schema": reverse("api-schema"),
+            "docs": reverse("api-docs"),
+            "tokens": reverse("api-tokens"),
+            "tokensExport": reverse("api-tokens-export"),
+        }
+    )

@@ -1,0 +1,145 @@
+"""Keyset pagination whose cursor is signed and bound to the selection it was issued for.
+
+Like the timeline's cursors (mailbox/services/cursor.py), a cursor is signed with a key of
+its own purpose (mailfathom/keys.py), so it cannot be forged, edited or replayed as another
+kind of token. It carries the position after the last row of its page and a fingerprint of
+the route, the credential and every query parameter but the cursor and the page size:
+
+- 52001 (400): the text is no cursor this server issued (too long, edited, hand-written,
+  signed by a key outside the ring, or of the wrong shape);
+- 52002 (400): a genuine cursor issued for other filters, another route or another credential.
+
+Pages are read by (ordering fields) descending, never with OFFSET, so a page costs the same
+however deep it is and rows inserted meanwhile neither repeat nor vanish.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db.models import Model, Q, QuerySet
+from rest_framework.pagination import BasePagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from audit.api.throttling import credential_of
+from mailfathom import keys
+from mailfathom.errors import PAGE_SIZE_OUT_OF_RANGE, MailFathomError
+
+CURSOR_NOT_ISSUED = 52001
+CURSOR_FOR_OTHER_SELECTION = 52002
+PURPOSE = "api-cursor"
+MAX_CURSOR_LENGTH = 2000
+PAYLOAD_VERSION = 1
+_NOT_ISSUED = "The cursor argument is not a continuation cursor this server issued."
+_OTHER_SELECTION = (
+    "The cursor argument was issued for different filters, another route or another credential; "
+    "start again without a cursor."
+)
+
+
+class SignedCursorPagination(BasePagination):
+    """Pages of `page_size` rows (1 to max_page_size) and a `nextCursor` while more remain."""
+
+    ordering: Sequence[str] = ("created_at", "id")  # all read descending; the last must be unique
+    default_page_size = 50
+    max_page_size = 100
+    cursor_param = "cursor"
+    page_size_param = "page_size"
+
+    def paginate_queryset(self, queryset: QuerySet[Any], request: Request, view: Any = None) -> list[Any]:
+        size = self.page_size(request)
+        fingerprint = self.fingerprint(request)
+        page = queryset.order_by(*(f"-{name}" for name in self.ordering))
+        text = request.query_params.get(self.cursor_param)
+        if text is not None:
+            page = page.filter(self._after(self.decode(text, fingerprint, queryset.model)))
+        rows = list(page[: size + 1])
+        self.next_cursor = self.encode(rows[size - 1], fingerprint) if len(rows) > size else None
+        return rows[:size]
+
+    def get_paginated_response(self, data: Any) -> Response:
+        return Response({"results": data, "nextCursor": self.next_cursor})
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"results": schema, "nextCursor": {"type": "string", "nullable": True}},
+        }
+
+    def page_size(self, request: Request) -> int:
+        text = request.query_params.get(self.page_size_param)
+        if text is None:
+            return self.default_page_size
+        if len(text) > 3 or not text.isdigit() or not 1 <= int(text) <= self.max_page_size:
+            raise MailFathomError(
+                PAGE_SIZE_OUT_OF_RANGE,
+                f"The page_size argument must be a whole number from 1 to {self.max_page_size}.",
+                argument="page_size",
+            )
+        return int(text)
+
+    def fingerprint(self, request: Request) -> str:
+        """What a cursor is bound to: the route, the credential and the filters."""
+        filters = sorted(
+            (name, sorted(values))
+            for name, values in request.query_params.lists()
+            if name not in (self.cursor_param, self.page_size_param)
+        )
+        route = request.resolver_match.view_name if request.resolver_match else request.path
+        material = json.dumps([route, credential_of(request), filters], separators=(",", ":"))
+        return hashlib.sha256(material.encode()).hexdigest()
+
+    def encode(self, row: Model, fingerprint: str) -> str:
+        values = [_wire(getattr(row, name)) for name in self.ordering]
+        payload = {"v": PAYLOAD_VERSION, "p": values, "f": fingerprint}
+        return keys.sign(PURPOSE, json.dumps(payload, separators=(",", ":"), sort_keys=True).encode())
+
+    def decode(self, text: str, fingerprint: str, model: type[Model]) -> list[Any]:
+        """The position a cursor carries; 52001 if it is not ours, 52002 if it is for another selection."""
+        if not text or len(text) > MAX_CURSOR_LENGTH:
+            raise MailFathomError(CURSOR_NOT_ISSUED, _NOT_ISSUED, argument="cursor")
+        payload = keys.verify(PURPOSE, text)
+        if payload is None:
+            raise MailFathomError(CURSOR_NOT_ISSUED, _NOT_ISSUED, argument="cursor")
+        try:
+            data = json.loads(payload)
+            if not isinstance(data, dict) or data.get("v") != PAYLOAD_VERSION:
+                raise ValueError("unknown cursor version")
+            values = data["p"]
+            if not isinstance(values, list) or len(values) != len(self.ordering):
+                raise ValueError("cursor position out of shape")
+            position = [
+                model._meta.get_field(name).to_python(value)
+                for name, value in zip(self.ordering, values, strict=True)
+            ]
+            if any(value is None for value in position):
+                raise ValueError("cursor position out of shape")
+            issued_for = data["f"]
+        except (ValueError, TypeError, KeyError, ValidationError) as error:
+            raise MailFathomError(CURSOR_NOT_ISSUED, _NOT_ISSUED, argument="cursor") from error
+        if issued_for != fingerprint:
+            raise MailFathomError(CURSOR_FOR_OTHER_SELECTION, _OTHER_SELECTION, argument="cursor")
+        return position
+
+    def _after(self, position: list[Any]) -> Q:
+        """Rows strictly after `position` in descending order: (a < x) or (a = x and b < y) ..."""
+        condition = Q()
+        for index, name in enumerate(self.ordering):
+            step = Q(**{f"{name}__lt": position[index]})
+            for earlier, value in zip(self.ordering[:index], position[:index], strict=True):
+                step &= Q(**{earlier: value})
+            condition |= step
+        return condition
+
+
+def _wire(value: Any) -> Any:
+    if isinstance(value, int | float | str) or value is None:
+        return value
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)

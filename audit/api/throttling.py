@@ -1,0 +1,113 @@
+"""Per-credential rate limits of the compliance API, counted in Redis for every web worker.
+
+Each view names a scope (read, export, erasure); each scope has a rate declared in
+mailfathom/config.py and a fixed window (a minute for reads, an hour for the others). The
+credential is the token's id, or the user's id for a session, so a script cannot borrow its
+creator's allowance nor the creator the script's. Keys carry those ids, never a name.
+
+Fixed windows start on the epoch, like the answering allowance: a refused caller is told
+exactly when the window turns (Retry-After), at the cost that a burst across a boundary may
+reach twice the rate. If Redis does not answer the request is let through and a warning
+logged: a rate limit protects the database, it is not an access control.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from django.conf import settings
+from rest_framework.request import Request
+from rest_framework.throttling import BaseThrottle
+
+from audit.tokens import ApiToken
+from mailfathom.keyvalue import redis_client
+
+logger = logging.getLogger(__name__)
+
+KEY_PREFIX = "mailfathom:api-throttle:"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A kind of route: the setting holding its rate, and the window that rate is per."""
+
+    setting: str
+    window_seconds: int
+    window_name: str
+
+    def limit(self) -> int:
+        return int(getattr(settings.MAILFATHOM, self.setting))
+
+
+SCOPES = {
+    "read": Scope("api_read_requests_per_minute", 60, "minute"),
+    "export": Scope("api_export_requests_per_hour", 3600, "hour"),
+    "erasure": Scope("api_erasure_requests_per_hour", 3600, "hour"),
+}
+
+
+def credential_of(request: Request) -> str:
+    """`t<id>` for a token, `u<id>` for a person signed in."""
+    if isinstance(request.auth, ApiToken):
+        return f"t{request.auth.pk}"
+    if request.user is not None and request.user.is_authenticated:
+        return f"u{request.user.pk}"
+    return "anonymous"  # not reached: permissions refuse the anonymous first
+
+
+class CredentialThrottle(BaseThrottle):
+    """Count the request against its credential in the view's `throttle_scope`."""
+
+    def __init__(self) -> None:
+        self._wait: float | None = None
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        scope = SCOPES[view.throttle_scope]
+        now = time.time()
+        window_start = int(now // scope.window_seconds) * scope.window_seconds
+        key = f"{KEY_PREFIX}{view.throttle_scope}:{credential_of(request)}:{window_start}"
+        try:
+            client = redis_client(timeout=2)
+            try:
+                pipeline = client.pipeline()
+                pipeline.incr(key)
+                pipeline.expire(key, scope.window_seconds + 5)
+                count = int(pipeline.execute()[0])
+            finally:
+                client.close()
+        except redis.RedisError:
+            logger.warning(
+                "Compliance API throttle unavailable: Redis did not answer; request not throttled."
+            )
+            return True
+        if count > scope.limit():
+            self._wait = window_start + scope.window_seconds - now
+            return False
+        return True
+
+    def wait(self) -> float | None:
+        # Rounded up: a client that waits the whole seconds Retry-After says is admitted.
+        return None if self._wait is None else max(1, math.ceil(self._wait))
+
+
+def refusal_sentence(scope_name: str) -> str:
+    scope = SCOPES[scope_name]
+    return (
+        f"This credential made more than {scope.limit()} {scope_name} requests in one {scope.window_name} "
+        f"(MAILFATHOM_{scope.setting.upper()}). "
+    )
+
+
+def forget_counts() -> int:
+    """Delete every counter (a test, or an operator lifting a limit at once); returns how many."""
+    client = redis_client(timeout=2)
+    try:
+        keys = list(client.scan_iter(match=KEY_PREFIX + "*", count=500))
+        return int(client.delete(*keys)) if keys else 0
+    finally:
+        client.close()

@@ -1,0 +1,188 @@
+"""API tokens for scripts reading the compliance API (docs/operations/compliance-api.md).
+
+A token is 256 random bits behind a fixed `mfa_` marker; only its SHA-256 is stored (the
+approach of accounts.services.mcp_keys: that much entropy needs no slow hash). A token
+carries its own permissions, chosen among API_PERMISSIONS and never more than its
+creator held when it was made; at request time they are intersected again with the
+creator's current permissions, so demoting the creator demotes the token.
+
+The model lives here rather than in audit/models.py so the compliance API can grow beside
+the trails; audit/models.py imports it, which is how Django finds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Permission
+from django.db import models, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+TOKEN_MARKER = "mfa_"  # noqa: S105  # a marker, not a secret
+PREFIX_LENGTH = 12
+MAX_NAME_LENGTH = 100
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+# Every token create_token issues: the marker, then 32 bytes in URL-safe base64.
+TOKEN_LENGTH = len(TOKEN_MARKER) + 43
+
+# The four permissions of the compliance API, declared on ApiToken's Meta (app label audit).
+VIEW_AUDIT = "view_audit"
+EXPORT_AUDIT = "export_audit"
+REQUEST_ERASURE = "request_erasure"
+EXECUTE_ERASURE = "execute_erasure"
+API_PERMISSIONS = (VIEW_AUDIT, EXPORT_AUDIT, REQUEST_ERASURE, EXECUTE_ERASURE)
+
+
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
+    def active(self) -> ApiTokenQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+    def created_by(self, user: AbstractBaseUser | AnonymousUser) -> ApiTokenQuerySet:
+        return self.filter(created_by_id=user.pk)
+
+
+class ApiToken(models.Model):
+    """A named, revocable credential for the compliance API; the secret itself is never stored."""
+
+    name = models.CharField(max_length=MAX_NAME_LENGTH)
+    prefix = models.CharField(
+        max_length=PREFIX_LENGTH, help_text="The first characters, to tell tokens apart."
+    )
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    permissions = models.ManyToManyField(Permission, blank=True, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        app_label = "audit"
+        ordering = ["-created_at", "-id"]
+        verbose_name = "API token"
+        permissions = [
+            (VIEW_AUDIT, "Can read the audit trails through the compliance API"),
+            (EXPORT_AUDIT, "Can export the audit trails through the compliance API"),
+            (REQUEST_ERASURE, "Can request the erasure of a person's mail"),
+            (EXECUTE_ERASURE, "Can execute a requested erasure"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def permission_names(self) -> set[str]:
+        """The codenames this token carries (of API_PERMISSIONS), whatever its creator holds now."""
+        return set(
+            self.permissions.filter(content_type__app_label="audit").values_list("codename", flat=True)
+        )
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A token just created: the stored record and the one time the secret is known."""
+
+    record: ApiToken
+    secret: str
+
+
+class TokenRefused(ValueError):
+    """A token cannot be created as asked; the message names the argument, never a value."""
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def api_permissions() -> models.QuerySet[Permission]:
+    return Permission.objects.filter(content_type__app_label="audit", codename__in=API_PERMISSIONS)
+
+
+def held_by(user: AbstractBaseUser | AnonymousUser) -> set[str]:
+    """The API permissions `user` holds now (directly, through a group, or as a superuser)."""
+    if not user.is_active:
+        return set()
+    return {name for name in API_PERMISSIONS if user.has_perm(f"audit.{name}")}
+
+
+def refusal(user: AbstractBaseUser, name: object, permissions: Iterable[str]) -> str | None:
+    """Why a token named `name` with `permissions` cannot be created for `user`, or None if it can."""
+    name = name.strip() if isinstance(name, str) else ""
+    if not name or len(name) > MAX_NAME_LENGTH:
+        return f"The name argument must be 1 to {MAX_NAME_LENGTH} characters."
+    wanted = set(permissions)
+    if not wanted or not wanted <= set(API_PERMISSIONS):
+        return "The permissions argument must name at least one of: " + ", ".join(API_PERMISSIONS) + "."
+    if not wanted <= held_by(user):
+        return "The permissions argument asks for a permission its creator does not hold."
+    return None
+
+
+def create_token(user: AbstractBaseUser, name: str, permissions: Iterable[str]) -> IssuedToken:
+    """Create a token for `user` carrying `permissions`; the secret is returned once, stored never.
+
+    TokenRefused (with the sentence of `refusal`) when the name is blank or too long, a
+    permission is not one of API_PERMISSIONS, none is asked for, or `user` does not hold one.
+    """
+    wanted = set(permissions)
+    reason = refusal(user, name, wanted)
+    if reason is not None:
+        raise TokenRefused(reason)
+    name = name.strip()
+    secret = TOKEN_MARKER + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        record = ApiToken.objects.create(
+            name=name, prefix=secret[:PREFIX_LENGTH], token_hash=digest(secret), created_by=user
+        )
+        record.permissions.set(api_permissions().filter(codename__in=wanted))
+    return IssuedToken(record=record, secret=secret)
+
+
+def well_formed(secret: object) -> bool:
+    """Whether `secret` has the shape of an issued token; anything else is refused unhashed."""
+    return isinstance(secret, str) and len(secret) == TOKEN_LENGTH and secret.startswith(TOKEN_MARKER)
+
+
+def authenticate(secret: object) -> ApiToken | None:
+    """Return the active token `secret` is, or None; record its use at most once a minute.
+
+    A revoked token, or one whose creator is no longer active, is refused like an unknown one.
+    """
+    if not well_formed(secret):
+        return None
+    token = (
+        ApiToken.objects.active()
+        .select_related("created_by")
+        .filter(token_hash=digest(secret))  # type: ignore[arg-type]
+        .first()
+    )
+    if token is None or not token.created_by.is_active:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
+        # Conditional, so concurrent requests write once rather than each.
+        ApiToken.objects.filter(pk=token.pk).filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+        ).update(last_used_at=now)
+        token.last_used_at = now
+    return token
+
+
+def revoke(token_id: int, user: AbstractBaseUser | None = None) -> bool:
+    """Revoke the token (only `user`'s, when given); False if there is none or it was revoked."""
+    tokens = ApiToken.objects.active().filter(pk=token_id)
+    if user is not None:
+        tokens = tokens.created_by(user)
+    return bool(tokens.update(revoked_at=timezone.now()))
