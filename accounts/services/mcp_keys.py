@@ -174,6 +174,15 @@ class _VerifiedKeys:
 
 _verified = _VerifiedKeys(VERIFIED_KEY_SECONDS, VERIFIED_KEY_CAPACITY)
 
+# Digests of well-formed tokens no key answered to, refused without a query for a few
+# seconds: a client retrying one wrong key (or a flood of it) costs no database work. Safe
+# because keys are 256 random bits: a refused digest cannot become a valid key meanwhile.
+# A flood of ever-different wrong keys fills it and is cleared; each then costs one query.
+REFUSED_KEY_SECONDS = 5.0
+REFUSED_KEY_CAPACITY = 10_000
+_REFUSED = KeyGrant(key_pk=0, account_pks=frozenset())  # a marker, never handed to a caller
+_refused = _VerifiedKeys(REFUSED_KEY_SECONDS, REFUSED_KEY_CAPACITY)
+
 
 # Every key create_key issues has this shape: the marker, then 32 bytes in URL-safe base64.
 _KEY_LENGTH = len(KEY_MARKER) + 43
@@ -193,19 +202,25 @@ def recently_verified(token: object) -> KeyGrant | None:
     return _verified.get(_digest(token)) if _plausible(token) else None  # type: ignore[arg-type]
 
 
+def recently_refused(token: object) -> bool:
+    """Whether `token` was refused in the last few seconds; no I/O (safe on a loop)."""
+    return _plausible(token) and _refused.get(_digest(token)) is not None  # type: ignore[arg-type]
+
+
 def verify(token: object) -> KeyGrant | None:
     """Authenticate `token` (recording its use) and return what it may read, or None.
 
     A verified key is remembered for VERIFIED_KEY_SECONDS, so `recently_verified` answers
     for it without a query until then.
     """
-    if not well_formed(token):
+    if not well_formed(token) or recently_refused(token):
         return None
     cached = recently_verified(token)
     if cached is not None:
         return cached
     key = authenticate(token)
     if key is None:
+        _refused.put(_digest(token), _REFUSED)  # type: ignore[arg-type]
         return None
     grant = grant_of(key)
     _verified.put(_digest(token), grant)  # type: ignore[arg-type]
@@ -215,6 +230,7 @@ def verify(token: object) -> KeyGrant | None:
 def forget_verified_keys() -> None:
     """Forget every remembered verification (a test, or an operator's shell, wants it now)."""
     _verified.clear()
+    _refused.clear()
 
 
 def revoke(key_id: int) -> bool:

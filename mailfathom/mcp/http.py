@@ -30,7 +30,7 @@ from django.conf import settings
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 
-from accounts.services.mcp_keys import recently_verified, verify, well_formed
+from accounts.services.mcp_keys import recently_refused, recently_verified, verify, well_formed
 from accounts.services.scope import limited_to_accounts
 from mailfathom import config
 from mailfathom.config import MailFathomSettings
@@ -107,8 +107,9 @@ class BearerKeyGate:
     Keys are checked on a small pool of their own, never on the tool calls' pool, so a wrong
     key is refused at once even while every call slot is busy, and a flood of wrong keys
     queues behind `workers` key checks rather than in front of tool calls (a token not shaped
-    like a key is refused on the spot, with no check at all). A key verified in
-    the last few seconds is admitted with no query at all (accounts.services.mcp_keys). The
+    like a key is refused on the spot, with no check at all). A key verified, or a token
+    refused, in the last few seconds is answered with no query at all
+    (accounts.services.mcp_keys). The
     key's accounts are set for the rest of the request, which carries them into every use
     case the request runs (accounts.services.scope).
     """
@@ -125,7 +126,7 @@ class BearerKeyGate:
         scheme, _, token = header.partition(" ")
         token = token.strip()
         grant = None
-        if scheme.lower() == "bearer" and well_formed(token):
+        if scheme.lower() == "bearer" and well_formed(token) and not recently_refused(token):
             grant = recently_verified(token) or await self.checks.run(verify, token)
         if grant is None:
             logger.info("mcp: request refused: no valid API key")

@@ -188,11 +188,24 @@ def test_a_revoked_key_is_refused_once_its_verification_is_forgotten(accounts, m
     assert verify(issued.key) is None
 
 
-def test_a_wrong_key_is_never_remembered(accounts):
+def test_a_wrong_key_is_never_remembered_as_verified(accounts):
     create_key("someone")
     wrong = "mfk_" + "w" * 43
     assert verify(wrong) is None
     assert mcp_keys.recently_verified(wrong) is None
+
+
+def test_a_wrong_key_sent_again_is_refused_without_a_query(accounts, django_assert_num_queries):
+    create_key("someone")
+    wrong = "mfk_" + "r" * 43
+    assert not mcp_keys.recently_refused(wrong)
+    assert verify(wrong) is None
+    assert mcp_keys.recently_refused(wrong)
+    with django_assert_num_queries(0):
+        assert verify(wrong) is None
+    issued = create_key("another")
+    assert not mcp_keys.recently_refused(issued.key)  # a real key is never marked refused
+    assert verify(issued.key) is not None
 
 
 @pytest.mark.parametrize("token", ["mfk_short", "xyz_" + "w" * 43, "mfk_" + "w" * 44, "", None])
