@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -31,6 +33,12 @@ def api_exception_handler(error: Exception, context: dict[str, Any]) -> Response
         if answer.argument:
             body["argument"] = answer.argument
         return Response(body, status=400)
+    # Django's own refusals (DRF raises Http404 for an unknown ?format) as DRF's, so they get
+    # the one body shape too, as DRF's handler would convert them.
+    if isinstance(error, Http404):
+        error = exceptions.NotFound()
+    elif isinstance(error, DjangoPermissionDenied):
+        error = exceptions.PermissionDenied()
     response = drf_exception_handler(error, context)
     if response is None or not isinstance(error, exceptions.APIException):
         return response

@@ -21,6 +21,7 @@ from audit import tokens
 from audit.api import export, throttling
 from audit.api.authentication import BearerTokenAuthentication, refuse_token_in_url
 from audit.api.errors import api_exception_handler
+from audit.api.openapi import refusals
 from audit.api.pagination import SignedCursorPagination
 from audit.api.permissions import ANY, HasApiPermission
 from audit.tokens import ApiToken
@@ -52,8 +53,8 @@ class TokenSerializer(serializers.ModelSerializer[ApiToken]):
     """A token as its creator sees it; the secret is never part of it."""
 
     createdAt = serializers.DateTimeField(source="created_at", read_only=True)  # noqa: N815
-    lastUsedAt = serializers.DateTimeField(source="last_used_at", read_only=True)  # noqa: N815
-    revokedAt = serializers.DateTimeField(source="revoked_at", read_only=True)  # noqa: N815
+    lastUsedAt = serializers.DateTimeField(source="last_used_at", read_only=True, allow_null=True)  # noqa: N815
+    revokedAt = serializers.DateTimeField(source="revoked_at", read_only=True, allow_null=True)  # noqa: N815
     revoked = serializers.BooleanField(source="is_revoked", read_only=True)
     permissions = serializers.SerializerMethodField()
 
@@ -90,9 +91,18 @@ class CreatedTokenSerializer(TokenSerializer):
         fields = [*TokenSerializer.Meta.fields, "token"]
 
 
+_REVOKED = OpenApiParameter("revoked", bool, description="Only revoked, or only active, tokens.")
 _PAGE_PARAMETERS = [
     OpenApiParameter("cursor", str, description="nextCursor of the previous page, with the same filters."),
-    OpenApiParameter("page_size", int, description="Rows per page, 1 to 100 (default 50)."),
+    OpenApiParameter(
+        "page_size",
+        {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": SignedCursorPagination.max_page_size,
+        },
+        description="Rows per page, 1 to 100 (default 50); another number is refused with 51001.",
+    ),
 ]
 
 
@@ -124,9 +134,9 @@ class TokenListView(ComplianceApiView):
     tokens_accepted = False
 
     @extend_schema(
-        responses=TokenPageSerializer,
+        responses={200: TokenPageSerializer, **refusals(400, 401, 403, 404, 406, 429)},
         parameters=[
-            OpenApiParameter("revoked", bool, description="Only revoked, or only active, tokens."),
+            _REVOKED,
             *_PAGE_PARAMETERS,
         ],
     )
@@ -137,7 +147,10 @@ class TokenListView(ComplianceApiView):
         )
         return paginator.get_paginated_response(TokenSerializer(page, many=True).data)
 
-    @extend_schema(request=TokenCreateSerializer, responses={201: CreatedTokenSerializer})
+    @extend_schema(
+        request=TokenCreateSerializer,
+        responses={201: CreatedTokenSerializer, **refusals(400, 401, 403, 404, 406, 415, 429)},
+    )
     def post(self, request: Request) -> Response:
         asked = TokenCreateSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
@@ -153,12 +166,24 @@ class TokenListView(ComplianceApiView):
         return Response(body, status=201, headers={"Cache-Control": "no-store"})
 
 
+_TOKEN_ID = OpenApiParameter(
+    "token_id",
+    {"type": "integer", "minimum": 0},  # the route's <int:...> takes digits only, no sign
+    OpenApiParameter.PATH,
+    description="The id of one of the caller's own active tokens.",
+)
+
+
 class TokenRevokeView(ComplianceApiView):
     """POST: revoke one of the caller's own active tokens; 404 for any other id."""
 
     tokens_accepted = False
 
-    @extend_schema(request=None, responses=TokenSerializer)
+    @extend_schema(
+        request=None,
+        parameters=[_TOKEN_ID],
+        responses={200: TokenSerializer, **refusals(400, 401, 403, 404, 406, 429)},
+    )
     def post(self, request: Request, token_id: int) -> Response:
         if not tokens.revoke(token_id, request.user):
             raise exceptions.NotFound("No active token of yours has this id.")
@@ -183,13 +208,15 @@ class TokenExportView(ComplianceApiView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("format", str, enum=list(export.FORMATS), description="Else the Accept header.")
+            OpenApiParameter("format", str, enum=list(export.FORMATS), description="Else the Accept header."),
+            _REVOKED,
         ],
         responses={
             (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV with a header row."),
             (200, "application/jsonl"): OpenApiResponse(
                 OpenApiTypes.STR, description="One JSON object a line."
             ),
+            **refusals(400, 401, 403, 429),
         },
     )
     def get(self, request: Request) -> Any:

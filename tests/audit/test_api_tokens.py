@@ -201,3 +201,12 @@ def test_session_post_without_csrf_token_is_refused(client):
     assert response.status_code == 403
     assert "CSRF" in response.json()["detail"]
     assert not ApiToken.objects.exists()
+
+
+def test_unknown_format_override_on_a_json_route_is_refused_with_404_in_the_error_shape(client):
+    # DRF raises Django's Http404 for a ?format naming no renderer; the body must still carry
+    # the code the schema documents for every refusal, not DRF's bare {"detail"}.
+    client.force_login(person("ines", "view_audit"))
+    response = client.get("/api/tokens/?format=xml")
+    assert response.status_code == 404
+    assert response.json() == {"code": "not_found", "detail": "Not found."}
