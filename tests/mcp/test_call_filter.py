@@ -207,7 +207,10 @@ def test_instruments_count_calls_by_published_tool_outcome_and_code(metric_reade
     assert calls_by[("stand_in_ok", "ok")] >= 1
     assert calls_by[("stand_in_refuses", "refused")] >= 1
     assert calls_by[(calls.PLACEHOLDER, "refused")] >= 2  # both unpublished names, one series
-    assert all(tool in {t.name for t in TOOLS} | {calls.PLACEHOLDER} for tool, _ in calls_by)
+    # The session's reader also counts other tests' calls of the real tools: what matters is
+    # that neither unpublished name became a series of its own.
+    recorded_tools = {tool for tool, _ in calls_by}
+    assert not recorded_tools & {"not_published", HOSTILE}
     durations = [key for key in points if key[0] == "mailfathom.mcp.tool.duration"]
     assert ("mailfathom.mcp.tool.duration", "stand_in_ok", "ok") in durations
 
