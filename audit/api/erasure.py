@@ -55,18 +55,19 @@ class AccountCountsSerializer(KindCountsSerializer):
 
 
 class ErasureCreateSerializer(serializers.Serializer[Any]):
+    """Named as the use case names its arguments, so a 51002 names the field that was sent."""
+
     # The use case bounds and validates the addresses (51002, never repeating one).
     addresses = serializers.ListField(child=serializers.CharField(trim_whitespace=False))
-    accounts = serializers.ListField(
+    accountIds = serializers.ListField(  # noqa: N815
         child=serializers.CharField(), required=False, help_text="Account identifiers; absent: every account."
     )
-    before = serializers.DateTimeField(required=False, help_text="Mail received before this time.")
-
-
-# "from" is a Python keyword: declared after the class body, listed like any field.
-ErasureCreateSerializer._declared_fields["from"] = serializers.DateTimeField(
-    required=False, help_text="Mail received at or after this time."
-)
+    receivedOnOrAfter = serializers.DateTimeField(  # noqa: N815
+        required=False, help_text="Only mail received at or after this time."
+    )
+    receivedBefore = serializers.DateTimeField(  # noqa: N815
+        required=False, help_text="Only mail received before this time."
+    )
 
 
 class ErasureExecuteSerializer(serializers.Serializer[Any]):
@@ -96,7 +97,7 @@ class ErasureStatementSerializer(serializers.Serializer[Any]):
     accountScope = serializers.ListField(  # noqa: N815
         child=serializers.CharField(), help_text="The request's accounts; empty: every account."
     )
-    receivedFrom = serializers.DateTimeField(allow_null=True)  # noqa: N815
+    receivedOnOrAfter = serializers.DateTimeField(allow_null=True)  # noqa: N815
     receivedBefore = serializers.DateTimeField(allow_null=True)  # noqa: N815
     accounts = AccountCountsSerializer(many=True, help_text="What was erased; empty until executed.")
     totals = KindCountsSerializer()
@@ -129,7 +130,7 @@ def render_statement(statement: ErasureStatement) -> dict[str, Any]:
         "executedAt": statement.executed_at.isoformat() if statement.executed_at else None,
         "addressCount": len(statement.address_hashes),
         "accountScope": list(statement.account_ids),
-        "receivedFrom": _iso(statement.received_on_or_after),
+        "receivedOnOrAfter": _iso(statement.received_on_or_after),
         "receivedBefore": _iso(statement.received_before),
         "accounts": rows,
         "totals": totals,
@@ -178,6 +179,7 @@ class ErasureRequestCreateView(ComplianceApiView):
     throttle_scope = "erasure"
 
     @extend_schema(
+        operation_id="erasure_request_create",
         request=ErasureCreateSerializer,
         responses={
             201: ErasurePreviewSerializer,
@@ -193,9 +195,9 @@ class ErasureRequestCreateView(ComplianceApiView):
         values = asked.validated_data
         requested = request_erasure(
             values["addresses"],
-            account_ids=values.get("accounts"),
-            received_on_or_after=values.get("from"),
-            received_before=values.get("before"),
+            account_ids=values.get("accountIds"),
+            received_on_or_after=values.get("receivedOnOrAfter"),
+            received_before=values.get("receivedBefore"),
             requester=requester_of(request),
         )
         rows, totals = _counts(requested.accounts)
@@ -215,6 +217,7 @@ class ErasureRequestExecuteView(ComplianceApiView):
     throttle_scope = "erasure"
 
     @extend_schema(
+        operation_id="erasure_request_execute",
         request=ErasureExecuteSerializer,
         responses={
             200: ErasureStatementSerializer,
@@ -242,7 +245,10 @@ class ErasureStatementView(ComplianceApiView):
 
     required_permission = tokens.VIEW_AUDIT
 
-    @extend_schema(responses={200: ErasureStatementSerializer, 404: _NOT_FOUND, **_REFUSALS})
+    @extend_schema(
+        operation_id="erasure_request_statement",
+        responses={200: ErasureStatementSerializer, 404: _NOT_FOUND, **_REFUSALS},
+    )
     def get(self, request: Request, request_id: str) -> Response:
         statement = erasure_statement(_held(request_id))
         return Response(render_statement(statement), headers={"Cache-Control": "no-store"})

@@ -166,7 +166,9 @@ class AnsweringRunListView(ComplianceApiView):
     required_permission = tokens.VIEW_AUDIT
 
     @extend_schema(
-        parameters=[*ANSWERING_FILTERS, *_PAGE], responses={200: AnsweringPageSerializer, **_REFUSALS}
+        operation_id="answering_runs_list",
+        parameters=[*ANSWERING_FILTERS, *_PAGE],
+        responses={200: AnsweringPageSerializer, **_REFUSALS},
     )
     def get(self, request: Request) -> Response:
         paginator = EntryPagination()
@@ -180,11 +182,12 @@ class AnsweringRunDetailView(ComplianceApiView):
     required_permission = tokens.VIEW_AUDIT
 
     @extend_schema(
+        operation_id="answering_run_retrieve",
         responses={
             200: AnsweringRunSerializer,
             404: OpenApiResponse(ErrorSerializer, description="No entry of the trail has this run id."),
             **_REFUSALS,
-        }
+        },
     )
     def get(self, request: Request, run_id: str) -> Response:
         try:
@@ -214,7 +217,9 @@ class MutationListView(ComplianceApiView):
     required_permission = tokens.VIEW_AUDIT
 
     @extend_schema(
-        parameters=[*MUTATION_FILTERS, *_PAGE], responses={200: MutationPageSerializer, **_REFUSALS}
+        operation_id="mutations_list",
+        parameters=[*MUTATION_FILTERS, *_PAGE],
+        responses={200: MutationPageSerializer, **_REFUSALS},
     )
     def get(self, request: Request) -> Response:
         paginator = MutationPagination()
@@ -285,7 +290,11 @@ class _ExportView(ComplianceApiView):
 class AnsweringRunExportView(_ExportView):
     """GET: the answering-trail entries the filters select, as CSV or JSON Lines."""
 
-    @extend_schema(parameters=[*ANSWERING_FILTERS, _FORMAT], responses=_EXPORT_RESPONSES)
+    @extend_schema(
+        operation_id="answering_runs_export",
+        parameters=[*ANSWERING_FILTERS, _FORMAT],
+        responses=_EXPORT_RESPONSES,
+    )
     def get(self, request: Request) -> Any:
         fmt = export.requested_format(request)
         selected = answering_export_rows(filters.answering_entries(request))
@@ -295,7 +304,9 @@ class AnsweringRunExportView(_ExportView):
 class MutationExportView(_ExportView):
     """GET: the mutation-trail entries the filters select, as CSV or JSON Lines."""
 
-    @extend_schema(parameters=[*MUTATION_FILTERS, _FORMAT], responses=_EXPORT_RESPONSES)
+    @extend_schema(
+        operation_id="mutations_export", parameters=[*MUTATION_FILTERS, _FORMAT], responses=_EXPORT_RESPONSES
+    )
     def get(self, request: Request) -> Any:
         fmt = export.requested_format(request)
         selected = filters.mutation_entries(request).order_by("-requested_at", "-id")
