@@ -45,15 +45,19 @@ _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 class ExportSpec:
     """One export: its file name and its fixed column list (field lookups of the queryset).
 
-    The header (CSV) and keys (JSON Lines) are the lookups in camelCase, the API's wire names.
+    The header (CSV) and keys (JSON Lines) are the lookups in camelCase, the API's wire
+    names, unless `renamed` names them otherwise.
     """
 
     name: str
     columns: tuple[str, ...]
+    # Wire names where the camelCased lookup is not the API's name (account__account_id: accountId).
+    renamed: tuple[tuple[str, str], ...] = ()
 
     @property
     def headers(self) -> tuple[str, ...]:
-        return tuple(_camel(column) for column in self.columns)
+        names = dict(self.renamed)
+        return tuple(names.get(column, _camel(column)) for column in self.columns)
 
 
 def requested_format(request: HttpRequest) -> str:
@@ -138,6 +142,8 @@ def _csv_cell(value: Any) -> Any:
         return ""
     if isinstance(value, datetime | date):
         return value.isoformat()
+    if isinstance(value, dict | list):  # a JSON column (a mutation's counts): JSON, not Python's repr
+        value = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
         return "'" + value
     return value

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,12 +29,17 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
+from django.utils import timezone
 
 from audit import tokens
 from audit.api import urls
 from audit.api.permissions import ANY
 from audit.api.throttling import forget_counts
 from audit.api.urls import ROUTES, Route
+from audit.erasure_models import ErasureRequesterKind
+from audit.models import AnsweringRunEntry, RunOutcome
+from audit.services.erasure import Requester, request_erasure
+from tests.factories import MailAccountFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -84,10 +90,37 @@ def _own_token(caller: Caller) -> str:
     return str(record.pk)
 
 
+def _a_run(caller: Caller) -> str:
+    """The run id of an answering-trail entry (the trails are read by every holder of view_audit)."""
+    now = timezone.now()
+    entry = AnsweringRunEntry.objects.create(
+        run_id=uuid.uuid4(),
+        account=MailAccountFactory(),
+        chat_alias="default",
+        instruction_version="v1",
+        started_at=now,
+        ended_at=now,
+        outcome=RunOutcome.ANSWERED,
+    )
+    return str(entry.run_id)
+
+
+ERASURE_ADDRESS = "matrix.subject@example.org"
+
+
+def _an_erasure_request(caller: Caller) -> str:
+    """A previewed erasure request for ERASURE_ADDRESS (no mail matches it: executing it removes nothing)."""
+    requester = Requester(name="matrix", kind=ErasureRequesterKind.USER)
+    return str(request_erasure([ERASURE_ADDRESS], requester=requester).request_id)
+
+
 # Values a route's path or body may name, made for the caller at hand.
 PLACEHOLDERS: dict[str, Callable[[Caller], str]] = {
     "own_token": _own_token,
     "a_held_permission": lambda caller: sorted(caller.held)[0] if caller.held else "view_audit",
+    "a_run": _a_run,
+    "an_erasure_request": _an_erasure_request,
+    "an_erasure_address": lambda caller: ERASURE_ADDRESS,
 }
 
 

@@ -1,0 +1,254 @@
+"""Routes of erasure requests: create with a preview, execute, read the statement.
+
+Each parses its input, calls one use case of audit/services/erasure.py and renders counts.
+Addresses come in request bodies only and are never written back: answers carry the request
+id, counts per account and kind, and the number of addresses, never an address or its hash
+(docs/operations/compliance-api.md, Erasure requests).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from audit import tokens
+from audit.api.trails import ErrorSerializer
+from audit.api.views import ComplianceApiView
+from audit.erasure_models import ErasureRequesterKind, ErasureRequestRecord, ErasureStatus
+from audit.services.erasure import (
+    ErasureStatement,
+    Requester,
+    erasure_statement,
+    execute_erasure_request,
+    request_erasure,
+)
+from audit.tokens import ApiToken
+from mailbox.services.erasure import KINDS, AccountCounts
+
+# --- Serializers ------------------------------------------------------------------------------
+
+
+def _wire(kind: str) -> str:
+    first, *rest = kind.split("_")
+    return first + "".join(word.capitalize() for word in rest)
+
+
+class KindCountsSerializer(serializers.Serializer[Any]):
+    """Rows per kind (mailbox.services.erasure.KINDS), in camelCase."""
+
+    emails = serializers.IntegerField()
+    rawMessages = serializers.IntegerField()  # noqa: N815
+    attachments = serializers.IntegerField()
+    participants = serializers.IntegerField()
+    passages = serializers.IntegerField()
+    repairRequests = serializers.IntegerField()  # noqa: N815
+
+
+class AccountCountsSerializer(KindCountsSerializer):
+    accountId = serializers.CharField()  # noqa: N815
+
+
+class ErasureCreateSerializer(serializers.Serializer[Any]):
+    """Named as the use case names its arguments, so a 51002 names the field that was sent."""
+
+    # The use case bounds and validates the addresses (51002, never repeating one).
+    addresses = serializers.ListField(child=serializers.CharField(trim_whitespace=False))
+    accountIds = serializers.ListField(  # noqa: N815
+        child=serializers.CharField(), required=False, help_text="Account identifiers; absent: every account."
+    )
+    receivedOnOrAfter = serializers.DateTimeField(  # noqa: N815
+        required=False, help_text="Only mail received at or after this time."
+    )
+    receivedBefore = serializers.DateTimeField(  # noqa: N815
+        required=False, help_text="Only mail received before this time."
+    )
+
+
+class ErasureExecuteSerializer(serializers.Serializer[Any]):
+    addresses = serializers.ListField(
+        child=serializers.CharField(trim_whitespace=False),
+        help_text="Exactly the addresses the request was made for (they are not stored).",
+    )
+
+
+class ErasurePreviewSerializer(serializers.Serializer[Any]):
+    requestId = serializers.UUIDField()  # noqa: N815
+    status = serializers.CharField()
+    accounts = AccountCountsSerializer(many=True, help_text="What executing would remove, per account.")
+    totals = KindCountsSerializer()
+
+
+class ErasureStatementSerializer(serializers.Serializer[Any]):
+    requestId = serializers.UUIDField()  # noqa: N815
+    status = serializers.ChoiceField(choices=ErasureStatus.choices)
+    requestedBy = serializers.CharField()  # noqa: N815
+    requestedByKind = serializers.CharField()  # noqa: N815
+    requestedAt = serializers.DateTimeField()  # noqa: N815
+    executedBy = serializers.CharField()  # noqa: N815
+    executedByKind = serializers.CharField()  # noqa: N815
+    executedAt = serializers.DateTimeField(allow_null=True)  # noqa: N815
+    addressCount = serializers.IntegerField()  # noqa: N815
+    accountScope = serializers.ListField(  # noqa: N815
+        child=serializers.CharField(), help_text="The request's accounts; empty: every account."
+    )
+    receivedOnOrAfter = serializers.DateTimeField(allow_null=True)  # noqa: N815
+    receivedBefore = serializers.DateTimeField(allow_null=True)  # noqa: N815
+    accounts = AccountCountsSerializer(many=True, help_text="What was erased; empty until executed.")
+    totals = KindCountsSerializer()
+    cannotErase = serializers.ListField(child=serializers.CharField())  # noqa: N815
+    guide = serializers.CharField()
+
+
+# --- Rendering --------------------------------------------------------------------------------
+
+
+def _counts(accounts: Iterable[AccountCounts]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    rows = [
+        {"accountId": counts.account_id, **{_wire(kind): getattr(counts, kind) for kind in KINDS}}
+        for counts in sorted(accounts, key=lambda counts: counts.account_id)
+    ]
+    totals = {_wire(kind): sum(row[_wire(kind)] for row in rows) for kind in KINDS}
+    return rows, totals
+
+
+def render_statement(statement: ErasureStatement) -> dict[str, Any]:
+    rows, totals = _counts(statement.accounts)
+    return {
+        "requestId": str(statement.request_id),
+        "status": statement.status,
+        "requestedBy": statement.requested_by,
+        "requestedByKind": statement.requested_by_kind,
+        "requestedAt": statement.requested_at.isoformat(),
+        "executedBy": statement.executed_by,
+        "executedByKind": statement.executed_by_kind,
+        "executedAt": statement.executed_at.isoformat() if statement.executed_at else None,
+        "addressCount": len(statement.address_hashes),
+        "accountScope": list(statement.account_ids),
+        "receivedOnOrAfter": _iso(statement.received_on_or_after),
+        "receivedBefore": _iso(statement.received_before),
+        "accounts": rows,
+        "totals": totals,
+        "cannotErase": list(statement.cannot_erase),
+        "guide": statement.guide,
+    }
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def requester_of(request: Request) -> Requester:
+    """Who acts, as the erasure record names them: the token's name, or the person's user name."""
+    if isinstance(request.auth, ApiToken):
+        return Requester(name=request.auth.name, kind=ErasureRequesterKind.API_TOKEN)
+    return Requester(name=request.user.get_username(), kind=ErasureRequesterKind.USER)
+
+
+def _held(request_id: str) -> uuid.UUID:
+    """The id of a request this deployment holds; 404 (the error body) otherwise."""
+    try:
+        parsed = uuid.UUID(request_id) if len(request_id) <= 64 else None
+    except ValueError:
+        parsed = None
+    if parsed is None or not ErasureRequestRecord.objects.filter(pk=parsed).exists():
+        raise exceptions.NotFound("No erasure request has this id.")
+    return parsed
+
+
+_REFUSALS = {
+    401: OpenApiResponse(ErrorSerializer, description="No credential, or one not accepted."),
+    403: OpenApiResponse(ErrorSerializer, description="The credential lacks the route's permission."),
+    429: OpenApiResponse(ErrorSerializer, description="The credential's rate is spent; see Retry-After."),
+}
+_NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No erasure request has this id.")
+
+
+# --- Views ------------------------------------------------------------------------------------
+
+
+class ErasureRequestCreateView(ComplianceApiView):
+    """POST: record an erasure request and answer what executing it would remove; no mail changes."""
+
+    required_permission = tokens.REQUEST_ERASURE
+    throttle_scope = "erasure"
+
+    @extend_schema(
+        operation_id="erasure_request_create",
+        request=ErasureCreateSerializer,
+        responses={
+            201: ErasurePreviewSerializer,
+            400: OpenApiResponse(
+                ErrorSerializer, description="An argument refused (51002) or a body invalid."
+            ),
+            **_REFUSALS,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        asked = ErasureCreateSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        values = asked.validated_data
+        requested = request_erasure(
+            values["addresses"],
+            account_ids=values.get("accountIds"),
+            received_on_or_after=values.get("receivedOnOrAfter"),
+            received_before=values.get("receivedBefore"),
+            requester=requester_of(request),
+        )
+        rows, totals = _counts(requested.accounts)
+        body = {
+            "requestId": str(requested.request_id),
+            "status": ErasureStatus.PREVIEWED,
+            "accounts": rows,
+            "totals": totals,
+        }
+        return Response(body, status=201, headers={"Cache-Control": "no-store"})
+
+
+class ErasureRequestExecuteView(ComplianceApiView):
+    """POST: execute a previewed request, given its addresses again; answer the statement."""
+
+    required_permission = tokens.EXECUTE_ERASURE
+    throttle_scope = "erasure"
+
+    @extend_schema(
+        operation_id="erasure_request_execute",
+        request=ErasureExecuteSerializer,
+        responses={
+            200: ErasureStatementSerializer,
+            400: OpenApiResponse(
+                ErrorSerializer,
+                description="Addresses not those of the request (51002); request already executed "
+                "or abandoned (53004); body invalid.",
+            ),
+            404: _NOT_FOUND,
+            **_REFUSALS,
+        },
+    )
+    def post(self, request: Request, request_id: str) -> Response:
+        held = _held(request_id)
+        asked = ErasureExecuteSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        statement = execute_erasure_request(
+            held, asked.validated_data["addresses"], requester=requester_of(request)
+        )
+        return Response(render_statement(statement), headers={"Cache-Control": "no-store"})
+
+
+class ErasureStatementView(ComplianceApiView):
+    """GET: the statement of a request (no accounts until it is executed)."""
+
+    required_permission = tokens.VIEW_AUDIT
+
+    @extend_schema(
+        operation_id="erasure_request_statement",
+        responses={200: ErasureStatementSerializer, 404: _NOT_FOUND, **_REFUSALS},
+    )
+    def get(self, request: Request, request_id: str) -> Response:
+        statement = erasure_statement(_held(request_id))
+        return Response(render_statement(statement), headers={"Cache-Control": "no-store"})

@@ -1,0 +1,313 @@
+"""Routes reading the two audit trails: the answering trail and the mutation trail.
+
+Lists are newest first under a signed cursor bound to their filters; exports stream the same
+selection (audit/api/filters.py) as CSV or JSON Lines. See docs/operations/compliance-api.md,
+Answering trail and Mutation trail.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.contrib.postgres.aggregates import StringAgg
+from django.db.models import Prefetch, Q, QuerySet, TextField
+from django.db.models.functions import Cast
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from audit import tokens
+from audit.api import export, filters
+from audit.api.pagination import SignedCursorPagination
+from audit.api.views import ComplianceApiView
+from audit.models import AnsweringRunEmail, AnsweringRunEntry, MutationKind, RunOutcome
+
+# --- Serializers (what the schema documents) ------------------------------------------------
+
+
+class ErrorSerializer(serializers.Serializer[Any]):
+    """The one refusal body (audit/api/errors.py)."""
+
+    code = serializers.JSONField(help_text="A five-digit MailFathom code, or DRF's word for the failure.")
+    detail = serializers.CharField()
+    argument = serializers.CharField(required=False)
+
+
+class RetrievedEmailSerializer(serializers.Serializer[Any]):
+    id = serializers.UUIDField(source="email_id")
+    cited = serializers.BooleanField()
+
+
+class AnsweringEntrySerializer(serializers.Serializer[Any]):
+    """One account's share of one run: the emails it read in the order the run reached them."""
+
+    runId = serializers.UUIDField(source="run_id")  # noqa: N815
+    accountId = serializers.CharField(source="account.account_id")  # noqa: N815
+    startedAt = serializers.DateTimeField(source="started_at")  # noqa: N815
+    endedAt = serializers.DateTimeField(source="ended_at")  # noqa: N815
+    chatAlias = serializers.CharField(source="chat_alias")  # noqa: N815
+    instructionVersion = serializers.CharField(source="instruction_version")  # noqa: N815
+    outcome = serializers.ChoiceField(choices=RunOutcome.choices)
+    degradations = serializers.SerializerMethodField()
+    emails = RetrievedEmailSerializer(many=True)
+
+    def get_degradations(self, entry: AnsweringRunEntry) -> list[str]:
+        return degradations(entry)
+
+
+def degradations(entry: AnsweringRunEntry) -> list[str]:
+    """The names of the ways the run fell short of its normal path, in a fixed order."""
+    return [
+        name
+        for name, happened in (
+            ("retrieval_ceiling_reached", entry.retrieval_ceiling_reached),
+            ("relevance_fell_back", entry.relevance_fell_back),
+        )
+        if happened
+    ]
+
+
+class AnsweringPageSerializer(serializers.Serializer[Any]):
+    results = AnsweringEntrySerializer(many=True)
+    nextCursor = serializers.CharField(allow_null=True)  # noqa: N815
+
+
+class AnsweringRunSerializer(serializers.Serializer[Any]):
+    runId = serializers.UUIDField()  # noqa: N815
+    entries = AnsweringEntrySerializer(many=True)
+
+
+class MutationEntrySerializer(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=MutationKind.choices)
+    requester = serializers.CharField()
+    requesterKind = serializers.CharField(source="requester_kind")  # noqa: N815
+    accountId = serializers.CharField(source="account_identifier")  # noqa: N815
+    messageIdHash = serializers.CharField(source="message_id_hash")  # noqa: N815
+    folderAlias = serializers.CharField(source="folder_alias")  # noqa: N815
+    uid = serializers.IntegerField(allow_null=True)
+    requestedAt = serializers.DateTimeField(source="requested_at")  # noqa: N815
+    completedAt = serializers.DateTimeField(source="completed_at", allow_null=True)  # noqa: N815
+    outcome = serializers.CharField()
+    failureCode = serializers.IntegerField(source="failure_code", allow_null=True)  # noqa: N815
+    counts = serializers.DictField(child=serializers.IntegerField())
+
+
+class MutationPageSerializer(serializers.Serializer[Any]):
+    results = MutationEntrySerializer(many=True)
+    nextCursor = serializers.CharField(allow_null=True)  # noqa: N815
+
+
+# --- Parameters and responses shared by the routes --------------------------------------------
+
+_REFUSALS = {
+    400: OpenApiResponse(ErrorSerializer, description="A filter, page size, cursor or format refused."),
+    401: OpenApiResponse(ErrorSerializer, description="No credential, or one not accepted."),
+    403: OpenApiResponse(ErrorSerializer, description="The credential lacks the route's permission."),
+    429: OpenApiResponse(ErrorSerializer, description="The credential's rate is spent; see Retry-After."),
+}
+_PAGE = [
+    OpenApiParameter("cursor", str, description="nextCursor of the previous page, with the same filters."),
+    OpenApiParameter("page_size", int, description="Rows per page, 1 to 100 (default 50)."),
+]
+_RANGE = [
+    OpenApiParameter(
+        "from", OpenApiTypes.DATETIME, description="{} at or after this time (ISO 8601, offset)."
+    ),
+    OpenApiParameter("before", OpenApiTypes.DATETIME, description="{} before this time (ISO 8601, offset)."),
+]
+
+
+def _range(subject: str) -> list[OpenApiParameter]:
+    return [
+        OpenApiParameter(p.name, p.type, description=(p.description or "").format(subject)) for p in _RANGE
+    ]
+
+
+ANSWERING_FILTERS = [
+    OpenApiParameter("account", str, description="Account identifier."),
+    *_range("Runs that ended"),
+    OpenApiParameter("run", OpenApiTypes.UUID, description="Run id."),
+    OpenApiParameter("email", OpenApiTypes.UUID, description="Runs that read this stored email."),
+    OpenApiParameter("outcome", str, enum=list(RunOutcome.values)),
+]
+MUTATION_FILTERS = [
+    OpenApiParameter("account", str, description="Account identifier as recorded (outlives the account)."),
+    OpenApiParameter("kind", str, enum=list(MutationKind.values)),
+    *_range("Acts requested"),
+    OpenApiParameter("requester", str, description="User name, API token name or task name, exactly."),
+]
+_EXPORT_RESPONSES = {
+    (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV with a header row."),
+    (200, "application/jsonl"): OpenApiResponse(OpenApiTypes.STR, description="One JSON object a line."),
+    **_REFUSALS,
+}
+_FORMAT = OpenApiParameter("format", str, enum=list(export.FORMATS), description="Else the Accept header.")
+
+
+# --- Answering trail --------------------------------------------------------------------------
+
+
+class EntryPagination(SignedCursorPagination):
+    ordering = ("ended_at", "id")
+
+
+def _with_emails(queryset: QuerySet[AnsweringRunEntry]) -> QuerySet[AnsweringRunEntry]:
+    in_order = AnsweringRunEmail.objects.order_by("position")
+    return queryset.select_related("account").prefetch_related(Prefetch("emails", queryset=in_order))
+
+
+class AnsweringRunListView(ComplianceApiView):
+    """GET: entries of the answering trail, newest end first."""
+
+    required_permission = tokens.VIEW_AUDIT
+
+    @extend_schema(
+        operation_id="answering_runs_list",
+        parameters=[*ANSWERING_FILTERS, *_PAGE],
+        responses={200: AnsweringPageSerializer, **_REFUSALS},
+    )
+    def get(self, request: Request) -> Response:
+        paginator = EntryPagination()
+        page = paginator.paginate_queryset(_with_emails(filters.answering_entries(request)), request, self)
+        return paginator.get_paginated_response(AnsweringEntrySerializer(page, many=True).data)
+
+
+class AnsweringRunDetailView(ComplianceApiView):
+    """GET: one run, with the entry of every account it read, by account identifier."""
+
+    required_permission = tokens.VIEW_AUDIT
+
+    @extend_schema(
+        operation_id="answering_run_retrieve",
+        responses={
+            200: AnsweringRunSerializer,
+            404: OpenApiResponse(ErrorSerializer, description="No entry of the trail has this run id."),
+            **_REFUSALS,
+        },
+    )
+    def get(self, request: Request, run_id: str) -> Response:
+        try:
+            run = uuid.UUID(run_id) if len(run_id) <= 64 else None
+        except ValueError:
+            run = None
+        entries = (
+            list(_with_emails(AnsweringRunEntry.objects.filter(run_id=run)).order_by("account__account_id"))
+            if run is not None
+            else []
+        )
+        if not entries:
+            raise exceptions.NotFound("No entry of the answering trail has this run id.")
+        return Response({"runId": str(run), "entries": AnsweringEntrySerializer(entries, many=True).data})
+
+
+# --- Mutation trail ---------------------------------------------------------------------------
+
+
+class MutationPagination(SignedCursorPagination):
+    ordering = ("requested_at", "id")
+
+
+class MutationListView(ComplianceApiView):
+    """GET: entries of the mutation trail, newest request first."""
+
+    required_permission = tokens.VIEW_AUDIT
+
+    @extend_schema(
+        operation_id="mutations_list",
+        parameters=[*MUTATION_FILTERS, *_PAGE],
+        responses={200: MutationPageSerializer, **_REFUSALS},
+    )
+    def get(self, request: Request) -> Response:
+        paginator = MutationPagination()
+        page = paginator.paginate_queryset(filters.mutation_entries(request), request, self)
+        return paginator.get_paginated_response(MutationEntrySerializer(page, many=True).data)
+
+
+# --- Exports ----------------------------------------------------------------------------------
+
+ANSWERING_EXPORT = export.ExportSpec(
+    name="answering-trail",
+    columns=(
+        "run_id",
+        "account__account_id",
+        "started_at",
+        "ended_at",
+        "chat_alias",
+        "instruction_version",
+        "outcome",
+        "retrieval_ceiling_reached",
+        "relevance_fell_back",
+        "email_ids",
+        "cited_email_ids",
+    ),
+    renamed=(("account__account_id", "accountId"),),
+)
+MUTATION_EXPORT = export.ExportSpec(
+    name="mutation-trail",
+    columns=(
+        "id",
+        "kind",
+        "requester",
+        "requester_kind",
+        "account_identifier",
+        "message_id_hash",
+        "folder_alias",
+        "uid",
+        "requested_at",
+        "completed_at",
+        "outcome",
+        "failure_code",
+        "counts",
+    ),
+    renamed=(("account_identifier", "accountId"),),
+)
+
+
+def answering_export_rows(queryset: QuerySet[AnsweringRunEntry]) -> QuerySet[AnsweringRunEntry]:
+    """One row per entry; its emails as space-separated ids in the order the run reached them."""
+    email = Cast("emails__email_id", TextField())
+    return queryset.annotate(
+        email_ids=StringAgg(email, " ", order_by="emails__position", default=""),
+        cited_email_ids=StringAgg(
+            email, " ", order_by="emails__position", filter=Q(emails__cited=True), default=""
+        ),
+    ).order_by("-ended_at", "-id")
+
+
+class _ExportView(ComplianceApiView):
+    required_permission = tokens.EXPORT_AUDIT
+    throttle_scope = "export"
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        # The export picks its own format (?format=csv|jsonl or Accept); refusals are JSON.
+        return super().perform_content_negotiation(request, force=True)
+
+
+class AnsweringRunExportView(_ExportView):
+    """GET: the answering-trail entries the filters select, as CSV or JSON Lines."""
+
+    @extend_schema(
+        operation_id="answering_runs_export",
+        parameters=[*ANSWERING_FILTERS, _FORMAT],
+        responses=_EXPORT_RESPONSES,
+    )
+    def get(self, request: Request) -> Any:
+        fmt = export.requested_format(request)
+        selected = answering_export_rows(filters.answering_entries(request))
+        return export.stream(request._request, selected, ANSWERING_EXPORT, fmt)
+
+
+class MutationExportView(_ExportView):
+    """GET: the mutation-trail entries the filters select, as CSV or JSON Lines."""
+
+    @extend_schema(
+        operation_id="mutations_export", parameters=[*MUTATION_FILTERS, _FORMAT], responses=_EXPORT_RESPONSES
+    )
+    def get(self, request: Request) -> Any:
+        fmt = export.requested_format(request)
+        selected = filters.mutation_entries(request).order_by("-requested_at", "-id")
+        return export.stream(request._request, selected, MUTATION_EXPORT, fmt)
