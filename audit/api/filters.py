@@ -13,11 +13,11 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Exists, OuterRef, QuerySet
-from django.utils.dateparse import parse_datetime
 from rest_framework.request import Request
 
 from audit.models import AnsweringRunEmail, AnsweringRunEntry, MutationEntry, MutationKind, RunOutcome
 from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.instants import parse_instant
 
 MAX_TEXT = 200  # the longest account identifier or requester name a trail stores
 
@@ -38,11 +38,8 @@ def instant(request: Request, argument: str) -> datetime | None:
     value = request.query_params.get(argument)
     if value is None:
         return None
-    try:
-        parsed = parse_datetime(value) if len(value) <= 64 else None
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None:
+    parsed = parse_instant(value)
+    if parsed is None:
         raise _refused(argument, "must be an ISO 8601 time with a UTC offset, such as 2025-06-01T00:00:00Z")
     return parsed
 

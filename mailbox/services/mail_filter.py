@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.instants import parse_instant
 
 MAX_SUBJECT_FRAGMENT = 256
 MAX_ADDRESS_LENGTH = 320
@@ -54,13 +55,8 @@ def read_moment(wire: str, value: Any, bound: int = MAX_TIMESTAMP_LENGTH) -> dat
     """An ISO 8601 date and time that carries a time zone; the length is counted first."""
     if value is None:
         return None
-    if not isinstance(value, str) or len(value) > bound:
-        raise refused(wire, TIMESTAMP_REQUIREMENT)
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise refused(wire, TIMESTAMP_REQUIREMENT) from None
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
+    parsed = parse_instant(value, bound)
+    if parsed is None:
         raise refused(wire, TIMESTAMP_REQUIREMENT)
     return parsed
 
