@@ -258,3 +258,33 @@ def test_a_broken_view_fails_the_run(
 
         failures = getattr(failed.value, "exceptions", (failed.value,))
         assert any(failed_check in str(failure) for failure in failures), (method, path, failed.value)
+
+
+def _shape(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "{}", path)
+
+
+def test_every_operation_a_token_may_call_answers_as_its_schema_says_with_a_permitted_token(api_schema):
+    """The same run as a script sees it: a token holding every audit permission, no session.
+
+    Routes only a person signed in may use (managing tokens) are left out: a token is refused
+    there by design, which the permission matrix checks.
+    """
+    from audit.api.urls import ROUTES
+
+    staff = get_user_model().objects.get(username="operator")
+    issued = tokens.create_token(staff, "schemathesis", tokens.API_PERMISSIONS)
+    credentials = {"headers": {"Authorization": f"Bearer {issued.secret}"}}
+    by_token = {(route.method, _shape(route.path)) for route in ROUTES if route.tokens_accepted}
+    wanted = {(method.upper(), path) for method, path in operations_listed(api_schema)}
+    wanted = {(method, path) for method, path in wanted if (method, _shape(path)) in by_token}
+    assert wanted, "no operation accepts a token: the run would prove nothing"
+
+    answered: Counter[tuple[str, str, int]] = Counter()
+    for operation in sorted(wanted):
+        answered.update(call_every_operation(api_schema, credentials, only=operation))
+    for method, path, status in _succeed_by_hand(api_schema, credentials, staff):
+        answered[(method, path, status)] += 1
+
+    succeeded = {(method, path) for method, path, status in answered if 200 <= status < 300}
+    assert succeeded == wanted, sorted(answered.items())
