@@ -32,8 +32,23 @@ def remember(*values: str) -> None:
     _private.update(value for value in values if value and len(value) >= MIN_LENGTH)
 
 
+_handler = _Keep(level=logging.DEBUG)
+
+
+def _attached() -> None:
+    root = logging.getLogger()
+    if _handler not in root.handlers:
+        root.addHandler(_handler)
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    logging.getLogger().addHandler(_Keep(level=logging.DEBUG))
+    _attached()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # A test that builds Django's WSGI or ASGI application runs django.setup() again, whose
+    # dictConfig replaces the root logger's handlers: attach ours again before every test.
+    _attached()
 
 
 @pytest.fixture(autouse=True)

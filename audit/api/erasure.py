@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit import tokens
-from audit.api.trails import ErrorSerializer
+from audit.api.openapi import ErrorSerializer
 from audit.api.views import ComplianceApiView
 from audit.erasure_models import ErasureRequesterKind, ErasureRequestRecord, ErasureStatus
 from audit.services.erasure import (

@@ -21,19 +21,12 @@ from rest_framework.response import Response
 
 from audit import tokens
 from audit.api import export, filters
+from audit.api.openapi import ErrorSerializer
 from audit.api.pagination import SignedCursorPagination
 from audit.api.views import ComplianceApiView
 from audit.models import AnsweringRunEmail, AnsweringRunEntry, MutationKind, RunOutcome
 
 # --- Serializers (what the schema documents) ------------------------------------------------
-
-
-class ErrorSerializer(serializers.Serializer[Any]):
-    """The one refusal body (audit/api/errors.py)."""
-
-    code = serializers.JSONField(help_text="A five-digit MailFathom code, or DRF's word for the failure.")
-    detail = serializers.CharField()
-    argument = serializers.CharField(required=False)
 
 
 class RetrievedEmailSerializer(serializers.Serializer[Any]):
