@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # tests.factories, for the trail
 from sync import _server_connection, drop_database, recreate_database, setup_django  # noqa: E402
 
 DATABASE = "mailfathom_export_bench"
@@ -58,6 +59,61 @@ def drain(fmt: str) -> tuple[int, int]:
     request = RequestFactory().get("/api/tokens/export/")
     response = export.stream(request, ApiToken.objects.order_by("id"), TOKEN_EXPORT, fmt)
     # The chunk size comes from MAILFATHOM_API_EXPORT_CHUNK_ROWS, which main() sets.
+    lines = size = 0
+    for block in response.streaming_content:
+        lines += block.count(b"\n")
+        size += len(block)
+    return lines, size
+
+
+def fill_trail(rows: int) -> None:
+    """`rows` answering-trail entries of one account, each naming two emails (the first cited)."""
+    from django.db import connection
+
+    from audit.models import AnsweringRunEmail, AnsweringRunEntry
+    from mailbox.models import Email
+    from tests.factories import MailAccountFactory
+    from tests.mailbox.factories import EmailFactory, mapped_folder
+
+    account = MailAccountFactory(account_id="bench", answering_audit_enabled=True)
+    folder = mapped_folder(account, "inbox")
+    first, second = EmailFactory(folder=folder), EmailFactory(folder=folder)
+    entries, emails = AnsweringRunEntry._meta.db_table, AnsweringRunEmail._meta.db_table
+    assert Email.objects.filter(pk__in=[first.pk, second.pk]).count() == 2
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {entries} (run_id, account_id, chat_alias, instruction_version, started_at,
+                                   ended_at, outcome, retrieval_ceiling_reached, relevance_fell_back)
+            SELECT md5(n::text)::uuid, %s, 'chat', 'v1', now() - n * interval '1 second',
+                   now() - n * interval '1 second', 'answered', false, false
+            FROM generate_series(1, %s) AS n
+            """,  # noqa: S608 (table names from _meta)
+            [account.pk, rows],
+        )
+        cursor.execute(
+            f"""
+            INSERT INTO {emails} (entry_id, email_id, position, cited)
+            SELECT entry.id, pick.email_id, pick.position, pick.position = 0
+            FROM {entries} AS entry
+            CROSS JOIN (VALUES (%s::uuid, 0), (%s::uuid, 1)) AS pick(email_id, position)
+            """,  # noqa: S608 (table names from _meta)
+            [str(first.pk), str(second.pk)],
+        )
+        cursor.execute(f"ANALYZE {entries}; ANALYZE {emails}")
+
+
+def drain_trail(fmt: str) -> tuple[int, int]:
+    """Stream every answering-trail entry as the /api/answering-runs/export/ route does."""
+    from django.test import RequestFactory
+
+    from audit.api import export
+    from audit.api.trails import ANSWERING_EXPORT, answering_export_rows
+    from audit.models import AnsweringRunEntry
+
+    request = RequestFactory().get("/api/answering-runs/export/")
+    selected = answering_export_rows(AnsweringRunEntry.objects.all())
+    response = export.stream(request, selected, ANSWERING_EXPORT, fmt)
     lines = size = 0
     for block in response.streaming_content:
         lines += block.count(b"\n")
@@ -132,6 +188,22 @@ def main() -> None:
         print(
             f"export {fmt}: {rows} rows, {size / MB:.1f} MB, {seconds:.2f} s = {rate:,.0f} rows/s "
             f"({rate / anchor_rate:.2f} of COPY); peak Python memory growth {growth:.1f} MB (tracemalloc)"
+        )
+
+    started = time.perf_counter()
+    fill_trail(args.rows)
+    print(
+        f"filled {args.rows} answering-trail entries (2 emails each) in {time.perf_counter() - started:.1f} s"
+    )
+    for fmt in ("csv", "jsonl"):
+        seconds, lines, size = timed(lambda fmt=fmt: drain_trail(fmt))
+        rows = lines - 1 if fmt == "csv" else lines
+        if rows != args.rows:
+            raise SystemExit(f"trail {fmt}: exported {rows} rows, expected {args.rows}")
+        growth = peak(lambda fmt=fmt: drain_trail(fmt))
+        print(
+            f"trail export {fmt}: {rows} rows, {size / MB:.1f} MB, {seconds:.2f} s = {rows / seconds:,.0f} "
+            f"rows/s; peak Python memory growth {growth:.1f} MB (tracemalloc)"
         )
     if not args.keep:
         drop_database(DATABASE)
