@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from django.db import connection
 
 from accounts.models import FolderRole
 from answering.instructions import INSTRUCTION_VERSION
@@ -149,3 +150,28 @@ def test_a_question_refused_before_its_run_leaves_no_entry(answering_server, no_
     assert error_code(call_tool(answering_server, api_key, "ask_mail", {"question": "x" * 1001})) == 51002
 
     assert not AnsweringRunEntry.objects.exists()
+
+
+def test_an_append_the_database_refuses_leaves_the_answer_intact_over_mcp(answering_server, api_key, world):
+    """The append is made to fail in the server process itself: a trigger refuses the row."""
+    keep_answering_trail("work")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION refuse_audit_append() RETURNS trigger AS $$ "
+            "BEGIN RAISE EXCEPTION 'append refused by the test'; END $$ LANGUAGE plpgsql"
+        )
+        cursor.execute(
+            "CREATE TRIGGER refuse_audit_append BEFORE INSERT ON audit_answeringrunentry "
+            "FOR EACH ROW EXECUTE FUNCTION refuse_audit_append()"
+        )
+    try:
+        result = _ask(answering_server, api_key, accounts=["work"])
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER refuse_audit_append ON audit_answeringrunentry")
+            cursor.execute("DROP FUNCTION refuse_audit_append()")
+
+    assert result["answer"] and result["citations"]  # answered, cited, as if nothing happened
+    assert trail() == {}
+    warned = [line for line in answering_server.log().splitlines() if "could not be appended" in line]
+    assert warned and QUESTION not in answering_server.log()
