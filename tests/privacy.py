@@ -10,6 +10,7 @@ are not covered here.)
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 
@@ -96,10 +97,17 @@ def pytest_runtest_call(item: pytest.Item):
         pass
 
 
+def _carries(line: str, value: str) -> bool:
+    """Whether `value` stands in `line` as itself, not inside a longer word.
+
+    A subject such as "attachment" is private test data, but "/attachments/" in a request
+    line is a path; a leaked subject, address or query appears whole.
+    """
+    return value in line and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", line) is not None
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    leaks = sorted(
-        {(value, line[:200]) for line in _records for value in _private if value in line},
-    )
+    leaks = sorted({(value, line[:200]) for line in _records for value in _private if _carries(line, value)})
     if leaks:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter:
