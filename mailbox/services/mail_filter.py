@@ -24,12 +24,12 @@ from datetime import datetime
 from typing import Any
 
 from mailfathom.errors import FILTER_REFUSED, MailFathomError
-from mailfathom.instants import parse_instant
+from mailfathom.instants import MAX_INSTANT_LENGTH, parse_instant
 
 MAX_SUBJECT_FRAGMENT = 256
 MAX_ADDRESS_LENGTH = 320
-# Counted before the text is parsed: a real ISO 8601 instant is at most 32 characters.
-MAX_TIMESTAMP_LENGTH = 64
+# Counted before the text is parsed (mailfathom.instants owns the bound).
+MAX_TIMESTAMP_LENGTH = MAX_INSTANT_LENGTH
 TIMESTAMP_REQUIREMENT = "an ISO 8601 date and time with a time zone, such as 2024-05-01T09:30:00Z"
 
 _DECLARED = "mail_filter"

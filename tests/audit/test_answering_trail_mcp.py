@@ -7,8 +7,6 @@ is read back from the database the server wrote to.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from django.db import connection
 
@@ -19,20 +17,18 @@ from mailbox.models import Email
 from tests.audit.support import keep_answering_trail, trail
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
-from tests.mcp.answering_support import answering_env, embedding_env, obedient_world
+from tests.mcp.answering_support import (
+    answering_env,
+    embedding_env,
+    module_scripted_server,  # noqa: F401
+    obedient_world,
+)
 from tests.mcp.conftest import call_tool, error_code, payload
-from tests.providers.openai_server import ScriptedOpenAIServer, status, tool_calls
-from tests.support import scripted_openai_server
+from tests.providers.openai_server import status, tool_calls
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 QUESTION = "What did the insurer finally agree to pay?"
-
-
-@pytest.fixture(scope="module")
-def scripted() -> Iterator[ScriptedOpenAIServer]:
-    with scripted_openai_server() as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

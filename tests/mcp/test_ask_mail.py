@@ -7,25 +7,20 @@ environment, as an operator would declare OpenAI or Ollama.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.mcp.answering_support import answering_env, embedding_env, obedient_world
+from tests.mcp.answering_support import (
+    answering_env,
+    embedding_env,
+    module_scripted_server,  # noqa: F401
+    obedient_world,
+)
 from tests.mcp.conftest import call_tool, error_code, error_text, list_tools, payload
-from tests.providers.openai_server import ScriptedOpenAIServer, status
-from tests.support import scripted_openai_server
+from tests.providers.openai_server import status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 QUESTION = "What did the insurer finally agree to pay?"
-
-
-@pytest.fixture(scope="module")
-def scripted() -> Iterator[ScriptedOpenAIServer]:
-    """One scripted server for the module's uvicorn servers, which are module-scoped too."""
-    with scripted_openai_server() as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

@@ -23,21 +23,16 @@ from mailbox.services.store import IncomingMessage, store_messages
 from mailfathom.providers import health
 from tests.answering.support import ObedientModel, World, build_world
 from tests.configure import configure, scripted_embeddings
-from tests.mcp.answering_support import answering_env
+from tests.mcp.answering_support import (
+    answering_env,
+    module_scripted_server,  # noqa: F401
+)
 from tests.mcp.conftest import call_tool, error_code, error_text, payload
-from tests.providers.openai_server import ScriptedOpenAIServer
-from tests.support import scripted_openai_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 QUESTION = "What did the insurer finally agree to pay?"
 PRIVATE_MARKER = "PRIVATE-7731"
-
-
-@pytest.fixture(scope="module")
-def scripted() -> Iterator[ScriptedOpenAIServer]:
-    with scripted_openai_server() as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
