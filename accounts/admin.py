@@ -9,7 +9,21 @@ from django.utils.html import format_html
 
 from accounts.admin_connection import test_connection_view
 from accounts.forms import FolderMappingFormSet, MailAccountForm
-from accounts.models import FolderMapping, MailAccount
+from accounts.models import DraftingExample, DraftingSignature, FolderMapping, MailAccount
+
+
+class DraftingSignatureInline(admin.TabularInline):
+    model = DraftingSignature
+    extra = 0
+    fields = ["language", "text"]
+    verbose_name = "drafting signature"
+
+
+class DraftingExampleInline(admin.StackedInline):
+    model = DraftingExample
+    extra = 0
+    fields = ["position", "incoming", "reply"]
+    verbose_name = "drafting example (few-shot)"
 
 
 class FolderMappingInline(admin.TabularInline):
@@ -22,7 +36,7 @@ class FolderMappingInline(admin.TabularInline):
 @admin.register(MailAccount)
 class MailAccountAdmin(admin.ModelAdmin):
     form = MailAccountForm
-    inlines = [FolderMappingInline]
+    inlines = [FolderMappingInline, DraftingSignatureInline, DraftingExampleInline]
     list_display = ["account_id", "display_name", "imap_host", "served", "sync_enabled", "sync_mode"]
     list_filter = ["served", "sync_enabled", "sync_mode", "security"]
     search_fields = ["account_id", "display_name"]
@@ -57,6 +71,17 @@ class MailAccountAdmin(admin.ModelAdmin):
         ),
         ("Answering audit trail", {"fields": ["answering_audit_enabled", "answering_audit_retention_days"]}),
         ("Mutation trail", {"fields": ["mutation_audit_enabled", "mutation_audit_retention_days"]}),
+        (
+            "Reply drafting",
+            {
+                "fields": [
+                    "drafting_enabled",
+                    "drafting_window_days",
+                    "drafting_max_per_run",
+                    "drafting_append_mode",
+                ]
+            },
+        ),
         ("Record", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
     ]
 

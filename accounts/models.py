@@ -25,6 +25,14 @@ class SyncMode(models.TextChoices):
     PUSH = "push", "Push (IMAP IDLE)"
 
 
+class DraftAppendMode(models.TextChoices):
+    """Which drafts are written to the account's Drafts folder on the mail server."""
+
+    OFF = "off", "Never (drafts stay in MailFathom)"
+    APPROVED = "approved", "Approved drafts"
+    EVERY = "every", "Every draft"
+
+
 class FolderRole(models.TextChoices):
     INBOX = "inbox", "Inbox"
     SENT = "sent", "Sent"
@@ -104,6 +112,26 @@ class MailAccount(models.Model):
         validators=[MinValueValidator(1), MaxValueValidator(3650)],
     )
 
+    # Reply drafting (docs/operations/drafting.md): off until an operator switches it on.
+    drafting_enabled = models.BooleanField("reply drafting enabled", default=False)
+    drafting_window_days = models.PositiveIntegerField(
+        "drafting window (days)",
+        default=7,
+        validators=[MinValueValidator(1), MaxValueValidator(365)],
+        help_text="Only mail received within this many days gets a draft.",
+    )
+    drafting_max_per_run = models.PositiveIntegerField(
+        "most drafts per run",
+        default=20,
+        validators=[MinValueValidator(1), MaxValueValidator(500)],
+    )
+    drafting_append_mode = models.CharField(
+        "write drafts to the Drafts folder",
+        max_length=16,
+        choices=DraftAppendMode.choices,
+        default=DraftAppendMode.OFF,
+    )
+
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -127,6 +155,14 @@ class MailAccount(models.Model):
                     mutation_audit_retention_days__gte=1, mutation_audit_retention_days__lte=3650
                 ),
                 name="account_mutation_retention_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(drafting_window_days__gte=1, drafting_window_days__lte=365),
+                name="account_drafting_window_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(drafting_max_per_run__gte=1, drafting_max_per_run__lte=500),
+                name="account_drafting_per_run_range",
             ),
         ]
 
@@ -268,3 +304,42 @@ class McpApiKey(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+
+class DraftingSignature(models.Model):
+    """The signature a draft in one language ends with; the language picks the variant."""
+
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="drafting_signatures")
+    language = models.CharField(max_length=2, help_text="ISO 639-1 code, such as en or de.")
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["account", "language"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account", "language"], name="drafting_signature_language_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.language
+
+    def clean(self) -> None:
+        self.language = self.language.strip().lower()
+        if len(self.language) != 2 or not self.language.isascii() or not self.language.isalpha():
+            raise ValidationError({"language": "Give a two-letter ISO 639-1 language code."})
+
+
+class DraftingExample(models.Model):
+    """An incoming mail and the reply this account would send: few-shot material for its voice."""
+
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="drafting_examples")
+    position = models.PositiveIntegerField(default=0)
+    incoming = models.TextField("incoming mail")
+    reply = models.TextField()
+
+    class Meta:
+        ordering = ["account", "position", "id"]
+
+    def __str__(self) -> str:
+        return f"example {self.position}"

@@ -1,1 +1,110 @@
-"""ask_mail keeps no rows of its own: a question leaves no trace in the database."""
+"""Reply drafts: the one kind of row answering keeps.
+
+ask_mail keeps none (a question leaves no trace here; its audit entry lives in `audit`).
+Drafting keeps one Draft per answered email, and one DraftAttempt per run that wrote none,
+so a refused classification or a truncated reply is counted rather than silently retried
+(docs/operations/drafting.md).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+
+from accounts.models import MailAccount
+from mailbox.ids import uuid7
+from mailbox.models import Email, Folder
+
+
+class Intent(models.TextChoices):
+    INQUIRY = "inquiry", "Inquiry"
+    REQUEST = "request", "Request"
+    ORDER = "order", "Order"
+    COMPLAINT = "complaint", "Complaint"
+    SCHEDULING = "scheduling", "Scheduling"
+    FOLLOW_UP = "follow-up", "Follow-up"
+    OTHER = "other", "Other"
+
+
+class Verdict(models.TextChoices):
+    READY = "ready", "Ready"
+    NEEDS_REVIEW = "needs_review", "Needs review"
+
+
+class DraftStatus(models.TextChoices):
+    PENDING = "pending", "Pending review"
+    APPROVED = "approved", "Approved"
+    EDITED = "edited", "Edited and approved"
+    DISCARDED = "discarded", "Discarded"
+
+
+class Draft(models.Model):
+    """A reply proposed for one incoming email, with the verdict computed on it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="drafts")
+    # One draft per answered email: the gate's "no draft exists" is this row's absence.
+    email = models.OneToOneField(Email, on_delete=models.CASCADE, related_name="draft")
+    body = models.TextField()
+    intent = models.CharField(max_length=16, choices=Intent.choices)
+    language = models.CharField(max_length=2, help_text="ISO 639-1, as classified.")
+    # Email ids the draft was grounded in, in ranking order (plain values: a source erased
+    # later must not take the draft with it).
+    source_ids = ArrayField(models.UUIDField(), default=list, blank=True)
+    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    reasons = models.JSONField(default=list, blank=True, help_text="Why the verdict is not ready.")
+    note = models.TextField(blank=True, default="", help_text="What the reviewer should know.")
+    model_alias = models.CharField("drafting endpoint alias", max_length=200)
+    # {"classify": {"prompt": n, "completion": n}, ...}: counts only.
+    tokens = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=DraftStatus.choices, default=DraftStatus.PENDING)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    # Where the draft sits on the mail server, once appended to the Drafts-role folder.
+    remote_message_id = models.CharField(max_length=998, blank=True, default="")
+    remote_folder = models.ForeignKey(
+        Folder, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    remote_uidvalidity = models.BigIntegerField(null=True, blank=True)
+    remote_uid = models.BigIntegerField(null=True, blank=True)
+    appended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["account", "status", "created_at"], name="draft_review_queue")]
+
+    def __str__(self) -> str:
+        return str(self.id)
+
+
+class AttemptOutcome(models.TextChoices):
+    CLASSIFY_REFUSED = "classify_refused", "Classification refused"
+    STOPPED_ON_LENGTH = "stopped_on_length", "Reply stopped on length"
+    CONTENT_FILTERED = "content_filtered", "Reply content-filtered"
+    PROVIDER_FAILED = "provider_failed", "Provider failed"
+    CEILING_REACHED = "ceiling_reached", "Spend ceiling reached"
+
+
+class DraftAttempt(models.Model):
+    """A drafting run over one email that wrote no draft: counts and a code, no content."""
+
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="+")
+    email = models.ForeignKey(Email, on_delete=models.CASCADE, related_name="draft_attempts")
+    stage = models.CharField(max_length=16)
+    outcome = models.CharField(max_length=32, choices=AttemptOutcome.choices)
+    model_alias = models.CharField(max_length=200, blank=True, default="")
+    tokens = models.JSONField(default=dict, blank=True)
+    attempted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-attempted_at"]
+        indexes = [models.Index(fields=["email", "-attempted_at"], name="draft_attempt_email")]
+
+    def __str__(self) -> str:
+        return f"{self.stage}: {self.outcome}"

@@ -30,6 +30,15 @@ class FolderMappingFactory(factory.django.DjangoModelFactory):
     visible_to_tools = True
 
 
+def _empty_inline(prefix: str) -> dict[str, str]:
+    return {
+        f"{prefix}-TOTAL_FORMS": "0",
+        f"{prefix}-INITIAL_FORMS": "0",
+        f"{prefix}-MIN_NUM_FORMS": "0",
+        f"{prefix}-MAX_NUM_FORMS": "1000",
+    }
+
+
 def account_form_data(**overrides: str) -> dict[str, str]:
     """What the admin's add-account form posts: an account with Inbox and Sent mapped."""
     data = {
@@ -48,6 +57,11 @@ def account_form_data(**overrides: str) -> dict[str, str]:
         "storage_ceiling_bytes": str(20 * 1024**3),
         "answering_audit_retention_days": "30",
         "mutation_audit_retention_days": "90",
+        "drafting_window_days": "7",
+        "drafting_max_per_run": "20",
+        "drafting_append_mode": "off",
+        **_empty_inline("drafting_signatures"),
+        **_empty_inline("drafting_examples"),
         "folders-TOTAL_FORMS": "2",
         "folders-INITIAL_FORMS": "0",
         "folders-MIN_NUM_FORMS": "0",
