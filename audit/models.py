@@ -85,6 +85,7 @@ class MutationKind(models.TextChoices):
     ACCOUNT_MAIL_DELETED = "account_mail_deleted", "Account's stored mail deleted"
     FOLDER_MAIL_DELETED = "folder_mail_deleted", "Folder's stored mail deleted"
     DRAFT_APPENDED = "draft_appended", "Draft appended"
+    DRAFT_REPLACED = "draft_replaced", "Draft replaced (superseded copy removed)"
     DRAFT_REMOVED = "draft_removed", "Draft removed"
 
 
