@@ -51,8 +51,9 @@ def edit_and_approve_draft(draft_id: uuid.UUID, user: object, body: str) -> Revi
     """Replace the draft's body and approve it (status edited).
 
     The body is refused (63007) when blank or over MAX_BODY_CHARS characters; line ends
-    are kept as typed. An unchanged body approves like approve_draft, but still counts as
-    edited when the draft was already edited. Raises 63006 for a discarded draft.
+    are stored as LF (a browser sends CRLF). An unchanged body approves like
+    approve_draft, but a draft already edited stays edited. Raises 63006 for a discarded
+    draft.
     """
     body = _checked_body(body)
     with transaction.atomic():
@@ -82,6 +83,8 @@ def deliver_again(draft_id: uuid.UUID, user: object) -> ReviewResult:
 
 
 def _checked_body(body: str) -> str:
+    if isinstance(body, str):
+        body = body.replace("\r\n", "\n").replace("\r", "\n")
     if not isinstance(body, str) or not body.strip():
         raise MailFathomError(BODY_REFUSED, "The draft's body may not be blank.")
     if len(body) > MAX_BODY_CHARS:
