@@ -87,7 +87,9 @@ def store_messages(
     """
     account = folder.account
     own_address = account.username.casefold() if "@" in account.username else ""
-    is_sent_folder = folder.mapping is not None and folder.mapping.role == FolderRole.SENT
+    # Mail in Drafts is ours being written (drafting appends replies there): outgoing, like Sent.
+    outgoing_roles = (FolderRole.SENT, FolderRole.DRAFTS)
+    is_sent_folder = folder.mapping is not None and folder.mapping.role in outgoing_roles
     local_parts = bulk_local_parts()
     result = StoreResult()
     prepared: list[tuple[IncomingMessage, ParsedMessage | None]] = []

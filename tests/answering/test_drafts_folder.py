@@ -13,6 +13,8 @@ from answering.drafting.review import approve_draft, discard_draft, edit_and_app
 from answering.models import Draft, DraftStatus
 from audit.models import MutationEntry, MutationKind, MutationOutcome, RequesterKind
 from audit.services.mutations import message_id_hash
+from mailbox.models import Direction, Email
+from mailbox.sync.engine import synchronize_account
 from mailfathom.errors import MailFathomError
 from tests.answering.drafts_support import DraftFactory, answered_email, drafting_account, drafts_on_server
 from tests.answering.imap_cut import AppendCuttingProxy
@@ -305,3 +307,18 @@ def test_with_the_trail_off_a_delivery_still_happens_and_nothing_is_recorded(use
 
     assert result.delivery.appended and len(drafts_on_server(user)) == 1
     assert not MutationEntry.objects.exists()
+
+
+def test_a_synchronized_copy_of_a_delivered_draft_is_outgoing_mail_never_a_mail_to_answer(user, reviewer):
+    account = drafting_account(user, append_mode="approved")
+    account.username = user.name  # no address: From falls back to where the answered mail was sent
+    account.save()
+    draft = DraftFactory(email=answered_email(account, to=[("Shop", "shop@shop.example")]))
+    delivered = approve_draft(draft.pk, reviewer)
+    assert delivered.delivery.appended
+
+    synchronize_account(account.pk)
+
+    copy = Email.objects.get(account=account, folder__mapping__alias="drafts")
+    assert copy.message_id == delivered.draft.remote_message_id and copy.sender_address == "shop@shop.example"
+    assert copy.direction == Direction.OUTGOING
