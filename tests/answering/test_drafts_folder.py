@@ -5,7 +5,9 @@ from __future__ import annotations
 import threading
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.db import connection, transaction
+from django.urls import reverse
 
 from answering.drafting import deliver
 from answering.drafting.deliver import deliver_draft
@@ -20,6 +22,7 @@ from tests.answering.drafts_support import DraftFactory, answered_email, draftin
 from tests.answering.imap_cut import AppendCuttingProxy
 from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.imap_support import add_user
+from tests.support import free_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot]
 
@@ -322,3 +325,32 @@ def test_a_synchronized_copy_of_a_delivered_draft_is_outgoing_mail_never_a_mail_
     copy = Email.objects.get(account=account, folder__mapping__alias="drafts")
     assert copy.message_id == delivered.draft.remote_message_id and copy.sender_address == "shop@shop.example"
     assert copy.direction == Direction.OUTGOING
+
+
+def test_in_admin_a_failed_delivery_keeps_the_approval_and_deliver_again_puts_it_in_place(
+    user, reviewer, client
+):
+    # Nothing listens on this port: the server is unreachable for the approval.
+    account = drafting_account(user, append_mode="approved", port=free_port(user.server.host))
+    draft = DraftFactory(email=answered_email(account))
+    page = reverse("admin:answering_draft_change", args=[draft.pk])
+    reviewer.user_permissions.add(*Permission.objects.filter(codename__in=["view_draft", "change_draft"]))
+    client.force_login(reviewer)
+
+    approved = client.post(page, {"_approve": "1", "body": draft.body}, follow=True).content.decode()
+
+    assert "The draft is approved." in approved and "63004" in approved
+    assert 'name="_deliver_again"' in approved
+    assert Draft.objects.get(pk=draft.pk).status == DraftStatus.APPROVED and drafts_on_server(user) == {}
+
+    account.imap_port = user.server.imap_port  # the server is back
+    account.save()
+    again = client.post(page, {"_deliver_again": "1"}, follow=True).content.decode()
+
+    stored = Draft.objects.get(pk=draft.pk)
+    assert f"It is in the Drafts folder (UID {stored.remote_uid})" in again
+    assert list(drafts_on_server(user)) == [stored.remote_uid]
+    assert [(kind, outcome) for kind, outcome, _, _ in _trail(account)] == [
+        (MutationKind.DRAFT_APPENDED, MutationOutcome.ABANDONED),
+        (MutationKind.DRAFT_APPENDED, MutationOutcome.PERFORMED),
+    ]
