@@ -180,7 +180,9 @@ def _put_in_place(draft: Draft, session: DraftsSession, message: bytes, trail: _
     with transaction.atomic():
         for old in stale:
             trail.performed(MutationKind.DRAFT_REPLACED, old, copies[old], started, expunged=expunged)
-        Draft.objects.filter(pk=draft.pk).update(appended_at=timezone.now())
+        # Only if no edit superseded this version meanwhile (an edit clears the Message-ID).
+        current_version = Draft.objects.filter(pk=draft.pk, remote_message_id=draft.remote_message_id)
+        current_version.update(appended_at=timezone.now())
     logger.info("draft delivered: appended %s, %d superseded copies removed", not found_existing, len(stale))
     return Delivery(
         appended=not found_existing,
