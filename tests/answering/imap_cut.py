@@ -5,7 +5,9 @@
     invites the message literal, so the server never receives the message;
   * "answer": reset it instead of passing on the tagged answer to the APPEND, so the
     server stored the message but the client never learns it did.
-Only the first APPEND through the proxy is cut; later sessions pass untouched.
+`cut_before_command` (such as b"STORE"): reset the connection instead of passing on the
+first client command naming it, so the server never receives that command.
+Only the first such point through the proxy is cut; later sessions pass untouched.
 `hide_capabilities` removes those words from every server line (CAPABILITY responses and
 response codes), so MailFathom sees a server without, say, UIDPLUS.
 """
@@ -30,11 +32,13 @@ class AppendCuttingProxy(CuttingProxy):
         target_port: int,
         *,
         cut_append_at: str | None = None,
+        cut_before_command: bytes | None = None,
         hide_capabilities: tuple[bytes, ...] = (),
     ) -> None:
         if cut_append_at not in (None, "continuation", "answer"):
             raise ValueError("cut_append_at is None, 'continuation' or 'answer'")
         self.cut_append_at = cut_append_at
+        self.cut_before_command = cut_before_command
         self.hide_capabilities = hide_capabilities
         self.sessions = 0
         self.appends_seen = 0
@@ -59,6 +63,10 @@ class AppendCuttingProxy(CuttingProxy):
                     data = client.recv(65536)
                     if not data:
                         return
+                    if self._cut_first(data):
+                        self.cuts += 1
+                        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+                        return
                     if b" APPEND " in data.upper():
                         self.appends_seen += 1
                         armed = self.cut_append_at is not None and self.cuts == 0
@@ -79,6 +87,10 @@ class AppendCuttingProxy(CuttingProxy):
             for sock in (client, server):
                 with contextlib.suppress(OSError):
                     sock.close()
+
+    def _cut_first(self, data: bytes) -> bool:
+        command = self.cut_before_command
+        return command is not None and self.cuts == 0 and b" " + command.upper() + b" " in data.upper()
 
     def _cut_here(self, data: bytes) -> bool:
         if self.cut_append_at == "continuation":

@@ -48,7 +48,7 @@ def _text(message) -> str:
 
 
 def _trail(account) -> list[tuple[str, str, int | None, dict]]:
-    rows = MutationEntry.objects.filter(account=account).order_by("requested_at", "id")
+    rows = MutationEntry.objects.filter(account=account).order_by("id")  # in the order written
     return [(e.kind, e.outcome, e.uid, e.counts) for e in rows]
 
 
@@ -120,7 +120,7 @@ def test_a_cut_after_the_server_stored_the_append_and_a_retry_leave_exactly_one_
         (MutationKind.DRAFT_APPENDED, MutationOutcome.ABANDONED, None),
         (MutationKind.DRAFT_APPENDED, MutationOutcome.PERFORMED, uid),
     ]
-    abandoned, performed = MutationEntry.objects.filter(account=account).order_by("requested_at", "id")
+    abandoned, performed = MutationEntry.objects.filter(account=account).order_by("id")
     assert abandoned.failure_code == 63004 and abandoned.message_id_hash == message_id_hash(minted)
     assert performed.counts["found_existing"] == 1 and performed.message_id_hash == message_id_hash(minted)
 
@@ -353,4 +353,31 @@ def test_in_admin_a_failed_delivery_keeps_the_approval_and_deliver_again_puts_it
     assert [(kind, outcome) for kind, outcome, _, _ in _trail(account)] == [
         (MutationKind.DRAFT_APPENDED, MutationOutcome.ABANDONED),
         (MutationKind.DRAFT_APPENDED, MutationOutcome.PERFORMED),
+    ]
+
+
+def test_a_cut_between_the_new_copy_and_the_removal_of_the_old_is_finished_by_the_retry(
+    user, reviewer, request
+):
+    proxy = _proxy(user, request, cut_before_command=b"STORE")
+    account = drafting_account(user, append_mode="approved", port=proxy.port)
+    draft = DraftFactory(email=answered_email(account))
+    first = approve_draft(draft.pk, reviewer)  # no STORE yet: nothing superseded
+    assert first.delivery_error is None and proxy.cuts == 0
+
+    edited = edit_and_approve_draft(draft.pk, reviewer, "Dear Ms Example,\n\nMonday, then.\n")
+
+    assert edited.delivery_error.code == 63004 and proxy.cuts == 1
+    assert set(drafts_on_server(user)) == {first.draft.remote_uid, edited.draft.remote_uid}  # both, for now
+    assert edited.draft.appended_at is None
+
+    retry = deliver_draft(edited.draft)
+
+    assert retry.found_existing and retry.removed == 1
+    assert list(drafts_on_server(user)) == [edited.draft.remote_uid]
+    assert [(kind, outcome, uid) for kind, outcome, uid, _ in _trail(account)] == [
+        (MutationKind.DRAFT_APPENDED, MutationOutcome.PERFORMED, first.draft.remote_uid),
+        (MutationKind.DRAFT_APPENDED, MutationOutcome.PERFORMED, edited.draft.remote_uid),
+        (MutationKind.DRAFT_REPLACED, MutationOutcome.ABANDONED, None),
+        (MutationKind.DRAFT_REPLACED, MutationOutcome.PERFORMED, first.draft.remote_uid),
     ]
