@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -59,8 +60,8 @@ class Requester:
         return cls(TASK_REQUESTER, RequesterKind.TASK)
 
     @classmethod
-    def user(cls, user: object) -> Requester:
-        return cls(str(getattr(user, "get_username", lambda: "")() or "user"), RequesterKind.USER)
+    def user(cls, user: AbstractBaseUser) -> Requester:
+        return cls(user.get_username() or "user", RequesterKind.USER)
 
 
 @dataclass(frozen=True)

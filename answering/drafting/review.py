@@ -14,6 +14,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
@@ -41,13 +42,13 @@ class ReviewResult:
     delivery_error: MailFathomError | None = None
 
 
-def approve_draft(draft_id: uuid.UUID, user: object) -> ReviewResult:
+def approve_draft(draft_id: uuid.UUID, user: AbstractBaseUser) -> ReviewResult:
     """Approve a pending draft as it stands. Raises 63006 when it is not pending."""
     _move(draft_id, user, _APPROVABLE, DraftStatus.APPROVED)
     return _deliver(draft_id, user)
 
 
-def edit_and_approve_draft(draft_id: uuid.UUID, user: object, body: str) -> ReviewResult:
+def edit_and_approve_draft(draft_id: uuid.UUID, user: AbstractBaseUser, body: str) -> ReviewResult:
     """Replace the draft's body and approve it (status edited).
 
     The body is refused (63007) when blank or over MAX_BODY_CHARS characters; line ends
@@ -71,13 +72,13 @@ def edit_and_approve_draft(draft_id: uuid.UUID, user: object, body: str) -> Revi
     return _deliver(draft_id, user)
 
 
-def discard_draft(draft_id: uuid.UUID, user: object) -> ReviewResult:
+def discard_draft(draft_id: uuid.UUID, user: AbstractBaseUser) -> ReviewResult:
     """Discard a pending draft; a copy of it in the Drafts folder is removed. Raises 63006 otherwise."""
     _move(draft_id, user, _DISCARDABLE, DraftStatus.DISCARDED)
     return _deliver(draft_id, user)
 
 
-def deliver_again(draft_id: uuid.UUID, user: object) -> ReviewResult:
+def deliver_again(draft_id: uuid.UUID, user: AbstractBaseUser) -> ReviewResult:
     """Retry the Drafts-folder delivery of a reviewed draft, checking the folder afresh."""
     return _deliver(draft_id, user, recheck=True)
 
@@ -98,7 +99,9 @@ def _refused(draft: Draft) -> MailFathomError:
     )
 
 
-def _move(draft_id: uuid.UUID, user: object, allowed: set[DraftStatus], status: DraftStatus) -> None:
+def _move(
+    draft_id: uuid.UUID, user: AbstractBaseUser, allowed: set[DraftStatus], status: DraftStatus
+) -> None:
     moved = Draft.objects.filter(pk=draft_id, status__in=allowed).update(
         status=status, reviewed_by=user, reviewed_at=timezone.now()
     )
@@ -106,7 +109,7 @@ def _move(draft_id: uuid.UUID, user: object, allowed: set[DraftStatus], status: 
         raise _refused(Draft.objects.get(pk=draft_id))
 
 
-def _deliver(draft_id: uuid.UUID, user: object, *, recheck: bool = False) -> ReviewResult:
+def _deliver(draft_id: uuid.UUID, user: AbstractBaseUser, *, recheck: bool = False) -> ReviewResult:
     draft = Draft.objects.select_related("account", "email").get(pk=draft_id)
     try:
         delivery = deliver_draft(draft, requester=Requester.user(user), recheck=recheck)
