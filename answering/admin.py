@@ -73,6 +73,11 @@ class DraftAdmin(admin.ModelAdmin):
         )
         return [pending_first.asc(), "created_at", "id"]
 
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        return super().changelist_view(request, {"title": "Drafts to review", **(extra_context or {})})
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
