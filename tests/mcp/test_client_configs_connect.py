@@ -69,7 +69,8 @@ def test_the_snippet_reaches_the_endpoint_and_lists_the_tools(client, mcp_server
 
 # --- Claude Desktop's bridge, for real ---------------------------------------------------
 
-MCP_REMOTE = "mcp-remote@0.15.1"  # the version the snippet and docs/operations/mcp-endpoint.md were checked with
+# The version the snippet and docs/operations/mcp-endpoint.md were checked with.
+MCP_REMOTE = "mcp-remote@0.15.1"
 
 
 @pytest.fixture(scope="session")
@@ -80,7 +81,7 @@ def mcp_remote() -> Path:
     if not entry.exists():
         npm = shutil.which("npm")
         if npm is None or shutil.which("node") is None:
-            pytest.skip("Node.js and npm are not installed (apt-get install nodejs npm): mcp-remote cannot run")
+            pytest.skip("Node.js and npm are not installed (apt-get install nodejs npm): no mcp-remote")
         subprocess.run(
             [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", MCP_REMOTE],
             check=True,
@@ -94,9 +95,8 @@ def test_claude_desktops_snippet_runs_through_mcp_remote_to_the_endpoint(
     mcp_server, api_key, settings, mcp_remote, tmp_path
 ):
     configure(settings, public_base_url="")
-    server = json.loads(client_config("claude-desktop", mcp_url(mcp_server.base), api_key).text)["mcpServers"][
-        "mailfathom"
-    ]
+    snippet = client_config("claude-desktop", mcp_url(mcp_server.base), api_key).text
+    server = json.loads(snippet)["mcpServers"]["mailfathom"]
     assert server["command"] == "npx" and server["args"][:2] == ["-y", "mcp-remote"]
     # What `npx -y mcp-remote` starts, with the rest of the snippet's arguments and environment as written.
     params = StdioServerParameters(
