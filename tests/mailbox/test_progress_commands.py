@@ -198,6 +198,21 @@ def test_synchronize_stopped_by_ctrl_c_keeps_its_batches_and_a_rerun_completes(u
     assert _no_duplicates(account)
 
 
+@sync
+@pytest.mark.dovecot
+def test_synchronize_exits_non_zero_naming_the_code_when_a_folder_fails(user):
+    user.append("INBOX", [_message(1)])
+    account = account_for(user)
+    FolderMappingFactory(account=account, alias="ghost", remote_name="Nowhere")
+    out, err = StringIO(), StringIO()
+
+    with pytest.raises(CommandError, match=r"Some folders failed \(610\d\d"):
+        call_command("synchronize", account.account_id, "--no-progress", stdout=out, stderr=err)
+
+    assert "inbox: 1 stored" in out.getvalue() and "ghost: 0 stored" in out.getvalue()
+    assert re.search(r"ghost: .*; failed with 610\d\d\.", out.getvalue())
+
+
 def test_synchronize_names_an_unknown_account(db):
     with pytest.raises(CommandError, match="No account has that identifier"):
         _run("synchronize", "nobody")

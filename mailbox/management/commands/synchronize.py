@@ -33,7 +33,7 @@ class Command(BaseCommand):
             if folder.skipped_locked:
                 state = "skipped: another run holds this folder now"
             elif folder.failure_code:
-                state = f"failed with {folder.failure_code} (see docs/errors.md)"
+                state = f"failed with {folder.failure_code}"
             else:
                 state = "done"
             self.stdout.write(
@@ -41,4 +41,10 @@ class Command(BaseCommand):
                 f"{folder.expunged} removed, {folder.flags_updated} flag changes; {state}."
             )
         if run.failure_code:
-            raise CommandError(f"The run stopped with failure {run.failure_code} (see docs/errors.md).")
+            raise CommandError(
+                f"The run stopped with failure {run.failure_code} (see docs/synchronization.md)."
+            )
+        failed = sorted({folder.failure_code for folder in run.folders if folder.failure_code})
+        if failed:
+            codes = ", ".join(str(code) for code in failed)
+            raise CommandError(f"Some folders failed ({codes}; see docs/synchronization.md).")
