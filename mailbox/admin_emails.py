@@ -46,7 +46,7 @@ METADATA_LIST = [
     "attachment_count",
     "is_bulk",
 ]
-CONTENT_LIST = ["received", "subject_line", "sender", "folder_alias", "account", "size", "flag_names"]
+CONTENT_LIST = ["received", "folder_alias", "subject_line", "sender", "account", "size", "flag_names"]
 METADATA_FIELDS = [
     "account",
     "folder",
@@ -194,7 +194,11 @@ class EmailAdmin(admin.ModelAdmin):
 
     @admin.display(description="subject", ordering="subject")
     def subject_line(self, obj: Email) -> str:
-        return _cut(obj.subject.strip(), SUBJECT_CHARACTERS) or NO_SUBJECT
+        subject = obj.subject.strip()
+        # The list's style narrows the cell further with an ellipsis; hovering shows the whole.
+        return format_html(
+            '<span title="{}">{}</span>', subject, _cut(subject, SUBJECT_CHARACTERS) or NO_SUBJECT
+        )
 
     @admin.display(description="from", ordering="sender_address")
     def sender(self, obj: Email) -> str:
@@ -202,7 +206,7 @@ class EmailAdmin(admin.ModelAdmin):
             shown = f"{obj.sender_name} <{obj.sender_address}>"
         else:
             shown = obj.sender_name or obj.sender_address
-        return _cut(shown, SENDER_CHARACTERS) or "-"
+        return format_html('<span title="{}">{}</span>', shown, _cut(shown, SENDER_CHARACTERS) or "-")
 
     # --- content on the page (only in CONTENT_FIELDS) ------------------------------------
 
