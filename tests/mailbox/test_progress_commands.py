@@ -10,6 +10,9 @@ then completes with nothing stored twice.
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import sys
 from io import StringIO
 from pathlib import Path
 
@@ -27,7 +30,8 @@ from tests.dovecot import dovecot_server  # noqa: F401
 from tests.factories import FolderMappingFactory, MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 from tests.mailbox.imap_support import account_for, add_user, local_state
-from tests.support import isolated_provider_health, scripted_server  # noqa: F401
+from tests.mcp.conftest import ROOT, server_env
+from tests.support import isolated_provider_health, scripted_server, wait_for  # noqa: F401
 
 # A tqdm line with a known total: percentage, rate and the time left ("<00:03").
 BAR = re.compile(r"100%\|.*\| .*\[\d\d:\d\d<\d\d:\d\d, +[\d.]+ ?\w*(?:msg|B)/s")
@@ -265,3 +269,41 @@ def test_embed_refuses_while_a_worker_holds_the_sweep(backlog):
     finally:
         client.delete(tasks.SWEEP_KEY)
     assert not Email.objects.filter(pk__in=[e.pk for e in backlog], embedded=True).exists()
+
+
+# --- a real Ctrl-C -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_real_sigint_mid_import_exits_130_keeping_whole_batches_only(tmp_path):
+    account = MailAccountFactory(account_id="interrupted")
+    FolderMappingFactory(account=account, alias="archive", remote_name="Archive")
+    root = tmp_path / "export"
+    for n in range(3000):
+        directory = root / f"part-{n // 500}"
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / f"{n}.eml").write_bytes(_message(n))
+    held = Email.objects.filter(account=account)
+    command = [sys.executable, "manage.py", "import_mail", "--account", "interrupted", "--folder", "archive"]
+    process = subprocess.Popen(
+        [*command, str(root)], cwd=ROOT, env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        # Ctrl-C once the first batch is committed, while later ones are being read and stored.
+        wait_for(lambda: held.count() > 0 or process.poll() is not None, seconds=120)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+    assert process.returncode == 130, err.decode()[-2000:]
+    assert INTERRUPTED in err.decode()
+    kept = held.count()
+    assert 0 < kept < 3000 and kept % importer.BATCH_SIZE == 0  # the batch in flight was rolled back
+    out, _ = _run(
+        "import_mail", "--account", "interrupted", "--folder", "archive", str(root), "--no-progress"
+    )
+    assert f"Read 3000 messages: {3000 - kept} stored, {kept} already held" in out
+    assert held.count() == 3000 and _no_duplicates(account)
