@@ -16,6 +16,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
+from django.utils.html import format_html
 
 from accounts.models import McpApiKey
 from accounts.services.mcp_clients import CLIENTS, client_configs, mcp_url
@@ -72,14 +73,32 @@ class McpApiKeyAdmin(admin.ModelAdmin):
     list_display = ["name", "prefix", "status", "reads", "created_at", "last_used_at", "revoked_at"]
     list_filter = [("revoked_at", admin.EmptyFieldListFilter), "limited"]
     search_fields = ["name", "prefix"]
-    fields = ["name", "limited", "accounts", "prefix", "created_at", "last_used_at", "revoked_at"]
-    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = [
+        "name",
+        "limited",
+        "accounts",
+        "prefix",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+        "connect_a_client",
+    ]
+    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at", "connect_a_client"]
     filter_horizontal = ["accounts"]
     actions = ["revoke_keys"]
 
     @admin.display(description="Status")
     def status(self, obj: McpApiKey) -> str:
         return "revoked" if obj.is_revoked else "active"
+
+    @admin.display(description="Connect a client")
+    def connect_a_client(self, obj: McpApiKey) -> str:
+        # The key itself was shown once, when it was created; the snippets hold a placeholder.
+        return format_html(
+            "<code>manage.py mcp_client_config CLIENT</code> ({}) prints a client's configuration, "
+            "with a placeholder for the key, which was shown only when it was created.",
+            ", ".join(CLIENTS),
+        )
 
     @admin.display(description="Reads")
     def reads(self, obj: McpApiKey) -> str:

@@ -15,6 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from accounts.models import McpApiKey
 from accounts.services.mcp_clients import CLIENTS, client_config, client_configs
 from tests.configure import configure
 
@@ -194,3 +195,12 @@ def test_the_key_page_prefers_the_public_base_url_and_says_when_the_endpoint_is_
     assert f'<code id="mcp-endpoint-url">{URL}</code>' in page
     assert json.loads(_snippets(page)["cursor"])["mcpServers"]["mailfathom"]["url"] == URL
     assert "MAILFATHOM_MCP_ENABLED=true" in page
+
+
+@pytest.mark.django_db
+def test_a_keys_own_page_says_how_to_get_a_clients_configuration_without_the_key(admin_client):
+    admin_client.post(reverse("admin:accounts_mcpapikey_add"), {"name": "laptop"})
+    page = admin_client.get(reverse("admin:accounts_mcpapikey_change", args=[McpApiKey.objects.get().pk]))
+
+    assert "manage.py mcp_client_config CLIENT" in page.content.decode()
+    assert not re.search(r"mfk_[A-Za-z0-9_-]{43}", page.content.decode())
