@@ -79,6 +79,7 @@ class SweepResult:
     skipped_empty: int = 0
     batches: int = 0
     stopped_by: str = ""  # "", "ceiling", "provider"
+    inactive: bool = False  # no embedding provider is configured: nothing was tried
 
 
 def _period_start(now: datetime) -> datetime:
@@ -110,6 +111,7 @@ def embed_pending(
     result = SweepResult()
     embedder = get_embedder()
     if embedder is None:
+        result.inactive = True
         return result
     profile = activate_profile(embedder)
     batch_size = max(1, min(batch_size, embedder.max_batch))

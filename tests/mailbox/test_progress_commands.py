@@ -257,6 +257,13 @@ def test_embed_stopped_by_ctrl_c_keeps_its_batches_and_a_rerun_completes(backlog
     assert Passage.objects.filter(email__in=backlog).values("email").distinct().count() == 7
 
 
+def test_embed_says_when_no_provider_is_configured(db, settings):
+    configure(settings, embedding_provider="none")
+
+    with pytest.raises(CommandError, match="No embedding provider is configured"):
+        _run("embed")
+
+
 def test_embed_refuses_while_a_worker_holds_the_sweep(backlog):
     from mailbox import tasks
     from mailfathom.keyvalue import redis_client

@@ -54,8 +54,10 @@ class Command(BaseCommand):
             raise CommandError(INTERRUPTED, returncode=130) from None
         finally:
             client.delete(tasks.SWEEP_KEY)
+        if result.inactive:
+            raise CommandError("No embedding provider is configured (MAILFATHOM_EMBEDDING_PROVIDER is none).")
         if result.batches == 0 and not result.stopped_by:
-            self.stdout.write("Nothing to embed (or no embedding provider is configured).")
+            self.stdout.write("Nothing to embed: every available email has its passage.")
             return
         stopped = {
             "ceiling": "; stopped at the hourly character ceiling",
