@@ -1,5 +1,8 @@
 """Operator console for MCP API keys: create one (shown once), see when each was used, revoke.
 
+The page shown once after creating a key gives the endpoint's full URL and a configuration
+for each MCP client with the key filled in (accounts.services.mcp_clients).
+
 Creating a key goes through accounts.services.mcp_keys, which stores only its hash; the
 key itself is rendered once in the response to the add form and kept nowhere else (not in
 a message, which would sit in the session store until read).
@@ -8,21 +11,42 @@ a message, which would sit in the session store until read).
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
+from django.utils.html import format_html
 
 from accounts.models import McpApiKey
+from accounts.services.mcp_clients import CLIENTS, client_configs, mcp_url
 from accounts.services.mcp_keys import VERIFIED_KEY_SECONDS, create_key, revoke
 
 _SHOWN_ONCE = """{% extends "admin/base_site.html" %}
+{% block extrastyle %}{{ block.super }}<style>
+  .mcp-client-config { margin: 1.5em 0; }
+  .mcp-client-config pre { background: var(--darkened-bg); padding: 10px; overflow-x: auto; }
+</style>{% endblock %}
 {% block content %}
 <h1>MCP API key created</h1>
 <p>Key <strong>{{ name }}</strong> was created. Copy it now: MailFathom stores only a hash
-and cannot show it again.</p>
-<p><input type="text" readonly size="60" value="{{ key }}" onclick="this.select()"></p>
-<p>Clients send it as <code>Authorization: Bearer {{ prefix }}…</code> to <code>/mcp</code>.</p>
+and cannot show it again, and the configurations below hold it.</p>
+<p><input type="text" readonly size="60" value="{{ key }}" onclick="this.select()" id="mcp-key"></p>
+<p>Clients send it as <code>Authorization: Bearer {{ prefix }}…</code> to
+<code id="mcp-endpoint-url">{{ url }}</code>.</p>
+{% if not enabled %}<p class="errornote">The endpoint answers 404 until
+<code>MAILFATHOM_MCP_ENABLED=true</code> is set (docs/operations/mcp-endpoint.md).</p>{% endif %}
+<h2>Connect a client</h2>
+{% for config in configs %}
+<div class="mcp-client-config">
+  <h3>{{ config.title }}</h3>
+  <p>{{ config.where }}</p>
+  <pre id="{{ config.element_id }}">{{ config.text }}</pre>
+  {% if config.note %}<p class="help">{{ config.note }}</p>{% endif %}
+</div>
+{% endfor %}
+<p class="help">The same snippets, without the key: <code>manage.py mcp_client_config CLIENT</code>
+({{ clients|join:", " }}).</p>
 <p><a class="button" href="{{ changelist_url }}">Back to MCP API keys</a></p>
 {% endblock %}"""
 
@@ -49,14 +73,32 @@ class McpApiKeyAdmin(admin.ModelAdmin):
     list_display = ["name", "prefix", "status", "reads", "created_at", "last_used_at", "revoked_at"]
     list_filter = [("revoked_at", admin.EmptyFieldListFilter), "limited"]
     search_fields = ["name", "prefix"]
-    fields = ["name", "limited", "accounts", "prefix", "created_at", "last_used_at", "revoked_at"]
-    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = [
+        "name",
+        "limited",
+        "accounts",
+        "prefix",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+        "connect_a_client",
+    ]
+    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at", "connect_a_client"]
     filter_horizontal = ["accounts"]
     actions = ["revoke_keys"]
 
     @admin.display(description="Status")
     def status(self, obj: McpApiKey) -> str:
         return "revoked" if obj.is_revoked else "active"
+
+    @admin.display(description="Connect a client")
+    def connect_a_client(self, obj: McpApiKey) -> str:
+        # The key itself was shown once, when it was created; the snippets hold a placeholder.
+        return format_html(
+            "<code>manage.py mcp_client_config CLIENT</code> ({}) prints a client's configuration, "
+            "with a placeholder for the key, which was shown only when it was created.",
+            ", ".join(CLIENTS),
+        )
 
     @admin.display(description="Reads")
     def reads(self, obj: McpApiKey) -> str:
@@ -95,12 +137,17 @@ class McpApiKeyAdmin(admin.ModelAdmin):
         if key is None:
             return super().response_add(request, obj, post_url_continue)
         template = engines["django"].from_string(_SHOWN_ONCE)
+        url = mcp_url(request.build_absolute_uri("/").rstrip("/"))
         context = {
             **self.admin_site.each_context(request),
             "title": "MCP API key created",
             "name": obj.name,
             "key": key,
             "prefix": obj.prefix,
+            "url": url,
+            "enabled": settings.MAILFATHOM.mcp_enabled,
+            "configs": client_configs(url, key),
+            "clients": CLIENTS,
             "changelist_url": "../",
         }
         response = HttpResponse(template.render(context, request))

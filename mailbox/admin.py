@@ -1,7 +1,7 @@
 """Operator console for the local copy: synchronization state and message metadata, read-only.
 
-Operators configure accounts; they do not read or edit mail. No page here shows a subject,
-an address, a body or raw MIME, and no page can add, change or delete a row.
+Operators configure accounts; reading mail is a permission of its own (mailbox.admin_emails).
+No page can add, change or delete a row.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from django.utils import formats, timezone
 from django.utils.translation import ngettext
 
 from mailbox import tasks
+from mailbox.admin_emails import EmailAdmin
 from mailbox.models import Email, Folder
 
 NEVER = "never"
@@ -121,58 +122,4 @@ class FolderAdmin(ReadOnlyAdmin):
         )
 
 
-@admin.register(Email)
-class EmailAdmin(ReadOnlyAdmin):
-    list_display = [
-        "id",
-        "account",
-        "folder_alias",
-        "received_at",
-        "availability",
-        "is_bulk",
-        "direction",
-        "size_bytes",
-        "attachment_count",
-    ]
-    list_filter = ["account", "availability", "direction", "is_bulk"]
-    list_select_related = ["account", "folder__mapping"]
-    ordering = ["-received_at", "-id"]
-    show_full_result_count = False  # a COUNT(*) over every email on each page view is not worth it
-    # Metadata only: subject, addresses, Message-IDs and the body are mail content.
-    fields = [
-        "id",
-        "account",
-        "folder",
-        "uidvalidity",
-        "uid",
-        "received_at",
-        "sent_at",
-        "size_bytes",
-        "flags",
-        "flags_observed_at",
-        "availability",
-        "direction",
-        "is_bulk",
-        "attachment_count",
-        "inline_count",
-        "attachment_total_bytes",
-        "encrypted",
-        "unverified_signature",
-        "unexpanded_tnef",
-        "parse_defects",
-        "synced_at",
-    ]
-    readonly_fields = fields
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Email]:
-        # Never load the body or addresses: no page here shows them.
-        return (
-            super()
-            .get_queryset(request)
-            .defer("text_body", "subject", "sender_address", "sender_name", "references")
-        )
-
-    @admin.display(description="folder", ordering="folder__mapping__alias")
-    def folder_alias(self, obj: Email) -> str:
-        mapping = obj.folder.mapping
-        return mapping.alias if mapping is not None else UNMAPPED
+admin.site.register(Email, EmailAdmin)

@@ -198,6 +198,9 @@ class Email(models.Model):
     objects = EmailQuerySet.as_manager()
 
     class Meta:
+        # Viewing an email's row shows metadata only; its subject, addresses and body are
+        # mail content, read in admin only with this permission (docs/operations/admin-emails.md).
+        permissions = [("view_mail_content", "Can view mail content (subject, addresses, body)")]
         constraints = [
             models.UniqueConstraint(
                 fields=["account", "folder", "uidvalidity", "uid"], name="email_remote_identity_unique"

@@ -20,6 +20,7 @@ from django.utils import timezone
 from mailbox.models import Availability, Email, EmailQuerySet, EmbeddingProfile, EmbeddingSpend, Passage
 from mailbox.services.raw_sql import Params, column, selects_nothing, table
 from mailfathom.capability import CapabilityState
+from mailfathom.progress import Progress, ProgressCallback
 from mailfathom.providers import EMBEDDING_ROLE, get_embedder
 from mailfathom.providers.base import Embedder
 from mailfathom.providers.errors import ProviderError
@@ -30,6 +31,7 @@ logger = logging.getLogger(__name__)
 # Aliases of the one definition, kept for mailbox.services.search, which reads them by these names.
 INACTIVE, AVAILABLE, DEGRADED = CapabilityState.INACTIVE, CapabilityState.AVAILABLE, CapabilityState.DEGRADED
 SWEEP_BATCH = 32
+SWEEP_LABEL = "embedding"
 
 
 def active_profile() -> EmbeddingProfile | None:
@@ -77,6 +79,7 @@ class SweepResult:
     skipped_empty: int = 0
     batches: int = 0
     stopped_by: str = ""  # "", "ceiling", "provider"
+    inactive: bool = False  # no embedding provider is configured: nothing was tried
 
 
 def _period_start(now: datetime) -> datetime:
@@ -88,18 +91,37 @@ def _spent_this_period(now: datetime) -> int:
     return row.characters if row else 0
 
 
-def embed_pending(*, max_batches: int | None = None, batch_size: int = SWEEP_BATCH) -> SweepResult:
-    """Embed emails that have no passage under the active profile, newest received first."""
+def pending_emails() -> EmailQuerySet:
+    """The sweep's queue: available emails without a passage under the active profile."""
+    return Email.objects.filter(embedded=False, availability=Availability.AVAILABLE)
+
+
+def embed_pending(
+    *,
+    max_batches: int | None = None,
+    batch_size: int = SWEEP_BATCH,
+    progress: ProgressCallback | None = None,
+) -> SweepResult:
+    """Embed emails that have no passage under the active profile, newest received first.
+
+    `progress` hears how many of the backlog counted at the start are done after each
+    committed batch; an exception it raises (or a KeyboardInterrupt) stops the sweep with
+    every committed batch kept, and the next sweep takes up the rest.
+    """
     result = SweepResult()
     embedder = get_embedder()
     if embedder is None:
+        result.inactive = True
         return result
     profile = activate_profile(embedder)
     batch_size = max(1, min(batch_size, embedder.max_batch))
     ceiling = settings.MAILFATHOM.embedding_max_characters_per_hour
+    backlog = pending_emails().count() if progress else 0
+    if progress:
+        progress(Progress(label=SWEEP_LABEL, done=0, total=backlog))
     while max_batches is None or result.batches < max_batches:
         rows = list(
-            Email.objects.filter(embedded=False, availability=Availability.AVAILABLE)
+            pending_emails()
             .order_by("-received_at", "-id")
             .values_list("id", "subject", "text_body")[:batch_size]
         )
@@ -136,6 +158,9 @@ def embed_pending(*, max_batches: int | None = None, batch_size: int = SWEEP_BAT
         result.embedded += len(wanted)
         result.skipped_empty += len(rows) - len(wanted)
         result.batches += 1
+        if progress:
+            done = result.embedded + result.skipped_empty
+            progress(Progress(label=SWEEP_LABEL, done=done, total=max(backlog, done)))
     if result.embedded:
         logger.info("embedding sweep: %d embedded in %d batches", result.embedded, result.batches)
     return result

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from accounts.models import MailAccount, normalize_alias
-from mailbox.archive import ArchivedMessage, read_archive
+from mailbox.archive import ArchivedMessage, archive_bytes, read_archive
 from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email
 from mailbox.parsing import parse_message
 from mailbox.services.store import IncomingMessage, fill_content, store_messages
 from mailbox.sync.folder_state import ensure_folders
 from mailfathom.errors import MailFathomError
+from mailfathom.progress import Progress, ProgressCallback
 
 BATCH_SIZE = 200
 HEADER_BYTES = 256 * 1024  # enough for any real header block; bounds the work for oversize messages
@@ -50,9 +50,15 @@ def import_archive(
     folder_alias: str,
     path: Path,
     *,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> ImportResult:
-    """Read the archive at `path` into the folder mapped as `folder_alias` of `account_id`."""
+    """Read the archive at `path` into the folder mapped as `folder_alias` of `account_id`.
+
+    `path` may be a tree of many Maildirs, mbox and .eml files (mailbox.archive). `progress`
+    hears the bytes of the archive read and committed, after each batch; an exception it
+    raises (or a KeyboardInterrupt) stops the import with every committed batch kept, and
+    importing again skips what is held and goes on.
+    """
     account = MailAccount.objects.filter(account_id=account_id).first()
     if account is None:
         raise MailFathomError(IMPORT_TARGET_UNKNOWN, "No account has that identifier.")
@@ -63,6 +69,9 @@ def import_archive(
     folder = folders[0]
     result = ImportResult()
     batch: list[IncomingMessage] = []
+    total = archive_bytes(path) if progress else 0
+    label = path.name or str(path)
+    read_bytes = 0
 
     def flush() -> None:
         stored = store_messages(folder, batch)
@@ -90,17 +99,22 @@ def import_archive(
             if email is not None and message.raw is not None and fill_content(email, message.raw):
                 result.filled += 1
                 result.skipped -= 1
-        if progress:
-            progress(len(batch))
         batch.clear()
+        if progress:
+            progress(Progress(label, min(read_bytes, total), total, unit="B", items=result.read))
 
+    if progress:
+        progress(Progress(label, 0, total, unit="B", items=0))
     for archived in read_archive(path):
         result.read += 1
+        read_bytes += archived.consumed
         batch.append(_incoming(archived, account.max_message_bytes))
         if len(batch) >= BATCH_SIZE:
             flush()
     if batch:
         flush()
+    if progress:
+        progress(Progress(label, total, total, unit="B", items=result.read))
     return result
 
 

@@ -8,6 +8,7 @@ any point resumes where the last committed batch ended, losing and duplicating n
 
 from __future__ import annotations
 
+import bisect
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -32,6 +33,7 @@ from mailbox.sync.failures import (
     connection_is_dead,
     describe_internal,
 )
+from mailfathom.progress import Progress, ProgressCallback
 
 logger = logging.getLogger(__name__)
 
@@ -68,13 +70,21 @@ def _default_client(account: MailAccount) -> IMAPClient:
 
 
 def synchronize_account(
-    account_pk: int, *, client_factory: ClientFactory = _default_client, force: bool = False
+    account_pk: int,
+    *,
+    client_factory: ClientFactory = _default_client,
+    force: bool = False,
+    progress: ProgressCallback | None = None,
 ) -> AccountRun:
     """Run one synchronization pass over every mapped folder of the account.
 
     Folders in backoff are skipped unless `force`. A folder another run holds the lease of
     is skipped, never interleaved. A failure is recorded on the folder and ends only what
     it must: a dead connection ends the run, a missing folder only that folder.
+
+    `progress` hears, per folder (labelled by its alias), how many of the new messages
+    found are committed, after each batch. An exception it raises (or a KeyboardInterrupt)
+    ends the run there with every committed batch kept and the lease released.
     """
     account = MailAccount.objects.get(pk=account_pk)
     run = AccountRun(account_id=account.account_id)
@@ -99,7 +109,7 @@ def synchronize_account(
     client.normalise_times = False
     try:
         for folder in due:
-            folder_run = run_folder(client, folder)
+            folder_run = run_folder(client, folder, progress)
             run.folders.append(folder_run)
             if folder_run.failure_code and connection_is_dead(folder_run.failure_code):
                 run.failure_code = folder_run.failure_code
@@ -128,8 +138,12 @@ def _close(client: IMAPClient) -> None:
             pass
 
 
-def run_folder(client: IMAPClient, folder: Folder) -> FolderRun:
-    """Synchronize one folder over an open session, under its lease; record any failure."""
+def run_folder(client: IMAPClient, folder: Folder, progress: ProgressCallback | None = None) -> FolderRun:
+    """Synchronize one folder over an open session, under its lease; record any failure.
+
+    Only failures (Exception) are recorded; a KeyboardInterrupt passes through, after the
+    lease is released.
+    """
     alias = folder.mapping.alias if folder.mapping else ""
     result = FolderRun(alias=alias)
     token = folder_state.acquire_lease(folder)
@@ -137,7 +151,7 @@ def run_folder(client: IMAPClient, folder: Folder) -> FolderRun:
         result.skipped_locked = True
         return result
     try:
-        synchronize_folder(client, folder, token, result)
+        synchronize_folder(client, folder, token, result, progress)
     except Exception as error:
         result.failure_code = classify(error)
         folder_state.record_failure(folder, result.failure_code)
@@ -150,7 +164,13 @@ def run_folder(client: IMAPClient, folder: Folder) -> FolderRun:
     return result
 
 
-def synchronize_folder(client: IMAPClient, folder: Folder, token: uuid.UUID, result: FolderRun) -> None:
+def synchronize_folder(
+    client: IMAPClient,
+    folder: Folder,
+    token: uuid.UUID,
+    result: FolderRun,
+    progress: ProgressCallback | None = None,
+) -> None:
     """Bring one folder's local rows to the server's state (see the module docstring)."""
     folder.refresh_from_db()
     selected = client.select_folder(folder.remote_name, readonly=True)
@@ -165,6 +185,9 @@ def synchronize_folder(client: IMAPClient, folder: Folder, token: uuid.UUID, res
 
     new_uids = sorted(uid for uid in server_uids if uid > folder.highest_uid)
     limit = folder.account.max_message_bytes
+    done = 0
+    if progress:
+        progress(Progress(label=result.alias, done=0, total=len(new_uids)))
     for chunk in _chunks(new_uids, BATCH_SIZE):
         meta = client.fetch(chunk, ["RFC822.SIZE", "INTERNALDATE", "FLAGS"])
         # Erased copies are not even fetched; store_messages checks again under the folder lock.
@@ -180,6 +203,11 @@ def synchronize_folder(client: IMAPClient, folder: Folder, token: uuid.UUID, res
             result.suppressed += stored.suppressed
             result.withheld += sum(1 for m in messages if m.raw is None)
             folder.highest_uid = batch[-1]
+            if progress:  # committed through batch[-1]: every new UID up to it is done with
+                done = bisect.bisect_right(new_uids, batch[-1])
+                progress(Progress(label=result.alias, done=done, total=len(new_uids)))
+    if progress and done < len(new_uids):  # the tail was erased on request: nothing to fetch
+        progress(Progress(label=result.alias, done=len(new_uids), total=len(new_uids)))
 
     result.flags_updated = _reconcile_flags(client, folder, server_uids)
     result.refetched = _refetch_missing_content(client, folder)

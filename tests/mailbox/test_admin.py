@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from mailbox import tasks
-from mailbox.models import Email, Folder
+from mailbox.models import Folder
 from mailbox.services.store import IncomingMessage, store_messages
 from mailbox.sync.folder_state import ensure_folders
 from tests.factories import FolderMappingFactory, MailAccountFactory
@@ -198,82 +198,3 @@ def test_folder_pages_add_change_and_delete_nothing(admin_client):
     assert admin_client.get(reverse("admin:mailbox_folder_delete", args=[folder.pk])).status_code == 403
     folder.refresh_from_db()
     assert folder.remote_name == "INBOX"
-
-
-# --- emails -------------------------------------------------------------------------
-
-
-def test_email_list_shows_metadata_but_no_subject_sender_or_body(admin_client):
-    folder = _folder("inbox")
-    _store(folder, 2)
-
-    page = _changelist(admin_client, "email", folder.account)
-
-    assert page.count('class="field-folder_alias"') == 2
-    assert _cell(page, "folder_alias", 0) == "inbox"
-    assert _cell(page, "availability", 0) == "Available"
-    assert SUBJECT not in page
-    assert SENDER not in page
-    assert "Chief" not in page
-    assert BODY not in page
-    assert 'id="searchbar"' not in page  # no search over mail content
-
-
-def test_email_list_filters_by_availability_direction_and_bulk(admin_client):
-    folder = _folder("inbox")
-    _store(folder, 2)
-
-    def rows(**params: str) -> int:
-        return _changelist(admin_client, "email", folder.account, **params).count("field-folder_alias")
-
-    assert rows(availability="exceededSizeLimit") == 0
-    assert rows(availability="available") == 2
-    assert rows(direction="outgoing") == 0
-    assert rows(direction="incoming") == 2
-    assert rows(is_bulk__exact="1") == 0
-    assert rows(is_bulk__exact="0") == 2
-
-
-def test_email_list_costs_the_same_queries_for_one_email_or_many(admin_client):
-    folder = _folder("inbox")
-    _store(folder, 1)
-    with CaptureQueriesContext(connection) as one:
-        _changelist(admin_client, "email", folder.account)
-    _store(folder, 6, start=100)
-    with CaptureQueriesContext(connection) as many:
-        page = _changelist(admin_client, "email", folder.account)
-
-    assert page.count('class="field-folder_alias"') == 7
-    assert len(many.captured_queries) == len(one.captured_queries)
-
-
-def test_email_change_page_is_read_only_and_shows_no_mail_content(admin_client):
-    folder = _folder("inbox")
-    _store(folder, 1)
-    email = Email.objects.get(folder=folder)
-    assert BODY in email.text_body and SUBJECT in email.subject  # the row does hold content
-    url = reverse("admin:mailbox_email_change", args=[email.pk])
-
-    response = admin_client.get(url)
-    page = response.content.decode()
-
-    assert response.status_code == 200
-    assert BODY not in page
-    assert SUBJECT not in page
-    assert SENDER not in page
-    assert "admin-0@example.org" not in page  # the Message-ID neither
-    assert str(email.size_bytes) in page
-    assert admin_client.post(url, {"availability": "exceededSizeLimit"}).status_code == 403
-    email.refresh_from_db()
-    assert email.availability == "available"
-
-
-def test_email_cannot_be_added_or_deleted(admin_client):
-    folder = _folder("inbox")
-    _store(folder, 1)
-    email = Email.objects.get(folder=folder)
-
-    assert admin_client.get(reverse("admin:mailbox_email_add")).status_code == 403
-    assert admin_client.get(reverse("admin:mailbox_email_delete", args=[email.pk])).status_code == 403
-    assert "delete_selected" not in _changelist(admin_client, "email", folder.account)
-    assert Email.objects.filter(folder=folder).count() == 1

@@ -557,10 +557,13 @@ def test_import_archive_reports_progress_per_batch(account, tmp_path):
     root = tmp_path / "eml"
     for n in range(5):
         _write(root / f"{n}.eml", _message(n))
-    seen: list[int] = []
+    seen: list = []
 
     result = import_archive("importer", "archive", root, progress=seen.append)
 
-    assert sum(seen) == 5
+    total = sum(file.stat().st_size for file in root.iterdir())
+    assert seen[-1].done == seen[-1].total == total and seen[-1].unit == "B"
+    assert seen[-1].items == 5
+    assert [event.done for event in seen] == sorted(event.done for event in seen)
     assert (result.read, result.stored) == (5, 5)
     assert len(list(read_archive(root))) == 5

@@ -1,16 +1,19 @@
-import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
-from mailbox.archive import ArchiveError, count_messages
+from mailbox.archive import ArchiveError
 from mailbox.services.importer import import_archive
 from mailfathom.errors import MailFathomError
+from mailfathom.progress import INTERRUPTED, TerminalProgress
 
 
 class Command(BaseCommand):
-    help = "Import an mbox file, a Maildir or a folder of .eml files into a mapped folder."
+    help = (
+        "Import an mbox file, a Maildir, .eml files, or a folder holding any number of them "
+        "(read in path order), into one mapped folder, with a progress bar. Importing again "
+        "stores nothing twice; Ctrl-C stops it keeping every committed batch."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--account", required=True, help="The account identifier.")
@@ -20,20 +23,17 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         path: Path = options["path"]  # type: ignore[assignment]
-        try:
-            total = count_messages(path)
-        except ArchiveError as error:
-            raise CommandError(str(error)) from error
+        if not path.exists():
+            raise CommandError("The path is neither a file nor a folder.")
         # tqdm redraws one line in place; Django's OutputWrapper would add a newline per update.
-        bar = tqdm(total=total, unit="msg", disable=bool(options["no_progress"]), file=sys.stderr)
+        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))
         try:
-            result = import_archive(
-                str(options["account"]), str(options["folder"]), path, progress=bar.update
-            )
+            with bars:
+                result = import_archive(str(options["account"]), str(options["folder"]), path, progress=bars)
         except (MailFathomError, ArchiveError) as error:
             raise CommandError(str(error)) from error
-        finally:
-            bar.close()
+        except KeyboardInterrupt:
+            raise CommandError(INTERRUPTED, returncode=130) from None
         self.stdout.write(
             f"Read {result.read} messages: {result.stored} stored, {result.skipped} already held, "
             f"{result.withheld} over the size limit (envelope only), "

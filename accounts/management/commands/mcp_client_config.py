@@ -1,0 +1,49 @@
+import sys
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from accounts.services.mcp_clients import (
+    CLIENTS,
+    KEY_VARIABLE,
+    client_config,
+    default_origin,
+    endpoint_url,
+    mcp_url,
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Print the configuration an MCP client needs to reach /mcp: the snippet on standard "
+        "output, where it goes on standard error. Without --key the snippet holds a placeholder "
+        f"(${KEY_VARIABLE}, or the client's own prompt), since a key is shown only when created."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("client", choices=CLIENTS)
+        parser.add_argument(
+            "--key",
+            default=None,
+            help="The key to write into the snippet; '-' reads it from standard input "
+            "(create_mcp_key NAME | mcp_client_config CLIENT --key -), which keeps it out of "
+            "shell history.",
+        )
+        parser.add_argument(
+            "--url",
+            default=None,
+            help="The server's address as clients reach it (default: MAILFATHOM_PUBLIC_BASE_URL, "
+            "else MAILFATHOM_HTTP_HOST and MAILFATHOM_HTTP_PORT).",
+        )
+
+    def handle(self, *args: object, **options: object) -> None:
+        key = options["key"]
+        if key == "-":
+            key = sys.stdin.readline().strip()
+            if not key:
+                raise CommandError("--key - read no key from standard input.")
+        url = endpoint_url(str(options["url"])) if options["url"] else mcp_url(default_origin())
+        config = client_config(str(options["client"]), url, key)  # type: ignore[arg-type]
+        self.stdout.write(config.text, ending="")
+        self.stderr.write(f"{config.title}: {config.where}")
+        if config.note:
+            self.stderr.write(config.note)

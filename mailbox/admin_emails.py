@@ -1,0 +1,230 @@
+"""Operator console for emails: compact metadata for everyone with view permission, content
+only with a permission of its own.
+
+Seeing a row (view_email) shows when it arrived, where it lives, its size and flags. Its
+subject, sender, recipients and body are mail content: they appear on the list and the
+page, and the search box appears, only for a user holding "view mail content"
+(mailbox.view_mail_content), which managing accounts does not grant
+(docs/operations/admin-emails.md). Nothing here adds, changes or deletes a row.
+
+The search box ranks with the product's lexical search (mailbox.services.console_search),
+within whatever the filters already narrowed, best match first.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.contrib.admin.views.main import SEARCH_VAR
+from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.http import HttpRequest
+from django.template.defaultfilters import filesizeformat
+from django.utils import formats, timezone
+from django.utils.html import format_html
+
+from mailbox.models import Email, Folder, Participant
+from mailbox.services.console_search import rank_for_console
+from mailfathom.errors import MailFathomError
+
+MAIL_CONTENT_PERMISSION = "mailbox.view_mail_content"
+UNMAPPED = "(unmapped)"
+SUBJECT_CHARACTERS = 90
+SENDER_CHARACTERS = 48
+NO_SUBJECT = "(no subject)"
+# Columns of mail content, never loaded for a list or page that does not show them.
+CONTENT_COLUMNS = ("subject", "sender_address", "sender_name", "message_id", "in_reply_to", "text_body")
+# Never shown and costly to load per row: the generated index column and the references.
+UNSHOWN_COLUMNS = ("search_vector", "participants_text", "references")
+
+METADATA_LIST = [
+    "received",
+    "account",
+    "folder_alias",
+    "size",
+    "flag_names",
+    "direction",
+    "availability",
+    "attachment_count",
+    "is_bulk",
+]
+CONTENT_LIST = ["received", "folder_alias", "subject_line", "sender", "account", "size", "flag_names"]
+METADATA_FIELDS = [
+    "account",
+    "folder",
+    "uidvalidity",
+    "uid",
+    "received_at",
+    "sent_at",
+    "size_bytes",
+    "flags",
+    "flags_observed_at",
+    "availability",
+    "direction",
+    "is_bulk",
+    "attachment_count",
+    "inline_count",
+    "attachment_total_bytes",
+    "encrypted",
+    "unverified_signature",
+    "unexpanded_tnef",
+    "parse_defects",
+    "synced_at",
+]
+CONTENT_FIELDS = ["subject", "sender", "recipients", "message_id", "body"]
+
+
+def may_read_content(request: HttpRequest) -> bool:
+    return request.user.has_perm(MAIL_CONTENT_PERMISSION)
+
+
+def _cut(text: str, characters: int) -> str:
+    return text if len(text) <= characters else text[: characters - 1] + "…"
+
+
+class FolderFilter(admin.SimpleListFilter):
+    """Mapped folders by account and alias; narrowed to the account chosen in its own filter."""
+
+    title = "folder"
+    parameter_name = "folder"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        folders = Folder.objects.filter(mapping__isnull=False).select_related("account", "mapping")
+        account = request.GET.get("account__id__exact", "")
+        if account.isdigit():
+            folders = folders.filter(account_id=int(account))
+        folders = folders.order_by("account__account_id", "mapping__alias")
+        return [(str(f.pk), f"{f.account.account_id} / {f.mapping.alias}") for f in folders]  # type: ignore[union-attr]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Email]) -> QuerySet[Email]:
+        value = self.value()
+        if value is None:
+            return queryset
+        return queryset.filter(folder_id=int(value)) if value.isdigit() else queryset.none()
+
+
+class EmailAdmin(admin.ModelAdmin):
+    list_filter = ["account", FolderFilter, "direction", "availability", "is_bulk"]
+    list_select_related = ["account", "folder__mapping"]
+    list_per_page = 100
+    ordering = ["-received_at", "-id"]
+    show_full_result_count = False  # a COUNT(*) over every email on each page view is not worth it
+    change_list_template = "admin/mailbox/email/change_list.html"
+
+    # --- permissions: read-only; rows change only through synchronization and import ----
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    # --- what a user sees, by permission ------------------------------------------------
+
+    def get_list_display(self, request: HttpRequest) -> list[str]:
+        return list(CONTENT_LIST if may_read_content(request) else METADATA_LIST)
+
+    def get_list_display_links(self, request: HttpRequest, list_display: object) -> list[str]:
+        return ["subject_line"] if may_read_content(request) else ["received"]
+
+    def get_fields(self, request: HttpRequest, obj: Email | None = None) -> list[str]:
+        return CONTENT_FIELDS + METADATA_FIELDS if may_read_content(request) else list(METADATA_FIELDS)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Email | None = None) -> list[str]:
+        return self.get_fields(request, obj)
+
+    def get_search_fields(self, request: HttpRequest) -> list[str]:
+        # Non-empty only to draw the search box; get_search_results does the searching.
+        return ["subject"] if may_read_content(request) else []
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Email]:
+        hidden = UNSHOWN_COLUMNS if may_read_content(request) else UNSHOWN_COLUMNS + CONTENT_COLUMNS
+        rows = Email.objects.defer(*hidden)
+        if self._searching(request):
+            # get_ordering names search_rank while searching; get_search_results sets its value.
+            rows = rows.annotate(search_rank=Value(0))
+        return rows.order_by(*self.get_ordering(request))
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Email], search_term: str
+    ) -> tuple[QuerySet[Email], bool]:
+        if not search_term or not may_read_content(request):
+            # A term without the permission is ignored: a result count would answer
+            # "does any mail say X" to someone not allowed to read mail.
+            return queryset, False
+        try:
+            ranked = rank_for_console(queryset, search_term)  # type: ignore[arg-type]
+        except MailFathomError as error:
+            self.message_user(request, str(error), messages.ERROR)
+            return queryset.none(), False
+        order = Case(
+            *(When(id=email_id, then=Value(position)) for position, email_id in enumerate(ranked)),
+            default=Value(len(ranked)),
+            output_field=IntegerField(),
+        )
+        return queryset.filter(id__in=ranked).annotate(search_rank=order), False
+
+    def get_ordering(self, request: HttpRequest) -> list[str]:
+        if self._searching(request):
+            return ["search_rank", "-received_at", "-id"]  # best match first
+        return list(self.ordering)
+
+    def _searching(self, request: HttpRequest) -> bool:
+        return bool(request.GET.get(SEARCH_VAR)) and may_read_content(request)
+
+    # --- columns ------------------------------------------------------------------------
+
+    @admin.display(description="received", ordering="received_at")
+    def received(self, obj: Email) -> str:
+        return formats.date_format(timezone.localtime(obj.received_at), "Y-m-d H:i")
+
+    @admin.display(description="folder", ordering="folder__mapping__alias")
+    def folder_alias(self, obj: Email) -> str:
+        mapping = obj.folder.mapping
+        return mapping.alias if mapping is not None else UNMAPPED
+
+    @admin.display(description="size", ordering="size_bytes")
+    def size(self, obj: Email) -> str:
+        return filesizeformat(obj.size_bytes)
+
+    @admin.display(description="flags")
+    def flag_names(self, obj: Email) -> str:
+        return " ".join(flag.lstrip("\\") for flag in obj.flags) or "-"
+
+    @admin.display(description="subject", ordering="subject")
+    def subject_line(self, obj: Email) -> str:
+        subject = obj.subject.strip()
+        # The list's style narrows the cell further with an ellipsis; hovering shows the whole.
+        return format_html(
+            '<span title="{}">{}</span>', subject, _cut(subject, SUBJECT_CHARACTERS) or NO_SUBJECT
+        )
+
+    @admin.display(description="from", ordering="sender_address")
+    def sender(self, obj: Email) -> str:
+        if obj.sender_name and obj.sender_address:
+            shown = f"{obj.sender_name} <{obj.sender_address}>"
+        else:
+            shown = obj.sender_name or obj.sender_address
+        return format_html('<span title="{}">{}</span>', shown, _cut(shown, SENDER_CHARACTERS) or "-")
+
+    # --- content on the page (only in CONTENT_FIELDS) ------------------------------------
+
+    @admin.display(description="recipients")
+    def recipients(self, obj: Email) -> str:
+        rows = Participant.objects.filter(email=obj).order_by("role", "position")
+        return (
+            "; ".join(
+                f"{p.role}: {p.display_name} <{p.address}>" if p.display_name else f"{p.role}: {p.address}"
+                for p in rows
+            )
+            or "-"
+        )
+
+    @admin.display(description="plain-text body")
+    def body(self, obj: Email) -> str:
+        if not obj.text_body:
+            return "-"
+        return format_html(
+            '<div style="white-space: pre-wrap; max-height: 40em; overflow: auto">{}</div>', obj.text_body
+        )
