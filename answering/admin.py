@@ -2,7 +2,8 @@
 
 The list shows no mail content, so the model's view permission opens it. The review page
 shows the answered mail and the draft side by side, and takes the draft's change
-permission (`answering.change_draft`) even to look at. Approve, save-edit-and-approve,
+permission (`answering.change_draft`) and the permission to read mail
+(`mailbox.view_mail_content`) even to look at. Approve, save-edit-and-approve,
 discard and deliver-again call the use cases in answering.drafting.review; no page adds or
 deletes a draft (the drafting run makes them; discarding is how one is dropped).
 """
@@ -26,6 +27,7 @@ from accounts.models import DraftAppendMode
 from answering.drafting import review
 from answering.drafting.deliver import is_delivered, wants_copy
 from answering.models import Draft, DraftStatus
+from mailbox.admin_emails import MAIL_CONTENT_PERMISSION
 from mailbox.models import ParticipantRole
 from mailfathom.errors import MailFathomError
 
@@ -138,7 +140,10 @@ class DraftAdmin(admin.ModelAdmin):
         # Not wrapped in a transaction like the stock change form: a review is committed
         # before the Drafts folder is written, so a failed delivery keeps it.
         draft = self._draft(object_id)
-        if not self.has_change_permission(request, draft):
+        # The page shows the answered mail: reviewing needs the right to read mail too.
+        if not self.has_change_permission(request, draft) or not request.user.has_perm(
+            MAIL_CONTENT_PERMISSION
+        ):
             raise PermissionDenied
         if request.method == "POST":
             return self._review(request, draft)

@@ -26,7 +26,9 @@ def _page(draft: Draft) -> str:
 def _staff(django_user_model, *codenames: str):
     user = django_user_model.objects.create_user("clerk", password="pw-clerk-123", is_staff=True)
     user.user_permissions.add(
-        *Permission.objects.filter(content_type__app_label="answering", codename__in=codenames)
+        *Permission.objects.filter(
+            content_type__app_label__in=["answering", "mailbox"], codename__in=codenames
+        )
     )
     return user
 
@@ -100,9 +102,19 @@ def test_the_review_page_needs_the_change_permission_the_list_does_not(client, d
     assert Draft.objects.get(pk=draft.pk).status == DraftStatus.PENDING
 
 
+def test_the_review_page_needs_the_right_to_read_mail_as_well(client, django_user_model, account):
+    draft = DraftFactory(email=EmailFactory(account=account, body="private words"))
+    client.force_login(_staff(django_user_model, "view_draft", "change_draft"))
+
+    response = client.get(_page(draft))
+    assert response.status_code == 403 and "private words" not in response.content.decode()
+    assert client.post(_page(draft), {"_approve": "1"}).status_code == 403
+    assert Draft.objects.get(pk=draft.pk).status == DraftStatus.PENDING
+
+
 def test_approve_sets_the_status_and_the_reviewer(client, django_user_model, account):
     draft = DraftFactory(email=EmailFactory(account=account))
-    clerk = _staff(django_user_model, "view_draft", "change_draft")
+    clerk = _staff(django_user_model, "view_draft", "change_draft", "view_mail_content")
     client.force_login(clerk)
 
     response = client.post(

@@ -87,11 +87,12 @@ def shots(request) -> Shots:
 
 @pytest.fixture
 def reviewer(django_user_model):
-    """A staff user holding only the drafts' view and change permissions."""
+    """A staff user holding only the drafts' view and change permissions and the right to read mail."""
     user = django_user_model.objects.create_user("reviewer", password=PASSWORD, is_staff=True)
     user.user_permissions.add(
         *Permission.objects.filter(
-            content_type__app_label="answering", codename__in=["view_draft", "change_draft"]
+            content_type__app_label__in=["answering", "mailbox"],
+            codename__in=["view_draft", "change_draft", "view_mail_content"],
         )
     )
     return user
