@@ -33,6 +33,7 @@ class Worker:
             **env,
         }
         environment.pop("TEST_DATABASE_URL", None)
+        environment.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # set while a browser test runs Playwright
         self.log = log
         self.process = subprocess.Popen(
             [

@@ -72,7 +72,8 @@ def worker(django_db_setup, dovecot: DovecotServer, tmp_path_factory) -> Iterato
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
+def browser(app: Server) -> Iterator[Browser]:
+    """Headless Chromium; started after the app, which must not inherit the setting below."""
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(
             f"Chromium is not installed ({CHROMIUM} is missing): run `.ci/install-services` "
