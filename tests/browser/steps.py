@@ -45,8 +45,8 @@ def log_in(page: Page, username: str, password: str) -> None:
     expect(page.locator("#user-tools")).to_contain_text(username)
 
 
-def add_account(page: Page, account: AccountSettings) -> int:
-    """Fill in "Add mail account", save and continue editing; return the new account's pk."""
+def fill_account_form(page: Page, account: AccountSettings) -> None:
+    """Open "Add mail account" and type the account's settings in; nothing is saved yet."""
     page.goto("/admin/accounts/mailaccount/add/")
     page.fill("#id_account_id", account.account_id)
     page.fill("#id_display_name", account.display_name)
@@ -55,6 +55,10 @@ def add_account(page: Page, account: AccountSettings) -> int:
     page.select_option("#id_security", account.security)
     page.fill("#id_username", account.username)
     page.fill("#id_credential", account.password)
+
+
+def save_account(page: Page) -> int:
+    """Save the account form and continue editing; return the new account's pk."""
     page.click("input[name=_continue]")
     expect(page.locator(".messagelist .success")).to_contain_text("was added successfully")
     match = re.search(r"/admin/accounts/mailaccount/(\d+)/change/", page.url)

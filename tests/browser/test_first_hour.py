@@ -67,7 +67,7 @@ def test_first_hour(page, operator: Operator, screenshots: Screenshots, app, wor
     steps.log_in(page, operator.username, operator.password)
     screenshots.take(page, "logged-in")
 
-    account_pk = steps.add_account(
+    steps.fill_account_form(
         page,
         steps.AccountSettings(
             account_id="work",
@@ -79,6 +79,8 @@ def test_first_hour(page, operator: Operator, screenshots: Screenshots, app, wor
             password=mailbox_user.password,
         ),
     )
+    screenshots.take(page, "account-form")
+    account_pk = steps.save_account(page)
     screenshots.take(page, "account-added")
 
     offered = steps.run_connection_test(page)
