@@ -9,7 +9,7 @@ from tests import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 # What reaching for the team's corpus beside the checkout looks like in a test module.
-OUTSIDE = re.compile(r"""shared/corpus|["']shared["']|MAILFATHOM_CORPUS_DIR|mail-dev\.tar\.gz""")
+OUTSIDE = re.compile(r"""shared/corpus|/\s*["']shared["']|MAILFATHOM_CORPUS_DIR|mail-dev\.tar\.gz""")
 
 
 def test_every_corpus_path_resolves_inside_the_repository_and_exists():

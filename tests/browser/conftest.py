@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from mailfathom import embedded
 from tests.browser import steps
@@ -46,6 +46,8 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1280, "height": 800}
 STEP_TIMEOUT_MS = 30_000  # one page action or navigation on a busy 2-core machine
 OPERATOR_PASSWORD = "browser-operator-secret"
+
+expect.set_options(timeout=STEP_TIMEOUT_MS)  # what the page shows next may be slow too, not absent
 
 
 @pytest.fixture(scope="module")
