@@ -28,10 +28,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.corpus import CORPUS  # noqa: E402
 from tests.mailbox.fuzzing import mutated, read_back_mismatches  # noqa: E402
 
 DATABASE = "mailfathom_fuzz_bench"
+CORPUS = REPO.parent / "shared" / "corpus"  # the full corpus; --corpus names another folder
 PARSE_SECONDS = 1.0
 RETIME_FROM = 0.1  # a parse measured slower than this is timed twice more (best of three)
 CORPUS_SAMPLE = 600  # messages of mail-dev.tar.gz used as seeds, spread over the archive
@@ -46,11 +46,11 @@ def _bench_helpers():  # type: ignore[no-untyped-def]
     return module
 
 
-def load_seeds() -> list[bytes]:
-    torture = CORPUS / "mime-torture"
-    tarball = CORPUS / "mail-dev.tar.gz"
+def load_seeds(corpus: Path) -> list[bytes]:
+    torture = corpus / "mime-torture"
+    tarball = corpus / "mail-dev.tar.gz"
     if not torture.is_dir() or not tarball.is_file():
-        raise SystemExit(f"the shared corpus is missing under {CORPUS}")
+        raise SystemExit(f"the full corpus is missing under {corpus} (name it with --corpus)")
     seeds = [
         p.read_bytes() for p in sorted(torture.rglob("*")) if p.is_file() and p.suffix not in NOT_MESSAGES
     ]
@@ -71,13 +71,19 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--store-every", type=int, default=10, help="store and read back every Nth mutant")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=CORPUS,
+        help="the full corpus folder (mail-dev.tar.gz and more; default ../shared/corpus)",
+    )
     args = parser.parse_args()
 
     helpers = _bench_helpers()
     helpers.setup_django(DATABASE)
     from mailbox.parsing import attachment_bytes, parse_message, sanitized_html
 
-    seeds = load_seeds()
+    seeds = load_seeds(args.corpus)
     print(f"seeds: {len(seeds)} messages ({sum(map(len, seeds)) / 1e6:.1f} MB)")
     for seed in seeds:  # warm-up: charset detection and the HTML sanitizer load lazily
         parse_message(seed)

@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))
 from sync import _server_connection, drop_database, recreate_database, setup_django  # noqa: E402
 
 DATABASE = "mailfathom_retrieval"
-CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS = REPO.parent / "shared" / "corpus"  # --corpus names another folder
 DEPTH = 10
 
 
@@ -82,13 +82,21 @@ def evaluate(account_id: str, pairs: list[dict], modes: dict) -> dict[str, dict[
 
 
 def main() -> None:
+    global CORPUS  # --corpus replaces the default before anything reads it
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--pairs", type=int, default=0, help="evaluate only the first N pairs")
     parser.add_argument("--keep", action="store_true", help="reuse the scratch database if it is loaded")
     parser.add_argument("--lexical-only", action="store_true", help="skip embedding (vector and hybrid)")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=CORPUS,
+        help="the full corpus folder (mail-dev.tar.gz and more; default ../shared/corpus)",
+    )
     args = parser.parse_args()
+    CORPUS = args.corpus
 
     setup_django(DATABASE)
     if not args.keep or not database_exists(DATABASE):

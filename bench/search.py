@@ -65,7 +65,7 @@ sys.path.insert(0, str(REPO))
 from sync import _server_connection, drop_database, recreate_database, setup_django  # noqa: E402
 
 DATABASE = "mailfathom_search_bench"
-CORPUS = REPO.parent / "shared" / "corpus" / "mail-dev.tar.gz"
+CORPUS = REPO.parent / "shared" / "corpus" / "mail-dev.tar.gz"  # --corpus names another folder
 CACHE_DIR = Path(tempfile.gettempdir()) / "mailfathom_search_bench"
 ACCOUNT = "search-bench"
 SWEEP_ACCOUNT = "sweep-bench"
@@ -883,6 +883,7 @@ def commit() -> str:
 
 
 def main() -> None:
+    global CORPUS  # --corpus replaces the default before anything reads it
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -906,7 +907,14 @@ def main() -> None:
     )
     parser.add_argument("--skip-sweep", action="store_true", help="skip the sweep-rate comparison")
     parser.add_argument("--skip-latency", action="store_true", help="skip the search latency passes")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=CORPUS.parent,
+        help="the full corpus folder (mail-dev.tar.gz and more; default ../shared/corpus)",
+    )
     args = parser.parse_args()
+    CORPUS = args.corpus / "mail-dev.tar.gz"
 
     setup_django(DATABASE)
     from django.conf import settings

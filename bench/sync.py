@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO.parent / "shared" / "corpus" / "mail-dev.tar.gz"
+CORPUS = REPO.parent / "shared" / "corpus" / "mail-dev.tar.gz"  # --corpus names another folder
 BENCH_DATABASE = "mailfathom_bench"
 LARGE_USER = "pool120"  # N messages: anchor, timed backfill, notmuch's copy
 SMALL_USER = "pool119"  # N/5 messages: second memory point, profile
@@ -602,6 +602,7 @@ def print_profile(profile: dict, messages: int) -> None:
 
 
 def main() -> None:
+    global CORPUS  # --corpus replaces the default before anything reads it
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -621,8 +622,15 @@ def main() -> None:
     parser.add_argument("--json", help="also write every measurement to this file")
     parser.add_argument("--profile", action="store_true", help="also profile a backfill of N/5 messages")
     parser.add_argument("--profile-out", help="write that profile's pstats to this file")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=CORPUS.parent,
+        help="the full corpus folder (mail-dev.tar.gz and more; default ../shared/corpus)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    CORPUS = args.corpus / "mail-dev.tar.gz"
     if args.child:
         child_main(json.loads(args.child))
         return

@@ -1,12 +1,15 @@
-"""Where the team's shared mail corpus is: `shared/corpus` beside the checkout.
+"""The real mail the tests read: vendored under tests/data/, never found outside the repository.
 
-MAILFATHOM_CORPUS_DIR points elsewhere (a checkout in another place than CI's layout).
-Tests that need it fail, never skip, when it is missing.
+- MAIL_SAMPLE: 928 messages of the team corpus's Maildir (SpamAssassin public
+  corpus and Enron), a Maildir in a tarball, built by tests/data/build_mail_sample.py;
+- TORTURE: the 110 broken and hostile messages of mime-torture/, with their licences.
+
+tests/data/README.md gives provenance, licences and which test needs how much. Benchmarks
+take the full corpus by their own `--corpus` option; tests never do.
 """
 
-import os
 from pathlib import Path
 
-CORPUS = Path(
-    os.environ.get("MAILFATHOM_CORPUS_DIR") or Path(__file__).resolve().parents[2] / "shared" / "corpus"
-)
+DATA = Path(__file__).resolve().parent / "data"
+MAIL_SAMPLE = DATA / "mail-sample.tar.gz"
+TORTURE = DATA / "mime-torture"

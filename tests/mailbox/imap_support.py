@@ -15,7 +15,7 @@ import pytest
 from imapclient import IMAPClient
 
 from accounts.models import FolderRole, Security
-from tests.corpus import CORPUS
+from tests.corpus import MAIL_SAMPLE
 from tests.dovecot import POOL, DovecotServer
 from tests.factories import FolderMappingFactory, MailAccountFactory
 
@@ -95,9 +95,9 @@ def account_for(user: MailUser, *, port: int | None = None, **fields):
 
 
 def corpus_messages(group_prefix: str, limit: int) -> list[bytes]:
-    """Read up to `limit` messages of one corpus group straight from the tarball."""
+    """Read up to `limit` messages of one group of the vendored sample, in archive order."""
     found: list[bytes] = []
-    with tarfile.open(CORPUS / "mail-dev.tar.gz") as archive:
+    with tarfile.open(MAIL_SAMPLE) as archive:
         for member in archive:
             if len(found) >= limit:
                 break
@@ -106,7 +106,7 @@ def corpus_messages(group_prefix: str, limit: int) -> list[bytes]:
                 if handle is not None:
                     found.append(handle.read())
     if len(found) < limit:
-        pytest.fail(f"the corpus has fewer than {limit} messages under {group_prefix}")
+        pytest.fail(f"tests/data's sample has fewer than {limit} messages under {group_prefix}")
     return found
 
 

@@ -25,12 +25,11 @@ from mailbox.archive import read_archive
 from mailbox.management.commands.import_mail import Command as ImportMailCommand
 from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email, RawMessage
 from mailbox.services.importer import import_archive
-from tests.corpus import CORPUS
+from tests.corpus import MAIL_SAMPLE, TORTURE
 from tests.factories import FolderMappingFactory, MailAccountFactory
 
 pytestmark = pytest.mark.django_db
 
-TORTURE = CORPUS / "mime-torture"
 # One pattern per number, so a phrase added to the summary line breaks no test.
 SUMMARY = {
     "read": r"Read (\d+) messages?",
@@ -257,7 +256,7 @@ def real_mail() -> list[tuple[str, bytes]]:
     """300 corpus messages with their Maildir names: LF and CRLF, "From " lines, no final EOL."""
     wanted = {"spamassassin/easy-ham-1/": 100, "spamassassin/hard-ham-1/": 100, "enron/dean-c/": 100}
     found: dict[str, list[tuple[str, bytes]]] = {group: [] for group in wanted}
-    with tarfile.open(CORPUS / "mail-dev.tar.gz") as archive:
+    with tarfile.open(MAIL_SAMPLE) as archive:
         for member in archive:
             name = member.name.lstrip("./")
             group = next((g for g in wanted if name.startswith(g)), None)

@@ -7,72 +7,17 @@ lost machine would) and checks the redelivered task converges to a clean run's r
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-from django.conf import settings
 
 from mailbox.models import Email, RawMessage
 from mailbox.sync.engine import synchronize_account
 from mailbox.tasks import sync_account
+from tests.celery_worker import Worker
 from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.imap_support import account_for, add_user, corpus_messages, local_state
-from tests.support import database_url, wait_for
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot, pytest.mark.slow]
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-class Worker:
-    def __init__(self, log: Path) -> None:
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "mailfathom.settings",
-            "DATABASE_URL": database_url(),
-            "DJANGO_SECRET_KEY": "test-worker",
-            "MAILFATHOM_KEYRING": settings.MAILFATHOM_KEYRING,
-            "MAILFATHOM_SYNC_LEASE_SECONDS": "10",
-            "MAILFATHOM_CELERY_VISIBILITY_TIMEOUT": "5",
-        }
-        self.log = log
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "mailfathom",
-                "worker",
-                "--pool",
-                "solo",
-                "--loglevel",
-                "INFO",
-                "--without-heartbeat",
-                "--without-mingle",
-                "--without-gossip",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=open(log, "ab"),
-            stderr=subprocess.STDOUT,  # noqa: SIM115
-        )
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
 
 @pytest.fixture

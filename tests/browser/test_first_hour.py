@@ -1,0 +1,116 @@
+"""An operator's first hour, in Chromium: from the login form to an MCP client reading the mail.
+
+The app (uvicorn), the worker (Celery) and the IMAP server (Dovecot, STARTTLS, signed by the
+session's own CA, which the app and the worker trust through MAILFATHOM_IMAP_CA_FILE) are all
+real; so is the synchronization the page starts. Each step saves a screenshot under
+var/screenshots/first_hour/; docs/operations/first-hour.md shows them.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from email.message import EmailMessage
+from email.utils import format_datetime, make_msgid
+from typing import Any
+
+import pytest
+
+from accounts.models import Security
+from tests.browser import steps
+from tests.browser.conftest import Operator, Screenshots
+from tests.mailbox.imap_support import MailUser, add_user
+from tests.mcp.conftest import Server, call_tool, payload
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot, pytest.mark.slow]
+
+INBOX_SUBJECTS = [
+    "Printer repair quote",
+    "Team lunch on Friday",
+    "Quarterly report draft",
+    "Invoice 1043",
+    "Conference travel plans",
+    "New starter checklist",
+]
+SENT_SUBJECTS = ["Re: Printer repair quote", "Re: Team lunch on Friday"]
+LATER_SUBJECTS = ["Printer repaired", "Minutes of the planning meeting"]
+
+
+def message(subject: str, sender: str, day: int) -> bytes:
+    mail = EmailMessage()
+    mail["From"] = sender
+    mail["To"] = "operator@example.org"
+    mail["Subject"] = subject
+    mail["Message-ID"] = make_msgid(domain="example.org")
+    mail["Date"] = format_datetime(datetime(2026, 11, day, 9, 30).astimezone())
+    mail.set_content(f"{subject}.\n\nRegards,\nA colleague\n")
+    return mail.as_bytes()
+
+
+@pytest.fixture
+def mailbox_user(dovecot) -> MailUser:
+    """A Dovecot user with a little mail in INBOX and Sent before the operator arrives."""
+    user = add_user(dovecot)
+    user.append("INBOX", [message(s, "colleague@example.org", n + 1) for n, s in enumerate(INBOX_SUBJECTS)])
+    user.append("Sent", [message(s, "operator@example.org", n + 10) for n, s in enumerate(SENT_SUBJECTS)])
+    return user
+
+
+def ask_over_mcp(app: Server, key: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Call `tool` with the real MCP client, as Claude Desktop would, from a thread of its own:
+    the one Playwright runs on already has an event loop running."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return payload(pool.submit(call_tool, app, key, tool, arguments).result())
+
+
+def test_first_hour(page, operator: Operator, screenshots: Screenshots, app, worker, dovecot, mailbox_user):
+    steps.log_in(page, operator.username, operator.password)
+    screenshots.take(page, "logged-in")
+
+    steps.fill_account_form(
+        page,
+        steps.AccountSettings(
+            account_id="work",
+            display_name="Work mail",
+            host=dovecot.host,
+            port=dovecot.imap_port,
+            security=Security.STARTTLS,
+            username=mailbox_user.name,
+            password=mailbox_user.password,
+        ),
+    )
+    screenshots.take(page, "account-form")
+    account_pk = steps.save_account(page)
+    screenshots.take(page, "account-added")
+
+    offered = steps.run_connection_test(page)
+    assert {"INBOX", "Sent", "Drafts", "Junk", "Trash"} <= set(offered)
+    screenshots.take(page, "connection-tested")
+
+    assert steps.apply_mappings(page) >= 5  # INBOX, Sent, Drafts, Junk, Trash (and Archive)
+    screenshots.take(page, "mappings-applied")
+
+    steps.start_first_synchronization(page, account_pk)
+    steps.wait_for_folder_counts(
+        page, account_pk, {"INBOX": len(INBOX_SUBJECTS), "Sent": len(SENT_SUBJECTS), "Junk": 0}
+    )
+    screenshots.take(page, "first-synchronization")
+
+    # New mail arrives; the operator asks for a run from the folder list rather than wait for the poll.
+    mailbox_user.append(
+        "INBOX", [message(s, "colleague@example.org", 20 + n) for n, s in enumerate(LATER_SUBJECTS)]
+    )
+    steps.synchronize_from_folder_list(page, account_pk)
+    screenshots.take(page, "synchronization-queued")
+    steps.wait_for_folder_counts(page, account_pk, {"INBOX": len(INBOX_SUBJECTS) + len(LATER_SUBJECTS)})
+    screenshots.take(page, "synchronized-again")
+
+    key = steps.create_mcp_key(page, "Claude Desktop")
+    screenshots.take(page, "mcp-key-created", hide="#content input[readonly]")
+
+    accounts = ask_over_mcp(app, key, "list_accounts", {})
+    assert [account["accountId"] for account in accounts["accounts"]] == ["work"]
+    listed = ask_over_mcp(app, key, "list_emails", {"pageSize": 50})
+    assert sorted(email["subject"] for email in listed["emails"]) == sorted(
+        INBOX_SUBJECTS + SENT_SUBJECTS + LATER_SUBJECTS
+    )
