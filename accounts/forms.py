@@ -15,11 +15,16 @@ UNIT_CHOICES = [(unit, unit) for unit in UNITS]
 
 
 def in_units(size: int) -> tuple[Decimal, str]:
-    """The largest unit `size` bytes is a whole number of, else MB to three decimals."""
+    """The largest unit that writes `size` bytes exactly with at most three decimals.
+
+    Any other byte count (set outside the form) is written exactly in KB, so saving the
+    form unchanged never changes the stored value.
+    """
     for unit in ("GB", "MB", "KB"):
-        if size and size % UNITS[unit] == 0:
-            return Decimal(size // UNITS[unit]), unit
-    return (Decimal(size) / UNITS["MB"]).quantize(Decimal("0.001")), "MB"
+        number = Decimal(size) / UNITS[unit]
+        if size >= UNITS[unit] and number == number.quantize(Decimal("0.001")):
+            return number.normalize(), unit
+    return (Decimal(size) / UNITS["KB"]).normalize(), "KB"
 
 
 class ByteSizeWidget(forms.MultiWidget):
@@ -33,7 +38,7 @@ class ByteSizeWidget(forms.MultiWidget):
         if value in (None, ""):
             return [None, "MB"]
         number, unit = in_units(int(value))
-        return [number.normalize() if number == number.to_integral() else number, unit]
+        return [int(number) if number == number.to_integral() else number, unit]
 
 
 class ByteSizeField(forms.MultiValueField):
@@ -48,7 +53,7 @@ class ByteSizeField(forms.MultiValueField):
     def __init__(self, *, minimum: int, **kwargs: Any) -> None:
         self.minimum = minimum
         fields = (
-            forms.DecimalField(min_value=0, max_digits=18, decimal_places=3),
+            forms.DecimalField(min_value=0, max_digits=24, decimal_places=10),
             forms.ChoiceField(choices=UNIT_CHOICES),
         )
         super().__init__(fields, require_all_fields=True, **kwargs)
@@ -63,7 +68,8 @@ class ByteSizeField(forms.MultiValueField):
             raise forms.ValidationError("Enter a number and a unit.") from None
         if size < self.minimum:
             low, low_unit = in_units(self.minimum)
-            raise forms.ValidationError(f"Enter at least {low.normalize():f} {low_unit}.")
+            whole = int(low) if low == low.to_integral() else low
+            raise forms.ValidationError(f"Enter at least {whole} {low_unit}.")
         return size
 
 
@@ -75,14 +81,17 @@ class MailAccountForm(forms.ModelForm):
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text="Stored encrypted and never shown again. Leave blank to keep the stored one.",
     )
+    # A declared field takes no default from the model, so a new account's form states it.
     max_message_bytes = ByteSizeField(
         label="Per-message size limit",
         minimum=1024,
+        initial=MailAccount._meta.get_field("max_message_bytes").default,
         help_text="Larger messages are listed but their content is not downloaded. 1 MB = 1,048,576 bytes.",
     )
     storage_ceiling_bytes = ByteSizeField(
         label="Local storage ceiling",
         minimum=1024 * 1024,
+        initial=MailAccount._meta.get_field("storage_ceiling_bytes").default,
         help_text="Compressed content this account may hold locally; beyond it, content waits for room.",
     )
 
