@@ -217,6 +217,12 @@ class Email(models.Model):
             models.Index(fields=["account", "message_id"], name="email_message_id"),
             # The status page's chart of mail stored per day reads a range of this.
             models.Index(fields=["synced_at"], name="email_synced_at"),
+            # What embedding coverage leaves out, counted without a scan of every email.
+            models.Index(
+                fields=["folder"],
+                name="email_content_unavailable",
+                condition=~models.Q(availability=Availability.AVAILABLE),
+            ),
             # The embedding sweep's queue, newest first: stays as small as the backlog.
             models.Index(
                 fields=["-received_at", "-id"],

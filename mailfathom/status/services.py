@@ -85,12 +85,13 @@ def processes_seen(now: float | None = None) -> list[ProcessSeen] | None:
 def system_status() -> SystemStatus:
     """What synchronization, embedding, answering and the workers are doing now."""
     now = timezone.now()
+    counts = coverage_status.count_mail(now=now)
     return SystemStatus(
         generated_at=now,
-        accounts=account_statuses(now=now),
+        accounts=account_statuses(now=now, stored=counts.per_folder),
         processes=processes_seen(now.timestamp()),
-        embedding=coverage_status.embedding_progress(now=now),
+        embedding=coverage_status.embedding_progress(now=now, counts=counts.totals),
         semantic_search=embedding.semantic_state(),
         answering=read_period_use(),
-        stored_per_day=coverage_status.stored_per_day(now=now),
+        stored_per_day=counts.per_day,
     )
