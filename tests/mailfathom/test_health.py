@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -18,10 +22,11 @@ from mailbox.models import Folder
 from mailbox.sync.folder_state import ensure_folders
 from mailfathom import heartbeat
 from tests.factories import FolderMappingFactory, MailAccountFactory
-from tests.support import isolated_provider_health
+from tests.support import free_port, isolated_provider_health
 
 pytestmark = pytest.mark.django_db
 
+ROOT = Path(__file__).resolve().parents[2]
 PARTS = {"database", "redis", "worker", "beat", "lastSync", "embeddingBacklog"}
 
 
@@ -106,3 +111,36 @@ def test_favicon_is_answered_quietly(client, caplog):
 
     assert response.status_code == 204
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_database_down_is_503_and_the_parts_reading_it_are_unknown(tmp_path):
+    # A process of its own whose DATABASE_URL names a port nothing listens on.
+    script = (
+        "import django, json; django.setup()\n"
+        "from django.test import Client\n"
+        "response = Client().get('/health')\n"
+        "print(response.status_code, response.content.decode())\n"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "mailfathom.settings",
+        "DATABASE_URL": f"postgres://nobody@127.0.0.1:{free_port()}/nothing",
+        "DJANGO_SECRET_KEY": "test-health",
+        "DJANGO_ALLOWED_HOSTS": "testserver",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    status, _, body = result.stdout.strip().partition(" ")
+    assert status == "503", result.stderr[-2000:]
+    parts = json.loads(body)["parts"]
+    assert parts["database"] == {"status": "down", "required": True}
+    assert parts["redis"]["status"] == "ok"
+    assert parts["lastSync"]["status"] == parts["embeddingBacklog"]["status"] == "unknown"
