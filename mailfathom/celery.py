@@ -3,7 +3,7 @@
 import os
 import socket
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.signals import beat_init, before_task_publish, worker_init
 
 from mailfathom import heartbeat
@@ -16,6 +16,38 @@ app.autodiscover_tasks()
 
 # Set in the beat process only: what it publishes is how beat is seen (mailfathom.heartbeat).
 _in_beat = False
+
+
+class RecordHeartbeat(bootsteps.StartStopStep):
+    """Record this worker as alive for each queue it consumes, every HEARTBEAT_SECONDS.
+
+    On the worker's own timer (its main process, not a pool slot), so a worker whose every
+    slot is busy with a long run is still seen, and no message waits in a queue that no
+    worker consumes (a deployment without a push worker).
+    """
+
+    requires = {"celery.worker.components:Timer"}
+
+    def __init__(self, worker: object, **kwargs: object) -> None:
+        super().__init__(worker, **kwargs)
+        self.timer_entry = None
+
+    def start(self, worker) -> None:  # type: ignore[no-untyped-def]
+        self.record(worker)
+        self.timer_entry = worker.timer.call_repeatedly(heartbeat.HEARTBEAT_SECONDS, self.record, (worker,))
+
+    def stop(self, worker) -> None:  # type: ignore[no-untyped-def]
+        if self.timer_entry is not None:
+            self.timer_entry.cancel()
+            self.timer_entry = None
+
+    @staticmethod
+    def record(worker) -> None:  # type: ignore[no-untyped-def]
+        for queue in worker.app.amqp.queues.consume_from:
+            heartbeat.record(heartbeat.worker_role(queue), worker.hostname or "")
+
+
+app.steps["worker"].add(RecordHeartbeat)
 
 
 @worker_init.connect

@@ -1,12 +1,11 @@
 """When the Celery workers and beat were last seen, shared through Redis.
 
-Beat schedules the task `mailfathom.heartbeat` every HEARTBEAT_SECONDS on each queue (the
-default one, and `push` for the IDLE watchers' worker); the worker that runs it records
-itself under `worker:<queue>`. Beat records itself whenever it publishes a task
-(mailfathom.celery), so beat and the workers are seen separately: a beat that stopped
-leaves the workers' times still, and a worker that stopped leaves beat's moving. A worker
-whose every slot is busy with long runs takes up the heartbeat late, and reads as stale
-meanwhile: that is worth knowing too.
+Every worker records itself under `worker:<queue>` for each queue it consumes (the
+default `celery`, and `push` for the IDLE watchers' worker) every HEARTBEAT_SECONDS, from
+its own timer (mailfathom.celery.RecordHeartbeat), so a worker busy with long runs is
+still seen. Beat records itself whenever it publishes a task (mailfathom.celery); it
+publishes at least every minute (the polling schedule). So beat and the workers are seen
+separately: a beat that stopped leaves the workers' times moving and its own still.
 
 The hash is namespaced like provider health (the database's name, or
 PROVIDER_HEALTH_NAMESPACE), so deployments and test runs sharing one Redis stay apart.
@@ -27,8 +26,8 @@ from mailfathom.keyvalue import redis_client
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 30
-# Three missed heartbeats: one late because the worker was busy is not yet a failure.
-STALE_SECONDS = 3 * HEARTBEAT_SECONDS
+# Beat publishes every 60 s; a worker records every 30 s. Two minutes leaves room for both.
+STALE_SECONDS = 120
 BEAT = "beat"
 QUEUES = ("celery", "push")
 
