@@ -157,7 +157,7 @@ def synchronize_folder(client: IMAPClient, folder: Folder, token: uuid.UUID, res
     uidvalidity = int(selected[b"UIDVALIDITY"])
     modseq = selected.get(b"HIGHESTMODSEQ")
     # The status page's "stored of the server's" and a backfill's progress start here.
-    Folder.objects.filter(pk=folder.pk).update(
+    Folder.objects.filter(pk=folder.pk, lease_token=token).update(
         server_message_count=int(selected.get(b"EXISTS", 0)), run_started_at=timezone.now(), run_stored=0
     )
     if folder.uidvalidity != uidvalidity:
