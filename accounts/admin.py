@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.forms import ModelForm
 from django.http import HttpRequest
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from accounts.admin_connection import test_connection_view
 from accounts.forms import FolderMappingFormSet, MailAccountForm
-from accounts.models import DraftingExample, DraftingSignature, FolderMapping, MailAccount
+from accounts.models import DraftingExample, DraftingSignature, FolderMapping, MailAccount, SyncMode
 
 
 class DraftingSignatureInline(admin.TabularInline):
@@ -24,6 +25,16 @@ class DraftingExampleInline(admin.StackedInline):
     extra = 0
     fields = ["position", "incoming", "reply"]
     verbose_name = "drafting example (few-shot)"
+
+
+PUSH_TAKES_EFFECT = (
+    "Push mode takes effect within a minute of the account's first synchronization: beat "
+    "starts an IMAP IDLE watcher per mapped folder every 60 seconds (the push worker runs "
+    "them). Polling goes on beside it."
+)
+POLLING_TAKES_EFFECT = (
+    "Polling only from now on: running IDLE watchers end within 20 minutes and are not restarted."
+)
 
 
 class FolderMappingInline(admin.TabularInline):
@@ -101,6 +112,14 @@ class MailAccountAdmin(admin.ModelAdmin):
             return "Save the account first, then test its connection."
         url = reverse("admin:accounts_mailaccount_test_connection", args=[obj.pk])
         return format_html('<a class="button" href="{}">Test connection and map folders</a>', url)
+
+    def save_model(self, request: HttpRequest, obj: MailAccount, form: ModelForm, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if "sync_mode" in form.changed_data or (not change and obj.sync_mode == SyncMode.PUSH):
+            if obj.sync_mode == SyncMode.PUSH:
+                messages.info(request, PUSH_TAKES_EFFECT)
+            elif change:
+                messages.info(request, POLLING_TAKES_EFFECT)
 
     def get_urls(self) -> list[URLPattern]:
         custom = [

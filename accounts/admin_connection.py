@@ -105,6 +105,8 @@ def _initial_rows(account: MailAccount, report: ConnectionReport) -> list[dict[s
                 "apply": bool(role) and folder.selectable and folder.name not in mapped,
                 "remote_name": folder.name,
                 "flags": " ".join(folder.flags),
+                "described": folder.described,
+                "messages": folder.messages,
                 "alias": folder.suggested_alias,
                 "role": role,
                 "mapped_as": mapped.get(folder.name, ""),

@@ -3,4 +3,5 @@ from django.apps import AppConfig
 
 class AccountsConfig(AppConfig):
     name = "accounts"
-    verbose_name = "Mail accounts"
+    # Not "Mail accounts": the model's own name, which the breadcrumb would then repeat.
+    verbose_name = "Accounts and access"

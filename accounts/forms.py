@@ -1,10 +1,76 @@
-"""Admin forms for mail accounts: the credential is write-only."""
+"""Admin forms for mail accounts: the credential is write-only; sizes are typed in KB, MB or GB."""
 
 from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from django import forms
 
 from accounts.models import MailAccount, normalize_alias
+
+# Binary units, as mail servers and operating systems count storage: 1 MB is 1,048,576 bytes.
+UNITS = {"KB": 1024, "MB": 1024**2, "GB": 1024**3}
+UNIT_CHOICES = [(unit, unit) for unit in UNITS]
+
+
+def in_units(size: int) -> tuple[Decimal, str]:
+    """The largest unit that writes `size` bytes exactly with at most three decimals.
+
+    Any other byte count (set outside the form) is written exactly in KB, so saving the
+    form unchanged never changes the stored value.
+    """
+    for unit in ("GB", "MB", "KB"):
+        number = Decimal(size) / UNITS[unit]
+        if size >= UNITS[unit] and number == number.quantize(Decimal("0.001")):
+            return number.normalize(), unit
+    return (Decimal(size) / UNITS["KB"]).normalize(), "KB"
+
+
+class ByteSizeWidget(forms.MultiWidget):
+    template_name = "django/forms/widgets/multiwidget.html"
+
+    def __init__(self, attrs: dict[str, Any] | None = None) -> None:
+        number = forms.NumberInput(attrs={"step": "any", "min": "0", "style": "width: 8em", **(attrs or {})})
+        super().__init__([number, forms.Select(choices=UNIT_CHOICES)], attrs)
+
+    def decompress(self, value: Any) -> list[Any]:
+        if value in (None, ""):
+            return [None, "MB"]
+        number, unit = in_units(int(value))
+        return [int(number) if number == number.to_integral() else number, unit]
+
+
+class ByteSizeField(forms.MultiValueField):
+    """A size typed as a number and a unit (KB, MB, GB); cleaned to whole bytes.
+
+    The model keeps bytes; only the form speaks in units. `minimum` is in bytes and is
+    named back in the unit the operator used.
+    """
+
+    widget = ByteSizeWidget
+
+    def __init__(self, *, minimum: int, **kwargs: Any) -> None:
+        self.minimum = minimum
+        fields = (
+            forms.DecimalField(min_value=0, max_digits=24, decimal_places=10),
+            forms.ChoiceField(choices=UNIT_CHOICES),
+        )
+        super().__init__(fields, require_all_fields=True, **kwargs)
+
+    def compress(self, data_list: list[Any]) -> int | None:
+        if not data_list:
+            return None
+        number, unit = data_list
+        try:
+            size = int(Decimal(number) * UNITS[unit])
+        except (InvalidOperation, KeyError, TypeError):
+            raise forms.ValidationError("Enter a number and a unit.") from None
+        if size < self.minimum:
+            low, low_unit = in_units(self.minimum)
+            whole = int(low) if low == low.to_integral() else low
+            raise forms.ValidationError(f"Enter at least {whole} {low_unit}.")
+        return size
 
 
 class MailAccountForm(forms.ModelForm):
@@ -14,6 +80,19 @@ class MailAccountForm(forms.ModelForm):
         strip=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text="Stored encrypted and never shown again. Leave blank to keep the stored one.",
+    )
+    # A declared field takes no default from the model, so a new account's form states it.
+    max_message_bytes = ByteSizeField(
+        label="Per-message size limit",
+        minimum=1024,
+        initial=MailAccount._meta.get_field("max_message_bytes").default,
+        help_text="Larger messages are listed but their content is not downloaded. 1 MB = 1,048,576 bytes.",
+    )
+    storage_ceiling_bytes = ByteSizeField(
+        label="Local storage ceiling",
+        minimum=1024 * 1024,
+        initial=MailAccount._meta.get_field("storage_ceiling_bytes").default,
+        help_text="Compressed content this account may hold locally; beyond it, content waits for room.",
     )
 
     class Meta:

@@ -6,18 +6,16 @@ No page can add, change or delete a row.
 
 from __future__ import annotations
 
-from functools import partial
-
 from django.contrib import admin, messages
-from django.db import transaction
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
-from django.utils import formats, timezone
+from django.utils import timezone
 from django.utils.translation import ngettext
 
 from mailbox import tasks
 from mailbox.admin_emails import EmailAdmin
 from mailbox.models import Email, Folder
+from mailfathom import moments
 
 NEVER = "never"
 UNMAPPED = "(unmapped)"
@@ -34,10 +32,6 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
-
-
-def _when(value: object) -> str:
-    return formats.localize(timezone.localtime(value))  # type: ignore[arg-type]
 
 
 @admin.register(Folder)
@@ -80,9 +74,10 @@ class FolderAdmin(ReadOnlyAdmin):
     def alias(self, obj: Folder) -> str:
         return obj.mapping.alias if obj.mapping is not None else UNMAPPED
 
-    @admin.display(description="last committed", ordering="last_committed_at", empty_value=NEVER)
-    def last_committed(self, obj: Folder) -> object:
-        return obj.last_committed_at
+    @admin.display(description="last committed", ordering="last_committed_at")
+    def last_committed(self, obj: Folder) -> str:
+        # To the second and as an age: a run that found nothing still visibly moves it.
+        return moments.stamp(obj.last_committed_at, never=NEVER)
 
     @admin.display(description="last failure", ordering="last_failure_at")
     def last_failure(self, obj: Folder) -> str:
@@ -90,7 +85,7 @@ class FolderAdmin(ReadOnlyAdmin):
             return "-"
         if obj.last_failure_at is None:
             return str(obj.last_failure_code)
-        return f"{obj.last_failure_code} at {_when(obj.last_failure_at)}"
+        return f"{obj.last_failure_code} at {moments.to_the_second(obj.last_failure_at)}"
 
     @admin.display(description="messages", ordering="message_count")
     def message_count(self, obj: Folder) -> int:
@@ -107,17 +102,15 @@ class FolderAdmin(ReadOnlyAdmin):
     @admin.action(description="Synchronize now", permissions=["sync"])
     def synchronize_now(self, request: HttpRequest, queryset: QuerySet[Folder]) -> None:
         """Queue one forced run per distinct account of the selected folders, after commit."""
-        account_pks = sorted(set(queryset.values_list("account_id", flat=True)))
-        for account_pk in account_pks:
-            transaction.on_commit(partial(tasks.sync_account.delay, account_pk, force=True))
+        queued = tasks.queue_synchronization(queryset.values_list("account_id", flat=True))
         self.message_user(
             request,
             ngettext(
                 "Queued %(count)d synchronization run.",
                 "Queued %(count)d synchronization runs.",
-                len(account_pks),
+                queued,
             )
-            % {"count": len(account_pks)},
+            % {"count": queued},
             messages.SUCCESS,
         )
 

@@ -70,6 +70,14 @@ class Folder(models.Model):
     backoff_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.UUIDField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # What the status page reads about the latest run (mailbox.services.sync_status): the
+    # server's count when the folder was last opened, when that run began, and how many
+    # messages it has stored so far (advanced with each committed batch).
+    server_message_count = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Messages the server reported (EXISTS) when last opened."
+    )
+    run_started_at = models.DateTimeField(null=True, blank=True)
+    run_stored = models.PositiveIntegerField(default=0)
 
     objects = FolderQuerySet.as_manager()
 
@@ -210,6 +218,14 @@ class Email(models.Model):
             GinIndex(fields=["search_vector"], name="email_search_vector"),
             models.Index(fields=["folder", "-received_at", "-id"], name="email_folder_timeline"),
             models.Index(fields=["account", "message_id"], name="email_message_id"),
+            # The status page's chart of mail stored per day reads a range of this.
+            models.Index(fields=["synced_at"], name="email_synced_at"),
+            # What embedding coverage leaves out, counted without a scan of every email.
+            models.Index(
+                fields=["folder"],
+                name="email_content_unavailable",
+                condition=~models.Q(availability=Availability.AVAILABLE),
+            ),
             # The embedding sweep's queue, newest first: stays as small as the backlog.
             models.Index(
                 fields=["-received_at", "-id"],
@@ -324,6 +340,22 @@ class EmbeddingSpend(models.Model):
 
     def __str__(self) -> str:
         return self.period_start.isoformat()
+
+
+class CoverageSample(models.Model):
+    """The count of stored and of embedded emails at one instant, taken every few minutes.
+
+    The status page draws embedding coverage over time from these and measures the rate the
+    backlog shrinks at (mailbox.services.sync_status). Counts only, never content.
+    """
+
+    taken_at = models.DateTimeField(unique=True)
+    emails = models.PositiveIntegerField()
+    embeddable = models.PositiveIntegerField(help_text="Emails whose content is available to embed.")
+    embedded = models.PositiveIntegerField()
+
+    def __str__(self) -> str:
+        return self.taken_at.isoformat()
 
 
 class LexicalTermStat(models.Model):

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from functools import partial
 
 from celery import shared_task
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import MailAccount, SyncMode
 from mailbox.models import Folder
-from mailbox.services import embedding, lexical_search
+from mailbox.services import coverage_status, embedding, lexical_search
 from mailbox.sync import idle
 from mailbox.sync.engine import synchronize_account
 from mailbox.sync.folder_state import due_accounts, lease_seconds
@@ -48,6 +51,18 @@ def sync_account(self, account_pk: int, force: bool = False) -> dict:  # type: i
     }
 
 
+def queue_synchronization(account_pks: Iterable[int]) -> int:
+    """Queue one forced run per distinct account, once the current transaction commits.
+
+    The run creates the accounts' folder rows from their mappings, so it also works for an
+    account never synchronized. Returns how many runs were queued.
+    """
+    distinct = sorted(set(account_pks))
+    for account_pk in distinct:
+        transaction.on_commit(partial(sync_account.delay, account_pk, force=True))
+    return len(distinct)
+
+
 @shared_task(name="mailbox.sync_due_accounts", ignore_result=True)
 def sync_due_accounts() -> int:
     """Enqueue a run for every account due for polling (folder_state.due_accounts)."""
@@ -58,7 +73,7 @@ def sync_due_accounts() -> int:
 
 
 WATCH_SECONDS = 20 * 60
-WATCHER_KEY = "mailfathom:idle-watcher:{folder_pk}"
+WATCHER_KEY = idle.WATCHER_KEY
 
 
 @shared_task(name="mailbox.watch_folder", ignore_result=True)
@@ -114,3 +129,9 @@ def embed_pending() -> dict:
     finally:
         client.delete(SWEEP_KEY)
     return {"embedded": result.embedded, "stopped_by": result.stopped_by}
+
+
+@shared_task(name="mailbox.sample_coverage", ignore_result=True)
+def sample_coverage() -> int:
+    """Record how many emails are stored and embedded now (the status page's coverage chart)."""
+    return coverage_status.record_coverage_sample().embedded

@@ -1,15 +1,53 @@
 """The Celery application; tasks live in each app's tasks.py and call one use case."""
 
 import os
+import socket
 
-from celery import Celery
-from celery.signals import worker_init
+from celery import Celery, bootsteps
+from celery.signals import beat_init, before_task_publish, worker_init
+
+from mailfathom import heartbeat
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mailfathom.settings")
 
 app = Celery("mailfathom")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Set in the beat process only: what it publishes is how beat is seen (mailfathom.heartbeat).
+_in_beat = False
+
+
+class RecordHeartbeat(bootsteps.StartStopStep):
+    """Record this worker as alive for each queue it consumes, every HEARTBEAT_SECONDS.
+
+    On the worker's own timer (its main process, not a pool slot), so a worker whose every
+    slot is busy with a long run is still seen, and no message waits in a queue that no
+    worker consumes (a deployment without a push worker).
+    """
+
+    requires = {"celery.worker.components:Timer"}
+
+    def __init__(self, worker: object, **kwargs: object) -> None:
+        super().__init__(worker, **kwargs)
+        self.timer_entry = None
+
+    def start(self, worker) -> None:  # type: ignore[no-untyped-def]
+        self.record(worker)
+        self.timer_entry = worker.timer.call_repeatedly(heartbeat.HEARTBEAT_SECONDS, self.record, (worker,))
+
+    def stop(self, worker) -> None:  # type: ignore[no-untyped-def]
+        if self.timer_entry is not None:
+            self.timer_entry.cancel()
+            self.timer_entry = None
+
+    @staticmethod
+    def record(worker) -> None:  # type: ignore[no-untyped-def]
+        for queue in worker.app.amqp.queues.consume_from:
+            heartbeat.record(heartbeat.worker_role(queue), worker.hostname or "")
+
+
+app.steps["worker"].add(RecordHeartbeat)
 
 
 @worker_init.connect
@@ -18,3 +56,16 @@ def refuse_misconfiguration(**kwargs: object) -> None:
     from django.core.management import call_command
 
     call_command("check")
+
+
+@beat_init.connect
+def mark_beat(**kwargs: object) -> None:
+    global _in_beat
+    _in_beat = True
+
+
+@before_task_publish.connect
+def beat_seen(**kwargs: object) -> None:
+    """Each task beat publishes proves beat alive; other publishers record nothing."""
+    if _in_beat:
+        heartbeat.record(heartbeat.BEAT, socket.gethostname())

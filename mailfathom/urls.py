@@ -1,4 +1,4 @@
-"""The project's routes: admin, health, attachment links, the REST API and its staff-only schema.
+"""The project's routes: admin, System status, health, attachment links, the REST API and its schema.
 
 /mcp is not here: mailfathom.asgi mounts it beside Django.
 """
@@ -6,17 +6,27 @@
 from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from mailfathom import views
 from mailfathom.login_throttle import ThrottledAdminLoginForm
+from mailfathom.status import views as status_views
 
 admin.site.site_header = "MailFathom administration"
 admin.site.site_title = "MailFathom"
 # Failed logins are counted per user name and per address (docs/operations/deployment.md).
 admin.site.login_form = ThrottledAdminLoginForm
+# The index leads with a link to System status (docs/operations/status.md).
+admin.site.index_template = "admin/mailfathom_index.html"
 
 urlpatterns = [
+    # There is no public site: "/" and admin's "View site" lead to admin.
+    path("", RedirectView.as_view(pattern_name="admin:index", permanent=False), name="home"),
+    path("favicon.ico", views.favicon, name="favicon"),
+    # Before admin.site.urls, whose catch-all would answer these paths first.
+    path("admin/status/", admin.site.admin_view(status_views.status_page), name="system-status"),
+    path("admin/status/live/", admin.site.admin_view(status_views.status_live), name="system-status-live"),
     path("admin/", admin.site.urls),
     path("health", views.health, name="health"),
     path("attachments/", include("mailbox.urls")),

@@ -1,44 +1,36 @@
-"""Project-level views: the health endpoint and the API root."""
+"""Project-level views: the health endpoint, the API root, the favicon."""
 
 from __future__ import annotations
 
-import redis
-from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 
-from mailfathom.keyvalue import redis_client
+from mailfathom.status.health import check_health
 
 
+@never_cache
 def health(request: HttpRequest) -> JsonResponse:
-    """Report whether the database and Redis answer; 503 if either does not.
+    """Report each part's status and an overall one; 503 when the database or Redis is down.
 
-    Says nothing about mail or accounts, so it needs no authentication.
+    Says nothing about mail or accounts (counts and ages only), so it needs no authentication.
     """
-    checks = {"database": _database_ok(), "redis": _redis_ok()}
-    healthy = all(checks.values())
-    body = {"status": "ok" if healthy else "unavailable", "checks": checks}
-    return JsonResponse(body, status=200 if healthy else 503)
+    report = check_health()
+    body = {
+        "status": report.status,
+        "parts": {
+            name: {"status": part.status, "required": part.required, **part.detail}
+            for name, part in report.parts.items()
+        },
+    }
+    return JsonResponse(body, status=report.http_status)
 
 
-def _database_ok() -> bool:
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            return cursor.fetchone() == (1,)
-    except Exception:
-        return False
-
-
-def _redis_ok() -> bool:
-    try:
-        client = redis_client(timeout=2)
-        try:
-            return bool(client.ping())
-        finally:
-            client.close()
-    except redis.RedisError:
-        return False
+def favicon(request: HttpRequest) -> HttpResponse:
+    """No icon, said quietly: a 204 a browser caches, rather than a 404 logged on every page."""
+    response = HttpResponse(status=204)
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
 
 
 def api_root(request: HttpRequest) -> JsonResponse:

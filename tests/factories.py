@@ -53,8 +53,11 @@ def account_form_data(**overrides: str) -> dict[str, str]:
         "sync_enabled": "on",
         "sync_mode": "polling",
         "poll_interval_seconds": "300",
-        "max_message_bytes": str(50 * 1024 * 1024),
-        "storage_ceiling_bytes": str(20 * 1024**3),
+        # Sizes are a number and a unit (accounts.forms.ByteSizeField); the model keeps bytes.
+        "max_message_bytes_0": "50",
+        "max_message_bytes_1": "MB",
+        "storage_ceiling_bytes_0": "20",
+        "storage_ceiling_bytes_1": "GB",
         "answering_audit_retention_days": "30",
         "mutation_audit_retention_days": "90",
         "drafting_window_days": "7",

@@ -1,7 +1,8 @@
 """Connection test: log in to an account's IMAP server read-only and list its folders.
 
-The only commands sent are CAPABILITY, STARTTLS (when configured), LOGIN, LIST and LOGOUT;
-nothing on the server changes. The stored password goes only to the host, port, security
+The only commands sent are CAPABILITY, STARTTLS (when configured), LOGIN, LIST, STATUS
+(MESSAGES, for the first STATUS_LIMIT selectable folders) and LOGOUT; nothing on the server
+changes. The stored password goes only to the host, port, security
 and user name saved with the account; the host is reached through the same address rule
 and TLS context as synchronization (accounts.services.imap). Until an IMAP greeting is
 read, every failure is the same sentence, so the test cannot tell a closed port from a
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from django.core.exceptions import ValidationError
@@ -75,17 +76,49 @@ ENDPOINT_LABELS = {
 }
 
 
+# STATUS is one round trip per folder; past this many folders the counts are left out.
+STATUS_LIMIT = 200
+
+# What a LIST flag tells an operator, in words; flags about the folder tree alone are left out.
+FLAG_WORDS = {
+    "\\inbox": "Inbox",
+    "\\sent": "Sent mail",
+    "\\drafts": "Drafts",
+    "\\junk": "Junk",
+    "\\trash": "Trash",
+    "\\archive": "Archive",
+    "\\all": "All mail (a view of every folder)",
+    "\\flagged": "Flagged mail (a view)",
+    "\\important": "Important mail (a view)",
+    "\\noselect": "Holds no mail (a parent only)",
+    "\\nonexistent": "Holds no mail (does not exist)",
+}
+TREE_FLAGS = {"\\haschildren", "\\hasnochildren", "\\marked", "\\unmarked", "\\subscribed", "\\remote"}
+
+
 @dataclass(frozen=True)
 class RemoteFolder:
     name: str  # decoded from modified UTF-7
     flags: tuple[str, ...]
     suggested_role: str  # a FolderRole value, or "" for none
     suggested_alias: str
+    messages: int | None = None  # STATUS MESSAGES; None when not asked or not answered
 
     @property
     def selectable(self) -> bool:
         """Whether the folder can hold messages (not \\Noselect or \\NonExistent)."""
         return not {flag.casefold() for flag in self.flags} & {"\\noselect", "\\nonexistent"}
+
+    @property
+    def described(self) -> str:
+        """The flags in words ("Sent mail"); a flag with no words is shown as the server wrote it."""
+        words = []
+        for flag in self.flags:
+            folded = flag.casefold()
+            if folded in TREE_FLAGS:
+                continue
+            words.append(FLAG_WORDS.get(folded, flag))
+        return ", ".join(dict.fromkeys(words))
 
 
 @dataclass(frozen=True)
@@ -196,6 +229,11 @@ def _list(target: MailAccount, password: str, timeout: float) -> list[RemoteFold
         raise _Failure("tls_certificate", error.verify_message or "") from error
     try:
         listed = client.list_folders()
+        folders = [
+            _remote_folder(_as_text(name), tuple(_as_text(flag) for flag in flags), _as_text(delimiter))
+            for flags, delimiter, name in listed
+        ]
+        folders = _with_counts(client, folders)
     except BaseException:
         try:
             client.shutdown()
@@ -206,10 +244,23 @@ def _list(target: MailAccount, password: str, timeout: float) -> list[RemoteFold
         client.logout()
     except (IMAPClientError, OSError):
         pass  # the folders are read; a failed goodbye changes nothing
-    return [
-        _remote_folder(_as_text(name), tuple(_as_text(flag) for flag in flags), _as_text(delimiter))
-        for flags, delimiter, name in listed
-    ]
+    return folders
+
+
+def _with_counts(client: IMAPClient, folders: list[RemoteFolder]) -> list[RemoteFolder]:
+    """Ask STATUS (MESSAGES) of the first STATUS_LIMIT selectable folders; a refusal leaves None."""
+    counted = []
+    asked = 0
+    for folder in folders:
+        messages = None
+        if folder.selectable and asked < STATUS_LIMIT:
+            asked += 1
+            try:
+                messages = int(client.folder_status(folder.name, [b"MESSAGES"])[b"MESSAGES"])
+            except (IMAPClientError, KeyError, ValueError):
+                messages = None  # this folder's count only; the listing stands
+        counted.append(replace(folder, messages=messages))
+    return counted
 
 
 def _password(account: MailAccount, endpoint: Endpoint) -> str:

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import F, Sum
 from django.utils import timezone
 
 from accounts.models import FolderRole
@@ -161,7 +161,9 @@ def store_messages(
         result.stored = len(emails)
         result.email_ids = [email.id for email in emails]
         if advance_to_uid is not None:
-            Folder.objects.filter(pk=folder.pk).record_progress(now, highest_uid=advance_to_uid)
+            Folder.objects.filter(pk=folder.pk).record_progress(
+                now, highest_uid=advance_to_uid, run_stored=F("run_stored") + result.stored
+            )
     return result
 
 

@@ -176,6 +176,10 @@ def synchronize_folder(
     selected = client.select_folder(folder.remote_name, readonly=True)
     uidvalidity = int(selected[b"UIDVALIDITY"])
     modseq = selected.get(b"HIGHESTMODSEQ")
+    # The status page's "stored of the server's" and a backfill's progress start here.
+    Folder.objects.filter(pk=folder.pk, lease_token=token).update(
+        server_message_count=int(selected.get(b"EXISTS", 0)), run_started_at=timezone.now(), run_stored=0
+    )
     if folder.uidvalidity != uidvalidity:
         result.uidvalidity_changed = folder.uidvalidity is not None
         _reset_uidvalidity(folder, uidvalidity)

@@ -25,6 +25,26 @@ LEASE_LOST = 61007
 CONNECTION_LOST = 61008
 INTERNAL_FAILURE = 61009
 
+# What each code means, for operators (the status page, the account list); never the
+# server's own words. docs/synchronization.md holds the same table.
+SENTENCES = {
+    CANNOT_CONNECT: "The server could not be reached.",
+    LOGIN_REFUSED: "The server refused the login.",
+    TIMED_OUT: "The server did not answer in time.",
+    TLS_FAILED: "The TLS handshake failed.",
+    UNEXPECTED_ANSWER: "The server answered in a way MailFathom did not expect.",
+    FOLDER_MISSING: "The folder does not exist on the server.",
+    LEASE_LOST: "Another run took over the folder's lease.",
+    CONNECTION_LOST: "The connection was lost mid-run.",
+    INTERNAL_FAILURE: "An internal error; the worker's log names where.",
+}
+
+
+def describe(code: int) -> str:
+    """The operator's sentence for a failure code, with the code itself."""
+    return f"{code}: {SENTENCES.get(code, 'A failure this version does not describe.')}"
+
+
 BACKOFF_BASE_SECONDS = 60
 BACKOFF_MAX_SECONDS = 3600
 

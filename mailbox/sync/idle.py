@@ -24,6 +24,9 @@ from mailbox.sync.failures import classify
 logger = logging.getLogger(__name__)
 
 IDLE_REISSUE_SECONDS = 25 * 60
+# Present while a watcher for the folder is started and not yet ended (mailbox.tasks sets it,
+# with an expiry, so a watcher whose worker died stops counting on its own).
+WATCHER_KEY = "mailfathom:idle-watcher:{folder_pk}"
 CHANGE_RESPONSES = {b"EXISTS", b"EXPUNGE", b"FETCH", b"VANISHED"}
 
 

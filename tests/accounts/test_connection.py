@@ -107,6 +107,8 @@ def test_plain_login_on_loopback_lists_folders_with_suggested_roles_and_aliases(
     assert by_name["Sent"].suggested_alias == "sent"
     assert "\\Sent" in by_name["Sent"].flags
     assert "\\Noselect" in by_name["Projects"].flags and not by_name["Projects"].selectable
+    assert by_name["Projects"].messages is None  # no STATUS is asked of a folder holding no mail
+    assert by_name["INBOX"].messages is not None
     logins = new_log_lines(dovecot, offset, "Login: user=<alice>")
     assert logins and all(", TLS" not in line for line in logins)  # really a plain session
 

@@ -16,9 +16,7 @@ class Command(BaseCommand):
             self.stdout.write(f"database: {'embedded' if settings.EMBEDDED_DATABASE else 'DATABASE_URL'}")
             self.stdout.write(f"redis: {'embedded' if settings.EMBEDDED_REDIS else 'REDIS_URL'}")
             return
-        stopped = [
-            name
-            for name, stop in (("Redis", embedded.stop_redis), ("PostgreSQL", embedded.stop_postgres))
-            if stop()
-        ]
+        # `manage.py embedded stop` is answered by manage.py itself, before the settings
+        # start anything; this path serves call_command, where they are loaded already.
+        stopped = embedded.stop_running()
         self.stdout.write("stopped: " + (", ".join(stopped) or "nothing was running"))

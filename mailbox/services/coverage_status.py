@@ -1,0 +1,217 @@
+"""How much of the local copy is embedded, how fast the backlog shrinks, and mail stored per day.
+
+Coverage over time comes from CoverageSample rows, one taken every few minutes by
+`record_coverage_sample` (the beat task `mailbox.sample_coverage`); the rate the backlog
+shrinks at is measured between the oldest sample of the last RATE_WINDOW that is at least
+RATE_MIN_SPAN old and the counts of now. Counts only, never content.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from django.db import connection, transaction
+from django.db.models import Count, Max
+from django.db.models.functions import TruncDate, TruncHour
+from django.utils import timezone
+
+from mailbox.models import Availability, CoverageSample, Email
+from mailbox.services.sync_status import stored_per_folder
+from mailfathom.resettable import forgotten_when_changed
+
+SAMPLE_SECONDS = 300
+SAMPLES_KEPT = timedelta(days=30)
+RATE_WINDOW = timedelta(hours=1)
+RATE_MIN_SPAN = timedelta(minutes=4)
+HISTORY = timedelta(days=14)
+
+
+@dataclass(frozen=True)
+class Counts:
+    emails: int
+    embeddable: int
+    embedded: int
+
+    @property
+    def pending(self) -> int:
+        return max(0, self.embeddable - self.embedded)
+
+    @property
+    def coverage(self) -> float | None:
+        return self.embedded / self.embeddable if self.embeddable else None
+
+
+@dataclass(frozen=True)
+class CoveragePoint:
+    at: datetime
+    coverage: float  # 0..1 of the embeddable mail
+
+
+@dataclass(frozen=True)
+class EmbeddingProgress:
+    counts: Counts
+    per_minute: float | None  # measured; None without two samples far enough apart
+    measured_since: datetime | None
+    remaining_seconds: float | None  # None when nothing is pending or no progress is measured
+    history: tuple[CoveragePoint, ...]
+
+
+@dataclass(frozen=True)
+class DayCount:
+    day: date
+    stored: int
+
+
+def current_counts(per_folder: dict[int, int] | None = None) -> Counts:
+    """Stored, embeddable (content available) and embedded emails, each read from an index.
+
+    The total is the sum of the emails per folder (`per_folder` when already read); the
+    emails without content and the backlog come from their partial indexes, so no query
+    reads every row.
+    """
+    per_folder = stored_per_folder() if per_folder is None else per_folder
+    emails = sum(per_folder.values())
+    unavailable = Email.objects.exclude(availability=Availability.AVAILABLE).count()
+    pending = Email.objects.filter(embedded=False, availability=Availability.AVAILABLE).count()
+    embeddable = emails - unavailable
+    return Counts(emails=emails, embeddable=embeddable, embedded=max(0, embeddable - pending))
+
+
+def record_coverage_sample(now: datetime | None = None) -> CoverageSample:
+    """Take one sample of the counts, and drop samples older than SAMPLES_KEPT."""
+    now = now or timezone.now()
+    counts = current_counts()
+    with transaction.atomic():
+        sample, _ = CoverageSample.objects.update_or_create(
+            taken_at=now,
+            defaults={"emails": counts.emails, "embeddable": counts.embeddable, "embedded": counts.embedded},
+        )
+        CoverageSample.objects.filter(taken_at__lt=now - SAMPLES_KEPT).delete()
+    return sample
+
+
+def _history(since: datetime) -> tuple[CoveragePoint, ...]:
+    """One point per hour (its last sample's figures: counts only grow within an hour but for
+    erasures), so fourteen days are at most 336 points whatever the sampling rate."""
+    rows = (
+        CoverageSample.objects.filter(taken_at__gte=since)
+        .annotate(hour=TruncHour("taken_at"))
+        .values("hour")
+        .annotate(at=Max("taken_at"), embeddable=Max("embeddable"), embedded=Max("embedded"))
+        .order_by("hour")
+        .values_list("at", "embeddable", "embedded")
+    )
+    return tuple(
+        CoveragePoint(at=at, coverage=(embedded / embeddable) if embeddable else 1.0)
+        for at, embeddable, embedded in rows
+    )
+
+
+def embedding_progress(*, now: datetime | None = None, counts: Counts | None = None) -> EmbeddingProgress:
+    """The backlog now, the rate it shrinks at, when it empties at that rate, and its history."""
+    now = now or timezone.now()
+    counts = counts or current_counts()
+    reference = (
+        CoverageSample.objects.filter(taken_at__gte=now - RATE_WINDOW, taken_at__lte=now - RATE_MIN_SPAN)
+        .order_by("taken_at")
+        .first()
+    )
+    per_minute = remaining = since = None
+    if reference is not None:
+        minutes = (now - reference.taken_at).total_seconds() / 60
+        per_minute = max(0.0, (counts.embedded - reference.embedded) / minutes)
+        since = reference.taken_at
+        if counts.pending and per_minute > 0:
+            remaining = counts.pending / per_minute * 60
+    if not counts.pending:
+        remaining = None
+    return EmbeddingProgress(
+        counts=counts,
+        per_minute=per_minute,
+        measured_since=since,
+        remaining_seconds=remaining,
+        history=_history(now - HISTORY),
+    )
+
+
+@dataclass(frozen=True)
+class MailCounts:
+    """Everything the status page counts over the emails, read in one scan."""
+
+    per_folder: dict[int, int]  # emails held per folder
+    per_day: list[DayCount]  # stored on each of the last days, oldest first
+    totals: Counts
+
+
+def count_mail(*, now: datetime | None = None, days: int = 14) -> MailCounts:
+    """Emails per folder, stored per day over the last `days` (UTC), and the coverage totals.
+
+    Each figure is read from an index: emails per folder from the folder index (index-only),
+    the backlog and the emails without content from their partial indexes, the days from
+    the synced_at index, where days before today are kept for DAYS_KEPT_SECONDS in this
+    process (they change only by erasure). So the status page stays within its budget at 20
+    accounts and 200 folders (bench/status.py).
+    """
+    now = now or timezone.now()
+    per_folder = stored_per_folder()
+    return MailCounts(per_folder=per_folder, per_day=_per_day(now, days), totals=current_counts(per_folder))
+
+
+DAYS_KEPT_SECONDS = 600
+_past_days: dict[tuple[str, date, int], tuple[float, dict[date, int]]] = {}
+_past_days_lock = threading.Lock()
+
+
+def _stored_since(start: datetime, end: datetime | None = None) -> dict[date, int]:
+    rows = Email.objects.filter(synced_at__gte=start)
+    if end is not None:
+        rows = rows.filter(synced_at__lt=end)
+    by_day = rows.order_by().annotate(day=TruncDate("synced_at")).values("day").annotate(n=Count("id"))
+    return dict(by_day.values_list("day", "n"))
+
+
+def _per_day(now: datetime, days: int) -> list[DayCount]:
+    today = now.date()
+    first = today - timedelta(days=days - 1)
+    midnight = datetime.combine(today, datetime.min.time(), tzinfo=now.tzinfo)
+    key = (connection.settings_dict.get("NAME") or "", today, days)
+    with _past_days_lock:
+        cached = _past_days.get(key)
+    if cached is None or time.monotonic() - cached[0] > DAYS_KEPT_SECONDS:
+        start = datetime.combine(first, datetime.min.time(), tzinfo=now.tzinfo)
+        cached = (time.monotonic(), _stored_since(start, midnight))
+        with _past_days_lock:
+            _past_days.clear()  # one entry: yesterday's key is never asked again
+            _past_days[key] = cached
+    found = {**cached[1], **_stored_since(midnight)}
+    wanted = [first + timedelta(days=n) for n in range(days)]
+    return [DayCount(day=day, stored=found.get(day, 0)) for day in wanted]
+
+
+@forgotten_when_changed("DATABASES")
+def forget_past_days() -> None:
+    with _past_days_lock:
+        _past_days.clear()
+
+
+@dataclass(frozen=True)
+class Backlog:
+    pending: int
+    sampled_coverage: float | None  # from the latest sample; None before the first
+
+
+def backlog() -> Backlog:
+    """The embedding backlog, cheaply: for /health, which load balancers call often.
+
+    The partial index email_pending_embedding keeps the count as small as the backlog;
+    coverage comes from the latest sample rather than from a scan of every email.
+    """
+    pending = Email.objects.filter(embedded=False, availability=Availability.AVAILABLE).count()
+    sample = CoverageSample.objects.order_by("-taken_at").first()
+    coverage = None
+    if sample is not None and sample.embeddable:
+        coverage = round(sample.embedded / sample.embeddable, 4)
+    return Backlog(pending=pending, sampled_coverage=coverage)

@@ -1,0 +1,271 @@
+"""What synchronization is doing, per account and per mapped folder, read from the database.
+
+Read by the status page, the account list and page, and /health. Every figure is a count,
+a time or a failure code with its sentence: nothing here reads a subject, an address or a
+body. A folder's state is derived from its row at the moment of reading:
+
+- synchronizing: a run holds its lease;
+- backing-off: its last run failed and the next attempt waits until `backoff_until`;
+- failing: its last run failed and the backoff has passed (the next run retries);
+- never: no run has committed progress yet;
+- idle: otherwise.
+
+An account is synchronizing when one of its folders is, else backing-off or failing when
+one is, else never when none has committed, else idle; "disabled" when it is not served or
+its synchronization is off.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+import redis
+from django.conf import settings
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from accounts.models import MailAccount, SyncMode
+from mailbox.models import Email, Folder
+from mailbox.sync.failures import describe
+from mailbox.sync.idle import WATCHER_KEY
+from mailfathom.keyvalue import redis_client
+
+logger = logging.getLogger(__name__)
+
+# A rate measured over less than this is noise (one batch), so no remaining time is given.
+MIN_MEASURED_SECONDS = 5.0
+
+
+class SyncState(StrEnum):
+    IDLE = "idle"
+    SYNCHRONIZING = "synchronizing"
+    BACKING_OFF = "backing-off"
+    FAILING = "failing"
+    NEVER = "never"
+    DISABLED = "disabled"
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """A run's progress towards the server's count, and what it measures of its own speed."""
+
+    stored: int
+    server: int
+    per_minute: float | None
+    remaining_seconds: float | None
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.stored / self.server) if self.server else 1.0
+
+
+@dataclass(frozen=True)
+class FolderStatus:
+    folder_pk: int
+    account_pk: int
+    alias: str
+    remote_name: str
+    state: SyncState
+    stored: int
+    server: int | None  # None until a run has opened the folder
+    last_committed_at: datetime | None
+    run_started_at: datetime | None
+    run_stored: int
+    failure_code: int | None
+    failure_sentence: str
+    backoff_until: datetime | None
+    backfill: Backfill | None  # only while synchronizing with mail still to fetch
+    watcher_alive: bool | None  # None: the account is not in push mode
+
+
+@dataclass(frozen=True)
+class AccountStatus:
+    account_pk: int
+    account_id: str
+    display_name: str
+    sync_mode: str
+    state: SyncState
+    mapped_folders: int
+    stored: int
+    server: int | None  # None until every mapped folder has been opened once
+    last_committed_at: datetime | None
+    failure_sentence: str  # of the most recent failure among its folders, "" if none
+    folders: tuple[FolderStatus, ...]
+
+    @property
+    def watchers_alive(self) -> int:
+        return sum(1 for folder in self.folders if folder.watcher_alive)
+
+
+def folder_state(folder: Folder, now: datetime) -> SyncState:
+    if folder.lease_expires_at is not None and folder.lease_expires_at > now:
+        return SyncState.SYNCHRONIZING
+    if folder.last_failure_code is not None:
+        if folder.backoff_until is not None and folder.backoff_until > now:
+            return SyncState.BACKING_OFF
+        return SyncState.FAILING
+    if folder.last_committed_at is None:
+        return SyncState.NEVER
+    return SyncState.IDLE
+
+
+def _account_state(account: MailAccount, folders: list[FolderStatus]) -> SyncState:
+    if not (account.served and account.sync_enabled):
+        return SyncState.DISABLED
+    states = {folder.state for folder in folders}
+    for state in (SyncState.SYNCHRONIZING, SyncState.BACKING_OFF, SyncState.FAILING):
+        if state in states:
+            return state
+    if not folders or all(folder.last_committed_at is None for folder in folders):
+        return SyncState.NEVER
+    return SyncState.IDLE
+
+
+def _backfill(folder: Folder, stored: int, state: SyncState, now: datetime) -> Backfill | None:
+    server = folder.server_message_count
+    if state != SyncState.SYNCHRONIZING or server is None or stored >= server:
+        return None
+    per_minute = remaining = None
+    if folder.run_started_at is not None:
+        elapsed = (now - folder.run_started_at).total_seconds()
+        if elapsed >= MIN_MEASURED_SECONDS and folder.run_stored > 0:
+            per_second = folder.run_stored / elapsed
+            per_minute = per_second * 60
+            remaining = (server - stored) / per_second
+    return Backfill(stored=stored, server=server, per_minute=per_minute, remaining_seconds=remaining)
+
+
+def stored_per_folder(folder_pks: Iterable[int] | None = None) -> dict[int, int]:
+    """Emails held per folder (every UIDVALIDITY and imported mail included), one grouped scan."""
+    rows = Email.objects.order_by()
+    if folder_pks is not None:
+        rows = rows.filter(folder_id__in=list(folder_pks))
+    return dict(rows.values_list("folder_id").annotate(n=Count("id")).values_list("folder_id", "n"))
+
+
+def _watchers_alive(folder_pks: list[int]) -> dict[int, bool]:
+    if not folder_pks:
+        return {}
+    try:
+        client = redis_client(timeout=2.0)
+        try:
+            values = client.mget([WATCHER_KEY.format(folder_pk=pk) for pk in folder_pks])
+        finally:
+            client.close()
+    except (redis.RedisError, OSError) as error:
+        logger.warning("sync status: push watchers unreadable: error=%s", type(error).__name__)
+        return {}
+    return {pk: value is not None for pk, value in zip(folder_pks, values, strict=True)}
+
+
+def account_statuses(
+    account_pks: Iterable[int] | None = None,
+    *,
+    now: datetime | None = None,
+    stored: dict[int, int] | None = None,
+) -> list[AccountStatus]:
+    """The synchronization status of every account (or of `account_pks`), ordered by identifier.
+
+    Four queries whatever the number of accounts and folders (accounts, mapped folders, the
+    stored counts, and the push watchers in Redis); `stored` may pass counts already read.
+    """
+    now = now or timezone.now()
+    accounts = MailAccount.objects.annotate(mapped=Count("folders")).order_by("account_id")
+    folders = Folder.objects.filter(mapping__isnull=False).select_related("mapping")
+    if account_pks is not None:
+        wanted = list(account_pks)
+        accounts = accounts.filter(pk__in=wanted)
+        folders = folders.filter(account_id__in=wanted)
+    folder_rows = list(folders.order_by("account_id", "mapping__alias"))
+    counts = stored if stored is not None else stored_per_folder([f.pk for f in folder_rows])
+    push_accounts = {a.pk for a in accounts if a.sync_mode == SyncMode.PUSH}
+    alive = _watchers_alive([f.pk for f in folder_rows if f.account_id in push_accounts])
+
+    by_account: dict[int, list[FolderStatus]] = {}
+    for folder in folder_rows:
+        state = folder_state(folder, now)
+        held = counts.get(folder.pk, 0)
+        code = folder.last_failure_code
+        by_account.setdefault(folder.account_id, []).append(
+            FolderStatus(
+                folder_pk=folder.pk,
+                account_pk=folder.account_id,
+                alias=folder.mapping.alias if folder.mapping else "",
+                remote_name=folder.remote_name,
+                state=state,
+                stored=held,
+                server=folder.server_message_count,
+                last_committed_at=folder.last_committed_at,
+                run_started_at=folder.run_started_at,
+                run_stored=folder.run_stored,
+                failure_code=code,
+                failure_sentence=describe(code) if code is not None else "",
+                backoff_until=folder.backoff_until if state == SyncState.BACKING_OFF else None,
+                backfill=_backfill(folder, held, state, now),
+                watcher_alive=alive.get(folder.pk, False) if folder.account_id in push_accounts else None,
+            )
+        )
+
+    statuses = []
+    for account in accounts:
+        own = by_account.get(account.pk, [])
+        servers = [f.server for f in own]
+        committed = [f.last_committed_at for f in own if f.last_committed_at is not None]
+        failed = [f for f in own if f.failure_code is not None]
+        statuses.append(
+            AccountStatus(
+                account_pk=account.pk,
+                account_id=account.account_id,
+                display_name=account.display_name,
+                sync_mode=account.sync_mode,
+                state=_account_state(account, own),
+                mapped_folders=account.mapped,  # type: ignore[attr-defined]
+                stored=sum(f.stored for f in own),
+                server=sum(s for s in servers if s is not None) if own and None not in servers else None,
+                last_committed_at=max(committed) if committed else None,
+                failure_sentence=failed[0].failure_sentence if failed else "",
+                folders=tuple(own),
+            )
+        )
+    return statuses
+
+
+def account_status(account_pk: int, *, now: datetime | None = None) -> AccountStatus | None:
+    """One account's status (its change page); None if no such account."""
+    found = account_statuses([account_pk], now=now)
+    return found[0] if found else None
+
+
+@dataclass(frozen=True)
+class SyncOverview:
+    """The deployment's synchronization in a few figures (/health)."""
+
+    last_committed_at: datetime | None
+    folders: int
+    failing_folders: int
+    synchronizing_folders: int
+    enabled: bool
+
+
+def sync_overview(*, now: datetime | None = None) -> SyncOverview:
+    """One aggregate query over the folders of accounts synchronization works on."""
+    now = now or timezone.now()
+    rows = Folder.objects.filter(
+        account__in=MailAccount.objects.synchronized(), mapping__isnull=False
+    ).aggregate(
+        folders=Count("pk"),
+        failing=Count("pk", filter=Q(last_failure_code__isnull=False)),
+        synchronizing=Count("pk", filter=Q(lease_expires_at__gt=now)),
+        last=Max("last_committed_at"),
+    )
+    return SyncOverview(
+        last_committed_at=rows["last"],
+        folders=rows["folders"],
+        failing_folders=rows["failing"],
+        synchronizing_folders=rows["synchronizing"],
+        enabled=settings.MAILFATHOM.sync_enabled,
+    )

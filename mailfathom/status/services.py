@@ -1,0 +1,97 @@
+"""The status page's one use case: everything it shows, as plain data, in a bounded number of queries."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import redis
+from django.utils import timezone
+
+from answering.services.period_use import PeriodUse, read_period_use
+from mailbox.services import coverage_status, embedding
+from mailbox.services.coverage_status import DayCount, EmbeddingProgress
+from mailbox.services.sync_status import AccountStatus, account_statuses
+from mailfathom import heartbeat
+from mailfathom.capability import CapabilityState
+
+logger = logging.getLogger(__name__)
+
+ROLE_LABELS = {
+    heartbeat.worker_role("celery"): "Celery worker (synchronization, embedding)",
+    heartbeat.worker_role("push"): "Push worker (IMAP IDLE watchers)",
+    heartbeat.BEAT: "Celery beat (schedules)",
+}
+
+
+@dataclass(frozen=True)
+class ProcessSeen:
+    role: str
+    slug: str  # for element ids: worker-celery, worker-push, beat
+    label: str
+    host: str
+    seen_at: datetime | None
+    age_seconds: float | None
+    alive: bool
+
+
+@dataclass(frozen=True)
+class SystemStatus:
+    generated_at: datetime
+    accounts: list[AccountStatus]
+    processes: list[ProcessSeen] | None  # None when Redis cannot be read
+    embedding: EmbeddingProgress
+    semantic_search: CapabilityState
+    answering: PeriodUse
+    stored_per_day: list[DayCount]
+
+    @property
+    def folders(self) -> int:
+        return sum(len(account.folders) for account in self.accounts)
+
+    @property
+    def watchers_alive(self) -> int:
+        return sum(account.watchers_alive for account in self.accounts)
+
+    @property
+    def push_folders(self) -> int:
+        return sum(1 for a in self.accounts for f in a.folders if f.watcher_alive is not None)
+
+
+def processes_seen(now: float | None = None) -> list[ProcessSeen] | None:
+    """Workers and beat with when each was last seen; None if Redis cannot be read."""
+    now = time.time() if now is None else now
+    try:
+        seen = heartbeat.last_seen()
+    except (redis.RedisError, OSError) as error:
+        logger.warning("status: heartbeats unreadable: error=%s", type(error).__name__)
+        return None
+    return [
+        ProcessSeen(
+            role=role,
+            slug=role.replace(":", "-"),
+            label=label,
+            host=seen[role].host,
+            seen_at=datetime.fromtimestamp(seen[role].at, tz=UTC) if seen[role].at else None,
+            age_seconds=seen[role].age(now),
+            alive=seen[role].alive(now),
+        )
+        for role, label in ROLE_LABELS.items()
+    ]
+
+
+def system_status() -> SystemStatus:
+    """What synchronization, embedding, answering and the workers are doing now."""
+    now = timezone.now()
+    counts = coverage_status.count_mail(now=now)
+    return SystemStatus(
+        generated_at=now,
+        accounts=account_statuses(now=now, stored=counts.per_folder),
+        processes=processes_seen(now.timestamp()),
+        embedding=coverage_status.embedding_progress(now=now, counts=counts.totals),
+        semantic_search=embedding.semantic_state(),
+        answering=read_period_use(),
+        stored_per_day=counts.per_day,
+    )

@@ -1,0 +1,146 @@
+"""/health reports each part; 503 only when a required part (database, Redis) is down.
+
+Also the small things around it: "/" leads to admin, and /favicon.ico is answered quietly.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from mailbox.models import Folder
+from mailbox.sync.folder_state import ensure_folders
+from mailfathom import heartbeat
+from tests.factories import FolderMappingFactory, MailAccountFactory
+from tests.support import free_port, isolated_provider_health
+
+pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
+PARTS = {"database", "redis", "worker", "beat", "lastSync", "embeddingBacklog"}
+
+
+@pytest.fixture(autouse=True)
+def own_namespace(settings):
+    with isolated_provider_health(settings, "health"):
+        yield
+
+
+def _health(client) -> tuple[int, dict]:
+    response = client.get("/health")
+    return response.status_code, json.loads(response.content)
+
+
+def test_every_part_is_reported_and_missing_workers_degrade_without_failing(client):
+    status, body = _health(client)
+
+    assert status == 200
+    assert set(body["parts"]) == PARTS
+    assert body["parts"]["database"] == {"status": "ok", "required": True}
+    assert body["parts"]["redis"] == {"status": "ok", "required": True}
+    assert body["parts"]["worker"]["status"] == "never-seen"
+    assert body["parts"]["worker"]["required"] is False
+    assert body["status"] == "degraded"
+
+
+def test_all_parts_ok_is_ok(client):
+    heartbeat.record(heartbeat.worker_role("celery"), "w")
+    heartbeat.record(heartbeat.BEAT, "b")
+
+    status, body = _health(client)
+
+    assert status == 200
+    assert body["parts"]["worker"]["status"] == "ok" and body["parts"]["beat"]["status"] == "ok"
+    assert body["parts"]["worker"]["lastSeenSecondsAgo"] <= 5
+    assert body["status"] == "ok", body
+
+
+def test_a_stale_beat_and_failing_folders_are_named(client):
+    heartbeat.record(heartbeat.worker_role("celery"), "w")
+    heartbeat.record(heartbeat.BEAT, "b", at=time.time() - 3600)
+    account = MailAccountFactory()
+    FolderMappingFactory(account=account, alias="inbox")
+    (folder,) = ensure_folders(account)
+    Folder.objects.filter(pk=folder.pk).update(
+        last_failure_code=61001, last_committed_at=timezone.now() - timedelta(minutes=2)
+    )
+
+    status, body = _health(client)
+
+    assert status == 200 and body["status"] == "degraded"
+    assert body["parts"]["beat"] == {"status": "stale", "required": False, "lastSeenSecondsAgo": 3600}
+    assert body["parts"]["lastSync"]["status"] == "failing"
+    assert body["parts"]["lastSync"]["failingFolders"] >= 1
+    assert body["parts"]["embeddingBacklog"]["status"] == "ok"
+    assert "pending" in body["parts"]["embeddingBacklog"]
+
+
+def test_redis_down_is_503_and_the_parts_needing_it_are_unknown(client, settings, tmp_path):
+    settings.REDIS_URL = f"redis+socket://{tmp_path / 'no-redis.sock'}"
+
+    status, body = _health(client)
+
+    assert status == 503
+    assert body["status"] == "unavailable"
+    assert body["parts"]["redis"] == {"status": "down", "required": True}
+    assert body["parts"]["worker"]["status"] == "unknown"
+    assert body["parts"]["database"]["status"] == "ok"
+
+
+def test_root_leads_to_admin_and_view_site_works(admin_client):
+    response = admin_client.get("/", follow=True)
+
+    assert response.redirect_chain[0] == (reverse("admin:index"), 302)
+    assert response.status_code == 200
+    assert 'href="/">View site</a>' in response.content.decode()
+
+
+def test_favicon_is_answered_quietly(client, caplog):
+    with caplog.at_level(logging.WARNING):
+        response = client.get("/favicon.ico")
+
+    assert response.status_code == 204
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_database_down_is_503_and_the_parts_reading_it_are_unknown(tmp_path):
+    # A process of its own whose DATABASE_URL names a port nothing listens on.
+    script = (
+        "import django, json; django.setup()\n"
+        "from django.test import Client\n"
+        "response = Client().get('/health')\n"
+        "print(response.status_code, response.content.decode())\n"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "mailfathom.settings",
+        "DATABASE_URL": f"postgres://nobody@127.0.0.1:{free_port()}/nothing",
+        "DJANGO_SECRET_KEY": "test-health",
+        "DJANGO_ALLOWED_HOSTS": "testserver",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    status, _, body = result.stdout.strip().partition(" ")
+    assert status == "503", result.stderr[-2000:]
+    parts = json.loads(body)["parts"]
+    assert parts["database"] == {"status": "down", "required": True}
+    assert parts["redis"]["status"] == "ok"
+    assert parts["lastSync"]["status"] == parts["embeddingBacklog"]["status"] == "unknown"
