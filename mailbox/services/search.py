@@ -34,6 +34,9 @@ from mailfathom.wire import WireModel
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARACTERS = 512
+# A lexical string given apart from the query (reply drafting's raw mail); ranking reads at
+# most MAX_QUERY_WORDS of its rarest words whatever its length.
+MAX_LEXICAL_QUERY_CHARACTERS = 20_000
 MIN_RESULT_LIMIT, MAX_RESULT_LIMIT, DEFAULT_RESULT_LIMIT = 1, 50, 20
 RESULT_LIMIT_OUT_OF_RANGE = 51003
 EXTRACTS_PER_EMAIL = 3
@@ -152,8 +155,20 @@ def forget_coverage() -> None:
         _coverage_cache.clear()
 
 
-def rank(candidates, query: str, limit: int) -> tuple[list[tuple[str, float, str]], str, str]:
+def checked_lexical_query(lexical_query_text: object) -> str:
+    """A separate lexical string (reply drafting's raw mail), bounded like a query but longer."""
+    return bounded_text(lexical_query_text, maximum=MAX_LEXICAL_QUERY_CHARACTERS, argument="lexicalQueryText")
+
+
+def rank(
+    candidates, query: str, limit: int, lexical_query_text: str | None = None
+) -> tuple[list[tuple[str, float, str]], str, str]:
     """Rank `candidates` for `query`: [(email id, score, match kind)], mode, semantic state.
+
+    `lexical_query_text`, when given, is what the lexical arm ranks instead of `query`; the
+    vector arm still embeds `query` alone, so that string never reaches the embedding
+    endpoint (reply drafting's two strings, docs/operations/drafting.md). search_emails
+    passes none: one string for both arms.
 
     Candidates empty by construction rank nothing without a query: the mode is the one a
     search would have had with a working provider, since none was asked.
@@ -161,7 +176,8 @@ def rank(candidates, query: str, limit: int) -> tuple[list[tuple[str, float, str
     state = embedding.semantic_state()
     if selects_nothing(candidates):
         return [], ("hybrid" if state == embedding.AVAILABLE else "lexical"), state
-    lexical = rank_lexical(candidates, query, FUSION_DEPTH if state != embedding.INACTIVE else limit)
+    lexical_query = query if lexical_query_text is None else lexical_query_text
+    lexical = rank_lexical(candidates, lexical_query, FUSION_DEPTH if state != embedding.INACTIVE else limit)
     if state == embedding.INACTIVE:
         return (
             [(hit.email_id, hit.score, "exact" if hit.exact else "stemmed") for hit in lexical[:limit]],
