@@ -26,6 +26,7 @@ from mailbox.services.lexical_search import highlight, rank_lexical
 from mailbox.services.raw_sql import selects_nothing
 from mailbox.services.selection import MailFilter, Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
+from mailfathom.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.providers import get_embedder
 from mailfathom.providers.errors import ProviderError
 from mailfathom.resettable import forgotten_when_changed
@@ -156,8 +157,25 @@ def forget_coverage() -> None:
 
 
 def checked_lexical_query(lexical_query_text: object) -> str:
-    """A separate lexical string (reply drafting's raw mail), bounded like a query but longer."""
-    return bounded_text(lexical_query_text, maximum=MAX_LEXICAL_QUERY_CHARACTERS, argument="lexicalQueryText")
+    """A separate lexical string (reply drafting's raw mail), else 51002 naming lexicalQueryText.
+
+    Mail text, so line breaks and tabs are its own; only NUL (which PostgreSQL cannot hold)
+    and a blank or over-long string are refused.
+    """
+    text = lexical_query_text
+    if (
+        not isinstance(text, str)
+        or not text.strip()
+        or len(text) > MAX_LEXICAL_QUERY_CHARACTERS
+        or "\x00" in text
+    ):
+        raise MailFathomError(
+            FILTER_REFUSED,
+            f"The lexicalQueryText argument must be 1 to {MAX_LEXICAL_QUERY_CHARACTERS} characters "
+            "and not blank.",
+            argument="lexicalQueryText",
+        )
+    return text
 
 
 def rank(

@@ -42,7 +42,7 @@ def test_the_lexical_string_is_ranked_and_only_the_query_is_embedded(settings, s
         folders=None,
         limit=5,
         max_characters=400,
-        lexical_query_text="Where is my order ZX-88120? Kind regards, Petra Quist",
+        lexical_query_text="Where is my order ZX-88120?\n\nKind regards,\nPetra Quist",
     )
 
     assert retrieval.retrieval_mode == "hybrid"
