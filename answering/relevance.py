@@ -86,15 +86,17 @@ def filter_passages(
     *,
     may_spend: Callable[[], bool],
     charge: Callable[[int], None],
+    role: str = CHAT_ROLE,
 ) -> RelevanceOutcome:
     """Judge up to `config.max_candidates` passages in order; see the module docstring.
 
     `may_spend()` says whether the run may make another call (its token allowance);
-    `charge(tokens)` books what a judgement reported.
+    `charge(tokens)` books what a judgement reported; `role` is the provider role `chat`
+    serves (its health decides whether the pass is attempted at all).
     """
     if not passages:
         return RelevanceOutcome((), 0, 0, None)
-    if read_health(CHAT_ROLE, configured=True).consecutive_failures > 0:
+    if read_health(role, configured=True).consecutive_failures > 0:
         return _logged(RelevanceOutcome(tuple(passages), 0, 0, PROVIDER_UNAVAILABLE))
     kept: list[Passage] = []
     judged = dropped = 0
