@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from answering.envelope import write_envelope, write_query
 from answering.instructions import RELEVANCE_INSTRUCTION
@@ -59,6 +59,8 @@ class RelevanceOutcome:
     judged: int
     dropped: int
     failure: str | None  # one of the classifications above, or None
+    # stored_email_id -> score of each judged passage (for ordering); not part of equality.
+    scores: dict[str, int] = field(default_factory=dict, compare=False)
 
 
 def strict_score(text: str) -> int | None:
@@ -99,6 +101,7 @@ def filter_passages(
     if read_health(role, configured=True).consecutive_failures > 0:
         return _logged(RelevanceOutcome(tuple(passages), 0, 0, PROVIDER_UNAVAILABLE))
     kept: list[Passage] = []
+    scores: dict[str, int] = {}
     judged = dropped = 0
     failure: str | None = None
     for position, passage in enumerate(passages):
@@ -128,11 +131,12 @@ def filter_passages(
             kept.append(passage)
             continue
         judged += 1
+        scores[passage.stored_email_id] = score
         if score >= config.threshold:
             kept.append(passage)
         else:
             dropped += 1
-    return _logged(RelevanceOutcome(tuple(kept), judged, dropped, failure))
+    return _logged(RelevanceOutcome(tuple(kept), judged, dropped, failure, scores))
 
 
 def _logged(outcome: RelevanceOutcome) -> RelevanceOutcome:

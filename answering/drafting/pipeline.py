@@ -51,7 +51,8 @@ from answering.drafting.generate import (
     thread_element,
 )
 from answering.drafting.mail import MailText, mail_text, thread_tail
-from answering.drafting.rerank import rerank
+from answering.drafting.references import is_reference, search_references
+from answering.drafting.rerank import best_judged, rerank
 from answering.drafting.spend import Spend, StageRefused
 from answering.ledger import SPEND_REFUSED, period_ledger
 from answering.models import AttemptOutcome
@@ -159,19 +160,32 @@ def _compose(
     passages = list(gathered.passages)
     span.set_attribute("mailfathom.drafting.gathered", len(passages))
     span.set_attribute("mailfathom.drafting.retrieval_mode", gathered.retrieval_mode)
-    if values.drafting_rerank_enabled and passages:
-        outcome = rerank(
-            spend.model("rerank", utility),
-            condensed.query,
-            gathered.retrieval_mode,
-            passages,
-            RelevanceSettings(
-                threshold=values.chat_relevance_filter_threshold,
-                max_candidates=values.chat_relevance_filter_max_candidates,
-            ),
+    if values.drafting_rerank_enabled:
+        # Reference documents are asked only here: what fit drops from the bottom is then
+        # what the judgement scored worst, never the tail of an unjudged list.
+        candidates = passages + search_references(
+            account_pk=account.pk,
+            account_id=account.account_id,
+            condensed=condensed.query,
+            raw=answered.raw,
+            limit=values.drafting_sources_per_draft,
+            max_characters=values.drafting_characters_per_source,
         )
-        passages = list(outcome.passages)
-        span.set_attribute("mailfathom.drafting.rerank_dropped", outcome.dropped)
+        if candidates:
+            outcome = rerank(
+                spend.model("rerank", utility),
+                condensed.query,
+                gathered.retrieval_mode,
+                candidates,
+                RelevanceSettings(
+                    threshold=values.chat_relevance_filter_threshold,
+                    max_candidates=values.chat_relevance_filter_max_candidates,
+                ),
+            )
+            passages = best_judged(outcome, values.chat_relevance_filter_threshold)
+            passages = passages[: values.drafting_sources_per_draft]
+            span.set_attribute("mailfathom.drafting.rerank_dropped", outcome.dropped)
+            span.set_attribute("mailfathom.drafting.references", sum(map(is_reference, passages)))
 
     signatures = dict(account.drafting_signatures.values_list("language", "text"))
     examples = list(account.drafting_examples.values_list("incoming", "reply"))
@@ -219,7 +233,7 @@ def _compose(
         body=generated.body,
         intent=classification.intent,
         language=language,
-        source_ids=tuple(UUID(passage.stored_email_id) for passage in kept_sources),
+        source_ids=tuple(UUID(p.stored_email_id) for p in kept_sources if not is_reference(p)),
         verdict=assessment.verdict,
         reasons=assessment.reasons,
         note=_note(generated.note, condensed.cut, values, plan.dropped, answered_cut),

@@ -7,9 +7,10 @@ are dropped; a pass that fails keeps the fused order. Off, the fused ranking is 
 as hybrid search produced it. Either way fit drops sources from the bottom of this order,
 so what goes first is what ranked worst.
 
-Reference documents (price lists, policies, FAQs an operator uploads per account) would be
-queried here, and only while reranking is on; they are not built yet
-(docs/operations/drafting.md, rerank).
+Reference documents (price lists, policies, FAQs an operator uploads per account) are
+searched only while reranking is on (answering.drafting.references) and judged here beside
+the mail; the kept sources are then ordered by their score, best first, so fit drops what
+was scored worst.
 """
 
 from __future__ import annotations
@@ -43,3 +44,9 @@ def rerank(
         charge=lambda tokens: None,
         role=UTILITY_ROLE,
     )
+
+
+def best_judged(outcome: RelevanceOutcome, threshold: int) -> list[Passage]:
+    """The kept passages by score, best first; an unjudged one counts as the threshold."""
+    kept = list(outcome.passages)
+    return sorted(kept, key=lambda passage: -outcome.scores.get(passage.stored_email_id, threshold))
