@@ -185,3 +185,39 @@ def test_a_small_set_of_examples_is_carried(settings, model, drafting):
 def test_ids_are_uuids(model, shop):
     result = compose_draft(shop.answered)
     assert all(isinstance(source, uuid.UUID) for source in result.source_ids)
+
+
+def test_oldest_thread_messages_go_before_any_source_and_the_newest_stays(settings, model, drafting):
+    """Markup-heavy mail escapes to several times its length: the tail is cut oldest first."""
+    from datetime import timedelta
+
+    from mailbox.models import Direction
+    from mailbox.services.embedding import embed_pending
+    from mailbox.services.lexical_search import refresh_term_stats
+    from tests.answering.drafting.support import build_shop
+    from tests.mailbox.factories import EmailFactory
+
+    configure(settings, drafting_thread_tail_messages=6)
+    built = build_shop()
+    sent = built.earlier.folder
+    for day in range(1, 7):
+        EmailFactory(
+            folder=sent,
+            direction=Direction.OUTGOING,
+            message_id=f"<tail-{day}@oak.example>",
+            references=["<confirm-1@oak.example>"],
+            subject=f"Tail message {day}",
+            body=f"TAIL-{day} " + "&" * 2000,
+            received_at=built.earlier.received_at + timedelta(hours=day),
+        )
+    embed_pending()
+    refresh_term_stats()
+
+    result = compose_draft(built.answered)
+
+    request = model.user_turn(GENERATE)
+    kept = [day for day in range(1, 7) if f"TAIL-{day} " in request]
+    assert kept and kept[-1] == 6, "the newest thread message is never dropped"
+    assert kept == list(range(kept[0], 7)) and kept[0] > 1, "what goes is the oldest, one at a time"
+    assert "left the warehouse" in request, "sources go only after the tail is down to one"
+    assert "older thread message" in result.note
