@@ -34,6 +34,9 @@ from mailfathom.providers.resilience import Resilience
 
 CHAT_ROLE = "chat"
 ROLES = ("user", "assistant", "tool")
+# The finish reasons a caller may act on, in Chat Completions' words (the Responses API's
+# status is translated to them).
+FINISH_STOP, FINISH_LENGTH, FINISH_FILTER = "stop", "length", "content_filter"
 
 
 @dataclass(frozen=True)
@@ -167,7 +170,7 @@ def check_reply(reply: object, role: str = CHAT_ROLE) -> ChatReply:
             for call in reply.tool_calls
         )
         and all(isinstance(count, int) and count >= 0 for count in (reply.input_tokens, reply.output_tokens))
-        and (bool(reply.text.strip()) or bool(reply.tool_calls) or reply.finish_reason == "content_filter")
+        and (bool(reply.text.strip()) or bool(reply.tool_calls) or reply.finish_reason == FINISH_FILTER)
     )
     if not usable:
         raise ProviderError(BAD_RESPONSE, False, role=role)

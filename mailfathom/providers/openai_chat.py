@@ -33,6 +33,9 @@ import openai
 from mailfathom.config import MailFathomSettings
 from mailfathom.providers.chat import (
     CHAT_ROLE,
+    FINISH_FILTER,
+    FINISH_LENGTH,
+    FINISH_STOP,
     ChatBackend,
     ChatMessage,
     ChatReply,
@@ -48,8 +51,6 @@ APIS = (CHAT_COMPLETIONS, RESPONSES)
 DEFAULT_EFFORT = "default"
 # Where each drafting role's own settings start (MAILFATHOM_DRAFTING_UTILITY_MODEL, ...).
 _PREFIXES = {"utility": "DRAFTING_UTILITY_", "drafting": "DRAFTING_"}
-# The finish reasons a caller may act on, as both APIs report them.
-FINISH_STOP, FINISH_LENGTH, FINISH_FILTER = "stop", "length", "content_filter"
 
 
 def _text(value: object) -> str:
