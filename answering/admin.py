@@ -261,3 +261,6 @@ def _reason_text(reason: object) -> str:
     if isinstance(reason, list | tuple):
         return ": ".join(str(part) for part in reason)
     return str(reason)
+
+
+from answering import admin_references  # noqa: E402,F401  (reference documents, registered on import)
