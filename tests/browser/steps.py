@@ -191,12 +191,16 @@ def client_snippets(page: Page) -> tuple[str, dict[str, str]]:
 KEY_ON_THE_PAGE = "#mcp-key, .first-hour-secret"
 
 
-def wrap_the_key_for_masking(page: Page, key: str) -> None:
-    page.evaluate(
+def wrap_the_key_for_masking(page: Page, key: str) -> int:
+    """Wrap each occurrence of `key` in the snippets in a span KEY_ON_THE_PAGE covers; return
+    how many snippets held it."""
+    return page.evaluate(
         """(key) => {
+            let wrapped = 0;
             for (const pre of document.querySelectorAll(".mcp-client-config pre")) {
                 const parts = pre.textContent.split(key);
                 if (parts.length < 2) continue;
+                wrapped += 1;
                 pre.textContent = "";
                 parts.forEach((part, i) => {
                     if (i > 0) {
@@ -208,6 +212,7 @@ def wrap_the_key_for_masking(page: Page, key: str) -> None:
                     pre.append(part);
                 });
             }
+            return wrapped;
         }""",
         key,
     )

@@ -146,7 +146,8 @@ def test_first_hour(page, operator: Operator, screenshots: Screenshots, app, wor
     }
     assert json.loads(snippets["vscode"])["servers"]["mailfathom"]["url"] == url
     assert key in snippets["claude-code"]
-    steps.wrap_the_key_for_masking(page, key)
+    # Every snippet holding the key has it painted over (VS Code's asks for it instead).
+    assert steps.wrap_the_key_for_masking(page, key) == 3
     screenshots.take(page, "mcp-key-and-client-configuration", hide=steps.KEY_ON_THE_PAGE)
 
     accounts = ask_over_mcp(app, key, "list_accounts", {})
