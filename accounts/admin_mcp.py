@@ -28,7 +28,6 @@ _SHOWN_ONCE = """{% extends "admin/base_site.html" %}
   .mcp-client-config pre { background: var(--darkened-bg); padding: 10px; overflow-x: auto; }
 </style>{% endblock %}
 {% block content %}
-<h1>MCP API key created</h1>
 <p>Key <strong>{{ name }}</strong> was created. Copy it now: MailFathom stores only a hash
 and cannot show it again, and the configurations below hold it.</p>
 <p><input type="text" readonly size="60" value="{{ key }}" onclick="this.select()" id="mcp-key"></p>
@@ -140,7 +139,7 @@ class McpApiKeyAdmin(admin.ModelAdmin):
         url = mcp_url(request.build_absolute_uri("/").rstrip("/"))
         context = {
             **self.admin_site.each_context(request),
-            "title": "MCP API key created",
+            "title": "MCP API key created",  # admin's page heading, and the window's title
             "name": obj.name,
             "key": key,
             "prefix": obj.prefix,

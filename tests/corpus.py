@@ -1,7 +1,7 @@
 """The real mail the tests read: vendored under tests/data/, never found outside the repository.
 
-- MAIL_SAMPLE: 928 messages of the team corpus's Maildir (SpamAssassin public
-  corpus and Enron), a Maildir in a tarball, built by tests/data/build_mail_sample.py;
+- MAIL_SAMPLE: 725 messages of the team corpus's Maildir (the SpamAssassin public
+  corpus only), a Maildir in a tarball, built by tests/data/build_mail_sample.py;
 - TORTURE: the 110 broken and hostile messages of mime-torture/, with their licences.
 
 tests/data/README.md gives provenance, licences and which test needs how much. Benchmarks

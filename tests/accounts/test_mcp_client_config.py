@@ -179,6 +179,7 @@ def test_the_key_page_shows_the_full_url_and_every_clients_snippet_with_the_key(
     snippets = _snippets(page)
 
     assert '<code id="mcp-endpoint-url">http://testserver/mcp</code>' in page
+    assert re.findall(r"<h1[^>]*>(.*?)</h1>", page) == ["MCP API key created"]  # once, not twice
     assert set(snippets) == set(CLIENTS)
     # The very text the command prints, from the one use case.
     for client in CLIENTS:

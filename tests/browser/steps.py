@@ -16,8 +16,6 @@ from dataclasses import dataclass
 
 from playwright.sync_api import Page, expect
 
-from mailbox import tasks
-
 # A synchronization by a worker on a busy 2-core machine: generous, it catches a hang only.
 SYNC_SECONDS = 120.0
 RELOAD_INTERVAL_SECONDS = 0.5
@@ -68,7 +66,8 @@ def save_account(page: Page) -> int:
 
 def run_connection_test(page: Page) -> list[str]:
     """From the account page, test the saved settings; return the server folders offered for mapping."""
-    page.click("text=Test connection and map folders")
+    # The link itself: the status block above it names the step in a sentence too.
+    page.get_by_role("link", name="Test connection and map folders").click()
     page.click("input[name=_test_connection]")
     result = page.locator("#connection-result")
     expect(result).to_be_visible()
@@ -86,15 +85,52 @@ def apply_mappings(page: Page) -> int:
     return int(created.group(1))
 
 
-def start_first_synchronization(page: Page, account_pk: int) -> None:
-    """Queue the account's first synchronization run, as admin's "Synchronize now" does.
+def synchronize_from_account_page(page: Page, account_pk: int) -> None:
+    """On the account's page press "Synchronize now"; end back on that page with the run queued.
 
-    Before a first run the account has no folder rows, so the folder list's action has
-    nothing to select; this queues the same forced run (mailbox.tasks.sync_account) for
-    the worker, and leaves the page on the account.
+    It works before the first run: the run creates the folder rows from the mappings.
     """
-    tasks.sync_account.delay(account_pk, force=True)
     page.goto(f"/admin/accounts/mailaccount/{account_pk}/change/")
+    page.click("#sync-now-form #sync-now")
+    expect(page.locator(".messagelist .success")).to_contain_text("Queued 1 synchronization run")
+
+
+def open_status_page_in_a_new_tab(page: Page) -> Page:
+    """Open "System status" from the current page's link in a tab of its own, as an operator
+    keeps it open beside the page they work in; return that tab, in front."""
+    with page.context.expect_page() as opened:
+        page.click("#system-status-link", modifiers=["ControlOrMeta"])
+    status = opened.value
+    status.wait_for_load_state()
+    assert status.url.endswith("/admin/status/"), status.url
+    status.bring_to_front()  # the page refreshes itself only while it is visible
+    expect(status.locator("#system-status")).to_be_visible()
+    # Set once in this document: a full reload would lose it (see still_the_same_document).
+    status.evaluate("window.firstHourDocument = true")
+    return status
+
+
+def still_the_same_document(page: Page) -> bool:
+    """True while `page` shows the document open_status_page_in_a_new_tab loaded: never reloaded."""
+    return page.evaluate("window.firstHourDocument === true")
+
+
+def status_account_row(status: Page, account_id: str):
+    return status.locator(f"tr#status-account-{account_id}")
+
+
+def status_folder_row(status: Page, folder_pk: int):
+    return status.locator(f"tr#status-folder-{folder_pk}")
+
+
+def expect_status_row(
+    row, *, state: str, stored: int, server: int | None, seconds: float = SYNC_SECONDS
+) -> None:
+    """Wait, without reloading, until the status page's self-refresh shows `row` so."""
+    timeout = seconds * 1000
+    expect(row).to_have_attribute("data-state", state, timeout=timeout)
+    expect(row).to_have_attribute("data-stored", str(stored), timeout=timeout)
+    expect(row).to_have_attribute("data-server", "" if server is None else str(server), timeout=timeout)
 
 
 def open_folder_list(page: Page, account_pk: int) -> None:
@@ -134,10 +170,52 @@ def create_mcp_key(page: Page, name: str) -> str:
     page.goto("/admin/accounts/mcpapikey/add/")
     page.fill("#id_name", name)
     page.click("input[name=_save]")
-    expect(page.get_by_role("heading", name="MCP API key created").first).to_be_visible()
-    key = page.locator("#content input[readonly]").input_value()
+    expect(page.get_by_role("heading", name="MCP API key created")).to_have_count(1)
+    key = page.locator("#mcp-key").input_value()
     assert key, "the key page shows no key"
     return key
+
+
+CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode")
+
+
+def client_snippets(page: Page) -> tuple[str, dict[str, str]]:
+    """On the key page: the endpoint URL it names, and each client's configuration snippet."""
+    url = page.locator("#mcp-endpoint-url").inner_text().strip()
+    snippets = {client: page.locator(f"#mcp-client-config-{client}").inner_text() for client in CLIENTS}
+    return url, snippets
+
+
+# What a screenshot of the key page paints over: the key's field, and the key wherever a
+# snippet holds it (wrapped in a span of its own first, so the rest of the snippet shows).
+KEY_ON_THE_PAGE = "#mcp-key, .first-hour-secret"
+
+
+def wrap_the_key_for_masking(page: Page, key: str) -> int:
+    """Wrap each occurrence of `key` in the snippets in a span KEY_ON_THE_PAGE covers; return
+    how many snippets held it."""
+    return page.evaluate(
+        """(key) => {
+            let wrapped = 0;
+            for (const pre of document.querySelectorAll(".mcp-client-config pre")) {
+                const parts = pre.textContent.split(key);
+                if (parts.length < 2) continue;
+                wrapped += 1;
+                pre.textContent = "";
+                parts.forEach((part, i) => {
+                    if (i > 0) {
+                        const secret = document.createElement("span");
+                        secret.className = "first-hour-secret";
+                        secret.textContent = key;
+                        pre.append(secret);
+                    }
+                    pre.append(part);
+                });
+            }
+            return wrapped;
+        }""",
+        key,
+    )
 
 
 def wait_for_page(

@@ -2,12 +2,15 @@
 
 The app (uvicorn), the worker (Celery) and the IMAP server (Dovecot, STARTTLS, signed by the
 session's own CA, which the app and the worker trust through MAILFATHOM_IMAP_CA_FILE) are all
-real; so is the synchronization the page starts. Each step saves a screenshot under
+real; so is the synchronization the account page starts, which the status page, open in a
+tab of its own, shows by refreshing itself. The mailbox holds only messages this module
+writes, so the screenshots show no corpus mail. Each step saves a screenshot under
 var/screenshots/first_hour/; docs/operations/first-hour.md shows them.
 """
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from email.message import EmailMessage
@@ -17,6 +20,7 @@ from typing import Any
 import pytest
 
 from accounts.models import Security
+from mailbox.models import Folder
 from tests.browser import steps
 from tests.browser.conftest import Operator, Screenshots
 from tests.mailbox.imap_support import MailUser, add_user
@@ -90,23 +94,61 @@ def test_first_hour(page, operator: Operator, screenshots: Screenshots, app, wor
     assert steps.apply_mappings(page) >= 5  # INBOX, Sent, Drafts, Junk, Trash (and Archive)
     screenshots.take(page, "mappings-applied")
 
-    steps.start_first_synchronization(page, account_pk)
+    # The operator keeps the status page open in a tab of its own: the account has folders
+    # mapped and has never synchronized.
+    status = steps.open_status_page_in_a_new_tab(page)
+    steps.expect_status_row(steps.status_account_row(status, "work"), state="never", stored=0, server=None)
+    screenshots.take(status, "status-before-first-synchronization")
+
+    # Back on the account's page, the first run starts from its own "Synchronize now".
+    page.bring_to_front()
+    steps.synchronize_from_account_page(page, account_pk)
+    screenshots.take(page, "first-synchronization-queued")
+
+    # The status page, never reloaded, shows the run's result on its next refreshes.
+    status.bring_to_front()
+    steps.expect_status_row(
+        steps.status_account_row(status, "work"),
+        state="idle",
+        stored=len(INBOX_SUBJECTS) + len(SENT_SUBJECTS),
+        server=len(INBOX_SUBJECTS) + len(SENT_SUBJECTS),
+    )
+    folders = dict(Folder.objects.filter(account_id=account_pk).values_list("mapping__alias", "pk"))
+    for alias, count in {"inbox": len(INBOX_SUBJECTS), "sent": len(SENT_SUBJECTS), "junk": 0}.items():
+        steps.expect_status_row(
+            steps.status_folder_row(status, folders[alias]), state="idle", stored=count, server=count
+        )
+    assert steps.still_the_same_document(status), "the status page was reloaded"
+    screenshots.take(status, "status-after-first-synchronization")
+    status.close()
+
+    # New mail arrives; the operator asks for a run from the folder list rather than wait for the poll.
     steps.wait_for_folder_counts(
         page, account_pk, {"INBOX": len(INBOX_SUBJECTS), "Sent": len(SENT_SUBJECTS), "Junk": 0}
     )
-    screenshots.take(page, "first-synchronization")
-
-    # New mail arrives; the operator asks for a run from the folder list rather than wait for the poll.
     mailbox_user.append(
         "INBOX", [message(s, "colleague@example.org", 20 + n) for n, s in enumerate(LATER_SUBJECTS)]
     )
     steps.synchronize_from_folder_list(page, account_pk)
-    screenshots.take(page, "synchronization-queued")
+    screenshots.take(page, "synchronization-queued-from-folder-list")
     steps.wait_for_folder_counts(page, account_pk, {"INBOX": len(INBOX_SUBJECTS) + len(LATER_SUBJECTS)})
     screenshots.take(page, "synchronized-again")
 
     key = steps.create_mcp_key(page, "Claude Desktop")
-    screenshots.take(page, "mcp-key-created", hide="#content input[readonly]")
+    url, snippets = steps.client_snippets(page)
+    assert url == app.url  # the full URL, scheme, host and port included
+    assert all(url in snippet for snippet in snippets.values()), snippets
+    desktop = json.loads(snippets["claude-desktop"])["mcpServers"]["mailfathom"]
+    assert desktop["command"] == "npx" and desktop["args"][:3] == ["-y", "mcp-remote", url]
+    assert desktop["env"] == {"AUTH_HEADER": f"Bearer {key}"}
+    assert json.loads(snippets["cursor"])["mcpServers"]["mailfathom"]["headers"] == {
+        "Authorization": f"Bearer {key}"
+    }
+    assert json.loads(snippets["vscode"])["servers"]["mailfathom"]["url"] == url
+    assert key in snippets["claude-code"]
+    # Every snippet holding the key has it painted over (VS Code's asks for it instead).
+    assert steps.wrap_the_key_for_masking(page, key) == 3
+    screenshots.take(page, "mcp-key-and-client-configuration", hide=steps.KEY_ON_THE_PAGE)
 
     accounts = ask_over_mcp(app, key, "list_accounts", {})
     assert [account["accountId"] for account in accounts["accounts"]] == ["work"]

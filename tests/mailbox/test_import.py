@@ -251,10 +251,24 @@ def test_single_eml_file_is_imported_once(account, tmp_path):
 # --- real mail --------------------------------------------------------------------------
 
 
+def _without_final_line_end(raw: bytes) -> bytes:
+    return raw.removesuffix(b"\r\n") if raw.endswith(b"\r\n") else raw.removesuffix(b"\n")
+
+
+# The sample's mail is all LF-terminated SpamAssassin mail (tests/data/README.md), so the line
+# ends other archives carry are made here, from real messages: CRLF, no final line end, both.
+VARIANTS = {
+    "crlf": lambda raw: re.sub(rb"\r?\n", b"\r\n", raw),
+    "no-final-eol": _without_final_line_end,
+    "crlf-no-final-eol": lambda raw: _without_final_line_end(re.sub(rb"\r?\n", b"\r\n", raw)),
+}
+
+
 @pytest.fixture(scope="module")
 def real_mail() -> list[tuple[str, bytes]]:
-    """300 corpus messages with their Maildir names: LF and CRLF, "From " lines, no final EOL."""
-    wanted = {"spamassassin/easy-ham-1/": 100, "spamassassin/hard-ham-1/": 100, "enron/dean-c/": 100}
+    """300 real messages with Maildir names: 200 as the sample holds them (LF, "From " lines),
+    and 100 spam messages rewritten to CRLF, to no final line end, or both."""
+    wanted = {"spamassassin/easy-ham-1/": 100, "spamassassin/hard-ham-1/": 100, "spamassassin/spam-1/": 100}
     found: dict[str, list[tuple[str, bytes]]] = {group: [] for group in wanted}
     with tarfile.open(MAIL_SAMPLE) as archive:
         for member in archive:
@@ -265,7 +279,12 @@ def real_mail() -> list[tuple[str, bytes]]:
             handle = archive.extractfile(member)
             assert handle is not None
             found[group].append((Path(name).name, handle.read()))
-    messages = [item for group in wanted for item in found[group]]
+    derived = []
+    for n, (name, raw) in enumerate(found.pop("spamassassin/spam-1/")):
+        kind = list(VARIANTS)[n % len(VARIANTS)]
+        unique, _, info = name.partition(":")  # the Maildir flags ("2,S") stay after the colon
+        derived.append((f"{unique}.{kind}:{info}", VARIANTS[kind](raw)))
+    messages = [item for group in found.values() for item in group] + derived
     assert len(messages) == 300
     return messages
 

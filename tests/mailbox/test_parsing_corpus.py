@@ -25,8 +25,8 @@ from tests.mailbox.test_parsing_filenames import assert_safe_file_name
 
 NOT_MESSAGES = {".txt", ".jsonl"}
 HANG_SECONDS = 5.0  # generous: catches a hang, not a slow machine
-SAMPLE_MESSAGES = 928  # tests/data/README.md
-GROUPS = ("spamassassin/easy-ham-1/", "spamassassin/hard-ham-1/", "spamassassin/spam-1/", "enron/")
+SAMPLE_MESSAGES = 725  # tests/data/README.md
+GROUPS = ("spamassassin/easy-ham-1/", "spamassassin/hard-ham-1/", "spamassassin/spam-1/")
 
 
 def torture_files() -> list[Path]:
@@ -241,7 +241,7 @@ def test_walk_order_matches_the_standard_library_on_well_formed_real_mail(
             mine = [entity.media_type for entity in walk(raw, Budget(ParseLimits()))]
             assert mine == [p.get_content_type() for p in parts], name
             compared += 1
-    assert compared >= 900  # 924 of the 928 are well formed
+    assert compared >= 700  # 721 of the 725 are well formed
 
 
 def test_latin1_and_windows1252_real_mail_decodes_without_replacement_characters(

@@ -81,7 +81,11 @@ def mcp_remote() -> Path:
     if not entry.exists():
         npm = shutil.which("npm")
         if npm is None or shutil.which("node") is None:
-            pytest.skip("Node.js and npm are not installed (apt-get install nodejs npm): no mcp-remote")
+            pytest.fail(
+                "Node.js and npm are not installed, so mcp-remote cannot run: run `.ci/install-services` "
+                "(as root) once, or `make test`, which runs it.",
+                pytrace=False,
+            )
         subprocess.run(
             [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", MCP_REMOTE],
             check=True,
