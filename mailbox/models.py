@@ -228,6 +228,13 @@ class Email(models.Model):
             models.Index(fields=["account", "message_id"], name="email_message_id"),
             GinIndex(fields=["thread_keys"], name="email_thread_keys"),
             models.Index(fields=["account", "thread_id", "received_at"], name="email_thread"),
+            # The drafting gate's window scan, oldest first (answering.drafting.gate): only
+            # incoming mail that is not bulk can ever wait for a draft.
+            models.Index(
+                fields=["account", "received_at", "id"],
+                name="email_awaiting_draft",
+                condition=models.Q(direction=Direction.INCOMING, is_bulk=False),
+            ),
             # The embedding sweep's queue, newest first: stays as small as the backlog.
             models.Index(
                 fields=["-received_at", "-id"],

@@ -1,0 +1,1 @@
+"""Reply drafting: from one incoming email to one reviewed draft (docs/operations/drafting.md)."""
