@@ -2,7 +2,16 @@ from django.apps import AppConfig
 
 
 class AnsweringConfig(AppConfig):
-    """ask_mail: questions answered from the mail a chat model looks up."""
+    """ask_mail: questions answered from the mail a chat model looks up; reply drafting."""
 
     name = "answering"
     verbose_name = "Answering"
+
+    def ready(self) -> None:
+        from answering.receivers import queue_drafting_after_synchronization
+        from mailbox.signals import synchronization_finished
+
+        synchronization_finished.connect(
+            queue_drafting_after_synchronization,
+            dispatch_uid="answering.queue_drafting_after_synchronization",
+        )
