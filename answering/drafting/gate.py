@@ -10,7 +10,9 @@ when all hold:
 - within_window: received within the account's drafting window (1 to 365 days);
 - not_bulk: not bulk or automatic mail (decided at storing time, Email.is_bulk);
 - in_drafting_folder: in a folder mapped visible to tools that is not the junk folder;
-- not_recently_refused: no deterministic refusal of it in the last RETRY_AFTER.
+- not_recently_refused: no refusal of it that would repeat, in the last RETRY_AFTER;
+- content_held: its content is held and readable (not withheld for size or headroom, not
+  encrypted): a reply written from the subject alone answers nothing.
 
 Oldest first (received_at, then id), so a run cut short has drafted the most overdue.
 The partial index email_awaiting_draft (mailbox.models) serves the window scan.
@@ -26,7 +28,7 @@ from django.utils import timezone
 
 from accounts.models import FolderRole, MailAccount
 from answering.models import AttemptOutcome, Draft, DraftAttempt
-from mailbox.models import Direction, Email
+from mailbox.models import Availability, Direction, Email
 
 # An email a refusal that would repeat itself (same mail, same model, temperature 0) was
 # recorded for waits this long before it is tried again; transient failures (a provider
@@ -90,6 +92,11 @@ def not_recently_refused(account: MailAccount, now: datetime) -> Q:
     return ~Q(Exists(refused))
 
 
+def content_held(account: MailAccount, now: datetime) -> Q:
+    """Its content is stored and readable: not over the size limit, awaiting headroom or encrypted."""
+    return Q(availability=Availability.AVAILABLE)
+
+
 CONDITIONS: dict[str, Condition] = {
     "incoming": incoming,
     "unanswered": unanswered,
@@ -98,6 +105,7 @@ CONDITIONS: dict[str, Condition] = {
     "not_bulk": not_bulk,
     "in_drafting_folder": in_drafting_folder,
     "not_recently_refused": not_recently_refused,
+    "content_held": content_held,
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 from accounts.models import FolderRole
 from answering.drafting.gate import CONDITIONS, RETRY_AFTER, awaiting_a_draft, messages_awaiting_a_draft
 from answering.models import AttemptOutcome, Draft, DraftAttempt, Intent, Verdict
-from mailbox.models import Direction, Email
+from mailbox.models import Availability, Direction, Email
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, FolderFactory, mapped_folder
 
@@ -104,6 +104,9 @@ def mailbox(account, folders):
     )
     _attempt(_mail(inbox, "provider failed an hour ago"), AttemptOutcome.PROVIDER_FAILED, timedelta(hours=1))
     _attempt(_mail(inbox, "ceiling reached an hour ago"), AttemptOutcome.CEILING_REACHED, timedelta(hours=1))
+    # content_held
+    _mail(inbox, "over the size limit", availability=Availability.EXCEEDED_SIZE_LIMIT)
+    _mail(inbox, "encrypted", availability=Availability.ENCRYPTED, encrypted=True)
     # another account's mail never shows, whatever it is
     _mail(mapped_folder(MailAccountFactory(), "inbox"), "another account's")
     return {
@@ -114,6 +117,7 @@ def mailbox(account, folders):
         "not_bulk": {"newsletter"},
         "in_drafting_folder": {"in junk", "in a hidden folder", "in an unmapped folder"},
         "not_recently_refused": {"refused an hour ago", "cut on length an hour ago"},
+        "content_held": {"over the size limit", "encrypted"},
     }
 
 
@@ -170,6 +174,8 @@ def _twin_pair(account, folders, name):
     elif name == "not_recently_refused":
         violator = _mail(inbox, "violator")
         _attempt(violator, AttemptOutcome.CONTENT_FILTERED, timedelta(minutes=5))
+    elif name == "content_held":
+        violator = _mail(inbox, "violator", availability=Availability.AWAITING_STORAGE_HEADROOM)
     return twin, violator
 
 
