@@ -268,3 +268,26 @@ def test_synchronization_threads_a_conversation_across_inbox_and_sent(dovecot):
 
     threads = dict(Email.objects.filter(account=account).values_list("subject", "thread_id"))
     assert len(threads) == 3 and len(set(threads.values())) == 1
+
+
+def test_content_filled_in_later_brings_its_email_into_its_thread(inbox, sent):
+    from mailbox.models import Availability
+    from mailbox.services.store import fill_content
+
+    question = _store(inbox, _raw("question"), 0)
+    raw = _raw("answer", references="question@example.org")
+    held = IncomingMessage(
+        uidvalidity=1,
+        uid=next(_uids),
+        size=len(raw),
+        received_at=T0 + timedelta(minutes=1),
+        withheld=Availability.AWAITING_STORAGE_HEADROOM,
+    )
+    store_messages(sent, [held])
+    answer = Email.objects.get(folder=sent, uid=held.uid)
+    assert answer.thread_id == answer.id  # nothing known about it yet: a thread of its own
+
+    assert fill_content(answer, raw)
+
+    answer.refresh_from_db()
+    assert answer.thread_id == question.thread_id
