@@ -9,7 +9,7 @@ when all hold:
 - undrafted: no draft exists for it;
 - within_window: received within the account's drafting window (1 to 365 days);
 - not_bulk: not bulk or automatic mail (decided at storing time, Email.is_bulk);
-- in_drafting_folder: in a folder mapped visible to tools that is not the junk folder;
+- in_drafting_folder: in a folder mapped visible to tools, not the junk, drafts or trash folder;
 - not_recently_refused: no refusal of it that would repeat, in the last RETRY_AFTER;
 - content_held: its content is held and readable (not withheld for size or headroom, not
   encrypted): a reply written from the subject alone answers nothing.
@@ -79,9 +79,14 @@ def not_bulk(account: MailAccount, now: datetime) -> Q:
     return Q(is_bulk=False)
 
 
+# Junk is not correspondence; Drafts holds our own unsent letters (the drafts MailFathom
+# appends among them, which synchronization brings back); Trash is mail someone discarded.
+EXCLUDED_ROLES = (FolderRole.JUNK, FolderRole.DRAFTS, FolderRole.TRASH)
+
+
 def in_drafting_folder(account: MailAccount, now: datetime) -> Q:
-    """In a folder mapped visible to tools, and not the account's junk folder."""
-    return Q(folder__mapping__visible_to_tools=True) & ~Q(folder__mapping__role=FolderRole.JUNK)
+    """In a folder mapped visible to tools whose role is not junk, drafts or trash."""
+    return Q(folder__mapping__visible_to_tools=True) & ~Q(folder__mapping__role__in=EXCLUDED_ROLES)
 
 
 def not_recently_refused(account: MailAccount, now: datetime) -> Q:

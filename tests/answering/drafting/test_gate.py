@@ -30,6 +30,9 @@ def folders(account):
         "inbox": mapped_folder(account, "inbox", role=FolderRole.INBOX),
         "sent": mapped_folder(account, "sent", role=FolderRole.SENT),
         "junk": mapped_folder(account, "junk", role=FolderRole.JUNK),
+        "drafts": mapped_folder(account, "drafts", role=FolderRole.DRAFTS),
+        "trash": mapped_folder(account, "trash", role=FolderRole.TRASH),
+        "archive": mapped_folder(account, "archive", role=FolderRole.ARCHIVE),
         "hidden": mapped_folder(account, "private", visible_to_tools=False),
         "unmapped": FolderFactory(account=account, mapping=None, remote_name="Old"),
     }
@@ -96,6 +99,9 @@ def mailbox(account, folders):
     _mail(folders["junk"], "in junk")
     _mail(folders["hidden"], "in a hidden folder")
     _mail(folders["unmapped"], "in an unmapped folder")
+    _mail(folders["drafts"], "in drafts")
+    _mail(folders["trash"], "in the trash")
+    _mail(folders["archive"], "in the archive")  # an ordinary folder: passes
     # not_recently_refused: only a refusal that would repeat, and only for RETRY_AFTER
     _attempt(_mail(inbox, "refused an hour ago"), AttemptOutcome.CLASSIFY_REFUSED, timedelta(hours=1))
     _attempt(_mail(inbox, "cut on length an hour ago"), AttemptOutcome.STOPPED_ON_LENGTH, timedelta(hours=1))
@@ -115,7 +121,13 @@ def mailbox(account, folders):
         "undrafted": {"drafted already"},
         "within_window": {"eight days old"},
         "not_bulk": {"newsletter"},
-        "in_drafting_folder": {"in junk", "in a hidden folder", "in an unmapped folder"},
+        "in_drafting_folder": {
+            "in junk",
+            "in a hidden folder",
+            "in an unmapped folder",
+            "in drafts",
+            "in the trash",
+        },
         "not_recently_refused": {"refused an hour ago", "cut on length an hour ago"},
         "content_held": {"over the size limit", "encrypted"},
     }
@@ -139,6 +151,7 @@ def test_the_gate_admits_what_every_condition_admits_oldest_first(account, mailb
         "six days 23 hours old",
         "their question about our offer",
         "passes",
+        "in the archive",
         "refused long ago",
         "provider failed an hour ago",
         "ceiling reached an hour ago",
