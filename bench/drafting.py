@@ -22,6 +22,10 @@ It times, after a warm-up, `repeat` calls of
 and prints p50/p95 of both, their ratio and the load average; then the same for the two
 statements alone (compiled once, executed and fetched over the cursor: what PostgreSQL
 spends, without the ORM building the query); then EXPLAIN (ANALYZE, BUFFERS) of the gate.
+With --backfill it then forgets the account's threads, gives every email References
+naming its thread's earlier emails (a thread's first names a parent never stored), and
+times manage.py thread_mail's work (thread_unthreaded in batches of 500) to the end,
+checking it finds the fill's own threads again.
 With --without-index it then drops the partial index email_awaiting_draft, measures the
 gate again and prints that plan too, to show what the index serves.
 Results and their reading: docs/benchmarks.md.
@@ -221,6 +225,58 @@ def commit() -> str:
         return "unknown"
 
 
+def backfill(account_pk: int) -> None:
+    """Forget the account's threads, give each email its thread's References, re-thread it all.
+
+    The threads of the fill are four neighbouring emails; each email but a thread's first
+    names its predecessors in References, the first one (a quarter of them) also a parent
+    never stored (a JWZ placeholder). The result must be the fill's own threads.
+    """
+    from django.db import connection
+
+    from mailbox.services.threads import thread_unthreaded
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE mailbox_email e SET thread_id = NULL, "references" = r.refs, in_reply_to = r.parent
+            FROM (
+                SELECT p.id,
+                    ARRAY(
+                        SELECT 'm' || k || '.a@bench.test'
+                        FROM generate_series((p.uid / 4) * 4, p.uid - 1) AS k WHERE k > 0
+                    )::varchar[]
+                    || CASE WHEN mod(p.uid, 4) = 0
+                       THEN ARRAY['lost-' || p.uid / 4 || '@bench.test']::varchar[]
+                       ELSE ARRAY[]::varchar[] END AS refs,
+                    CASE WHEN mod(p.uid, 4) = 0 THEN ''
+                    ELSE 'm' || (p.uid - 1) || '.a@bench.test' END AS parent
+                FROM mailbox_email p WHERE p.account_id = %s
+            ) AS r
+            WHERE e.id = r.id
+            """,
+            [account_pk],
+        )
+    vacuum()
+    started = time.perf_counter()
+    threaded = 0
+    while done := thread_unthreaded(account_pk, batch_size=500):
+        threaded += done
+    seconds = time.perf_counter() - started
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(DISTINCT thread_id), count(*) FILTER (WHERE thread_id IS NULL) "
+            "FROM mailbox_email WHERE account_id = %s",
+            [account_pk],
+        )
+        threads, left = cursor.fetchone()
+    print(
+        f"\nbackfill (thread_mail's work, batches of 500): {threaded} emails in {seconds:.1f} s = "
+        f"{threaded / seconds:,.0f} emails/s; {threads} threads (the fill has "
+        f"{threaded // 4 + 1}); {left} left unthreaded (load average {os.getloadavg()[0]:.2f})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -229,6 +285,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--limit", type=int, default=20, help="emails per gate call (a run's default)")
     parser.add_argument("--window", type=int, default=7, help="the account's drafting window in days (1-365)")
+    parser.add_argument(
+        "--backfill", action="store_true", help="also time manage.py thread_mail's work over the account"
+    )
     parser.add_argument("--keep", action="store_true", help="reuse the scratch database if it holds N emails")
     parser.add_argument(
         "--without-index", action="store_true", help="also measure with email_awaiting_draft dropped"
@@ -287,6 +346,9 @@ def main() -> None:
     print(explain(awaiting_a_draft(account)[: args.limit]))
     print("\nEXPLAIN (ANALYZE, BUFFERS) of the anchor:")
     print(explain(Email.objects.filter(folder=inbox).order_by("-received_at", "-id")[: args.limit]))
+
+    if args.backfill:
+        backfill(account.pk)
 
     if args.without_index:
         with connection.cursor() as cursor:
