@@ -2,12 +2,13 @@ from django.apps import AppConfig
 
 
 class AnsweringConfig(AppConfig):
-    """ask_mail: questions answered from the mail a chat model looks up; reply drafting."""
+    """ask_mail (questions answered from the mail a chat model looks up) and reply drafting."""
 
     name = "answering"
     verbose_name = "Answering"
 
     def ready(self) -> None:
+        from answering.drafting import checks  # noqa: F401 (registers the drafting checks)
         from answering.receivers import queue_drafting_after_synchronization
         from mailbox.signals import synchronization_finished
 

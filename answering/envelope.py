@@ -46,6 +46,16 @@ def _attribute(value: str) -> str:
     return _ATTRIBUTE_SPECIAL.sub(lambda match: _ATTRIBUTE_ESCAPES[match.group()], xml_safe(value))
 
 
+def escape_text(value: str) -> str:
+    """`value` as element text that cannot close or open an element (reply drafting's prompt)."""
+    return _text(value)
+
+
+def attributes(pairs: Mapping[str, str]) -> str:
+    """` name="value"` pairs, each value escaped as an attribute."""
+    return _attributes(pairs)
+
+
 def _attributes(pairs: Mapping[str, str]) -> str:
     return "".join(f' {name}="{_attribute(value)}"' for name, value in pairs.items())
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from pgvector.django import VectorField
 
 from accounts.models import MailAccount
 from mailbox.ids import uuid7
-from mailbox.models import Email, Folder
+from mailbox.models import Email, EmbeddingProfile, Folder
 
 
 class Intent(models.TextChoices):
@@ -108,3 +111,51 @@ class DraftAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.stage}: {self.outcome}"
+
+
+class ReferenceDocument(models.Model):
+    """A document an operator uploads for one account's drafts: a price list, a policy, an FAQ.
+
+    Stored whole, cut into chunks that are indexed and embedded like mail, and searched
+    only while drafting's rerank pass is on (docs/operations/drafting.md, rerank).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="reference_documents")
+    title = models.CharField(max_length=200)
+    text = models.TextField()
+    uploaded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["account", "title"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class ReferenceChunk(models.Model):
+    """One bounded piece of a reference document, with its lexical index and its vector."""
+
+    document = models.ForeignKey(ReferenceDocument, on_delete=models.CASCADE, related_name="chunks")
+    position = models.PositiveIntegerField()
+    text = models.TextField()
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config="simple"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    # The vector under `profile`; null until embedded (lexical search still finds the chunk).
+    profile = models.ForeignKey(
+        EmbeddingProfile, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    embedding = VectorField(dimensions=None, null=True, blank=True)
+
+    class Meta:
+        ordering = ["document", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "position"], name="reference_chunk_position_unique")
+        ]
+        indexes = [GinIndex(fields=["search_vector"], name="reference_chunk_search")]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}:{self.position}"

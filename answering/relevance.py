@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from answering.envelope import write_envelope, write_query
 from answering.instructions import RELEVANCE_INSTRUCTION
@@ -59,6 +59,8 @@ class RelevanceOutcome:
     judged: int
     dropped: int
     failure: str | None  # one of the classifications above, or None
+    # stored_email_id -> score of each judged passage (for ordering); not part of equality.
+    scores: dict[str, int] = field(default_factory=dict, compare=False)
 
 
 def strict_score(text: str) -> int | None:
@@ -86,17 +88,20 @@ def filter_passages(
     *,
     may_spend: Callable[[], bool],
     charge: Callable[[int], None],
+    role: str = CHAT_ROLE,
 ) -> RelevanceOutcome:
     """Judge up to `config.max_candidates` passages in order; see the module docstring.
 
     `may_spend()` says whether the run may make another call (its token allowance);
-    `charge(tokens)` books what a judgement reported.
+    `charge(tokens)` books what a judgement reported; `role` is the provider role `chat`
+    serves (its health decides whether the pass is attempted at all).
     """
     if not passages:
         return RelevanceOutcome((), 0, 0, None)
-    if read_health(CHAT_ROLE, configured=True).consecutive_failures > 0:
+    if read_health(role, configured=True).consecutive_failures > 0:
         return _logged(RelevanceOutcome(tuple(passages), 0, 0, PROVIDER_UNAVAILABLE))
     kept: list[Passage] = []
+    scores: dict[str, int] = {}
     judged = dropped = 0
     failure: str | None = None
     for position, passage in enumerate(passages):
@@ -126,11 +131,12 @@ def filter_passages(
             kept.append(passage)
             continue
         judged += 1
+        scores[passage.stored_email_id] = score
         if score >= config.threshold:
             kept.append(passage)
         else:
             dropped += 1
-    return _logged(RelevanceOutcome(tuple(kept), judged, dropped, failure))
+    return _logged(RelevanceOutcome(tuple(kept), judged, dropped, failure, scores))
 
 
 def _logged(outcome: RelevanceOutcome) -> RelevanceOutcome:

@@ -34,7 +34,8 @@ from answering.lookup import SEARCH_MAIL, TOOL_NAME, Lookup, LookupRefused, pars
 from answering.relevance import RelevanceSettings, filter_passages
 from mailbox.services.passages import Passage, PassageRetrieval, retrieve_passages
 from mailfathom.errors import FILTER_REFUSED, MailFathomError
-from mailfathom.providers.chat import ChatMessage, ChatModel, ToolCall
+from mailfathom.providers.chat import CHAT_ROLE, ChatMessage, ChatModel, ToolCall
+from mailfathom.providers.errors import BAD_RESPONSE, ProviderError
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +143,10 @@ class Run:
             self.record.provider_calls += 1
             self._charge(reply.total_tokens)
             if not reply.tool_calls:
-                # An empty reply never gets here: the provider classifies it (73001).
+                if not reply.text.strip():
+                    # Only a content-filtered reply arrives empty; an answer with no text is
+                    # a failed generation (73001) here, as every other empty one is.
+                    raise ProviderError(BAD_RESPONSE, False, role=CHAT_ROLE)
                 return RunOutcome(answer=reply.text, record=self.record)
             messages.append(ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls))
             for call in reply.tool_calls:

@@ -432,6 +432,113 @@ class MailFathomSettings:
         "Passages of one lookup the relevance pass judges; the rest keep their place unjudged. At"
         " most MAILFATHOM_ANSWERING_MAX_PASSAGES_PER_RETRIEVAL.",
     )
+    drafting_utility_provider: str = _choice(
+        "",
+        ("openai", "none"),
+        "The endpoint reply drafting classifies and condenses mail through (temperature 0): openai"
+        " or none. Unset: the chat endpoint's provider.",
+    )
+    drafting_utility_alias: str = _text(
+        "",
+        "The operator's name for the drafting utility endpoint. Unset: the chat endpoint's alias.",
+    )
+    drafting_utility_base_url: str = _text(
+        "",
+        "Base URL of the drafting utility endpoint. Unset: the chat endpoint's.",
+    )
+    drafting_utility_model: str = _text(
+        "",
+        "Model that classifies and condenses mail for drafting (a small one will do). Unset: the chat model.",
+    )
+    drafting_utility_api_key: str = _text(
+        "",
+        "Secret key sent to the drafting utility endpoint. Unset: the chat endpoint's.",
+    )
+    drafting_utility_api: str = _choice(
+        "",
+        ("chat-completions", "responses"),
+        "Which API the drafting utility endpoint is called through. Unset: MAILFATHOM_CHAT_API.",
+    )
+    drafting_utility_max_output_tokens: int = _whole(
+        256,
+        16,
+        4096,
+        "Most tokens one classification or condensation may generate.",
+    )
+    drafting_provider: str = _choice(
+        "",
+        ("openai", "none"),
+        "The endpoint reply drafts are written through: openai or none (no drafting). Unset: the "
+        "chat endpoint's provider.",
+    )
+    drafting_alias: str = _text(
+        "",
+        "The operator's name for the drafting endpoint; drafts record it. Unset: the chat alias.",
+    )
+    drafting_base_url: str = _text(
+        "",
+        "Base URL of the drafting endpoint. Unset: the chat endpoint's.",
+    )
+    drafting_model: str = _text(
+        "",
+        "Model that writes reply drafts. Unset: the chat model.",
+    )
+    drafting_api_key: str = _text(
+        "",
+        "Secret key sent to the drafting endpoint. Unset: the chat endpoint's.",
+    )
+    drafting_api: str = _choice(
+        "",
+        ("chat-completions", "responses"),
+        "Which API the drafting endpoint is called through. Unset: MAILFATHOM_CHAT_API.",
+    )
+    drafting_max_reply_tokens: int = _whole(
+        800,
+        64,
+        8000,
+        "Most tokens one reply draft may generate; a reply that reaches it is refused, not kept.",
+    )
+    drafting_max_condensed_query_characters: int = _whole(
+        200,
+        20,
+        512,
+        "Characters of the condensed query drafting sends to the vector arm; longer ones are cut.",
+    )
+    drafting_max_answered_characters: int = _whole(
+        6000,
+        500,
+        20000,
+        "Characters of the answered mail (subject and body) a draft is built from; the rest is cut.",
+    )
+    drafting_sources_per_draft: int = _whole(
+        8,
+        1,
+        20,
+        "Messages one draft retrieves from the mailbox as sources; the prompt budget grows with it.",
+    )
+    drafting_characters_per_source: int = _whole(
+        1200,
+        100,
+        20000,
+        "Characters drafting draws from one retrieved message.",
+    )
+    drafting_thread_tail_messages: int = _whole(
+        4,
+        1,
+        20,
+        "Earlier messages of the answered mail's thread a draft carries, newest first.",
+    )
+    drafting_characters_per_thread_message: int = _whole(
+        1500,
+        100,
+        20000,
+        "Characters drafting draws from one earlier message of the thread.",
+    )
+    drafting_rerank_enabled: bool = _flag(
+        False,
+        "Whether drafting's sources pass the relevance judgement (one utility call per source, "
+        "MAILFATHOM_CHAT_RELEVANCE_FILTER_THRESHOLD) before they are fitted.",
+    )
     embedding_provider: str = _choice(
         "local",
         ("local", "openai", "none"),
@@ -593,7 +700,94 @@ class MailFathomSettings:
                 circuit_failures=self.embedding_circuit_failures,
                 circuit_seconds=self.embedding_circuit_seconds,
             )
-        raise ValueError("role is chat or embedding")
+        if role in DRAFTING_ROLES:
+            chat = self.chat_endpoint(role)
+            return Endpoint(
+                role=role,
+                provider=chat.provider,
+                base_url=chat.base_url,
+                model=chat.model,
+                api_key=chat.api_key,
+                timeout_seconds=self.chat_timeout_seconds,
+                max_retries=self.chat_max_retries,
+                concurrency=self.chat_concurrency,
+                circuit_failures=self.chat_circuit_failures,
+                circuit_seconds=self.chat_circuit_seconds,
+            )
+        raise ValueError("role is chat, embedding, utility or drafting")
+
+    def chat_endpoint(self, role: str) -> ChatEndpoint:
+        """A chat-shaped role's settings: "chat", or a drafting role falling back to chat's.
+
+        The drafting roles (docs/operations/drafting.md) take each unset value from the chat
+        endpoint; the utility role always runs at temperature 0 and the drafting role's
+        output bound is MAILFATHOM_DRAFTING_MAX_REPLY_TOKENS.
+        """
+        chat = ChatEndpoint(
+            role="chat",
+            provider=self.chat_provider,
+            alias=self.chat_alias,
+            base_url=self.chat_base_url,
+            model=self.chat_model,
+            api_key=self.chat_api_key,
+            api=self.chat_api,
+            temperature=self.chat_temperature,
+            max_output_tokens=self.chat_max_output_tokens,
+            reasoning_effort=self.chat_reasoning_effort,
+            timeout_seconds=self.chat_timeout_seconds,
+        )
+        if role == "chat":
+            return chat
+        if role == UTILITY_ROLE:
+            prefix, temperature, output = "drafting_utility_", 0.0, self.drafting_utility_max_output_tokens
+        elif role == DRAFTING_ROLE:
+            prefix, temperature, output = "drafting_", self.chat_temperature, self.drafting_max_reply_tokens
+        else:
+            raise ValueError("role is chat, utility or drafting")
+
+        def own(name: str, fallback: str) -> str:
+            value = getattr(self, prefix + name)
+            return value if value.strip() else fallback
+
+        return dataclasses.replace(
+            chat,
+            role=role,
+            provider=own("provider", chat.provider),
+            alias=own("alias", chat.alias),
+            base_url=own("base_url", chat.base_url),
+            model=own("model", chat.model),
+            api_key=own("api_key", chat.api_key),
+            api=own("api", chat.api),
+            temperature=temperature,
+            max_output_tokens=output,
+        )
+
+
+# The two chat-shaped roles reply drafting adds (mailfathom.providers: one handler each).
+UTILITY_ROLE = "utility"
+DRAFTING_ROLE = "drafting"
+DRAFTING_ROLES = (UTILITY_ROLE, DRAFTING_ROLE)
+
+
+@dataclass(frozen=True)
+class ChatEndpoint:
+    """What one chat-shaped role (chat, utility, drafting) sends its model."""
+
+    role: str
+    provider: str
+    alias: str
+    base_url: str
+    model: str
+    api_key: str
+    api: str
+    temperature: float | None
+    max_output_tokens: int
+    reasoning_effort: str
+    timeout_seconds: int
+
+    @property
+    def configured(self) -> bool:
+        return self.provider != "none"
 
 
 @dataclass(frozen=True)

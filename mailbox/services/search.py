@@ -26,6 +26,7 @@ from mailbox.services.lexical_search import highlight, rank_lexical
 from mailbox.services.raw_sql import selects_nothing
 from mailbox.services.selection import MailFilter, Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
+from mailfathom.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.providers import get_embedder
 from mailfathom.providers.errors import ProviderError
 from mailfathom.resettable import forgotten_when_changed
@@ -34,6 +35,9 @@ from mailfathom.wire import WireModel
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARACTERS = 512
+# A lexical string given apart from the query (reply drafting's raw mail); ranking reads at
+# most MAX_QUERY_WORDS of its rarest words whatever its length.
+MAX_LEXICAL_QUERY_CHARACTERS = 20_000
 MIN_RESULT_LIMIT, MAX_RESULT_LIMIT, DEFAULT_RESULT_LIMIT = 1, 50, 20
 RESULT_LIMIT_OUT_OF_RANGE = 51003
 EXTRACTS_PER_EMAIL = 3
@@ -152,8 +156,37 @@ def forget_coverage() -> None:
         _coverage_cache.clear()
 
 
-def rank(candidates, query: str, limit: int) -> tuple[list[tuple[str, float, str]], str, str]:
+def checked_lexical_query(lexical_query_text: object) -> str:
+    """A separate lexical string (reply drafting's raw mail), else 51002 naming lexicalQueryText.
+
+    Mail text, so line breaks and tabs are its own; only NUL (which PostgreSQL cannot hold)
+    and a blank or over-long string are refused.
+    """
+    text = lexical_query_text
+    if (
+        not isinstance(text, str)
+        or not text.strip()
+        or len(text) > MAX_LEXICAL_QUERY_CHARACTERS
+        or "\x00" in text
+    ):
+        raise MailFathomError(
+            FILTER_REFUSED,
+            f"The lexicalQueryText argument must be 1 to {MAX_LEXICAL_QUERY_CHARACTERS} characters "
+            "and not blank.",
+            argument="lexicalQueryText",
+        )
+    return text
+
+
+def rank(
+    candidates, query: str, limit: int, lexical_query_text: str | None = None
+) -> tuple[list[tuple[str, float, str]], str, str]:
     """Rank `candidates` for `query`: [(email id, score, match kind)], mode, semantic state.
+
+    `lexical_query_text`, when given, is what the lexical arm ranks instead of `query`; the
+    vector arm still embeds `query` alone, so that string never reaches the embedding
+    endpoint (reply drafting's two strings, docs/operations/drafting.md). search_emails
+    passes none: one string for both arms.
 
     Candidates empty by construction rank nothing without a query: the mode is the one a
     search would have had with a working provider, since none was asked.
@@ -161,7 +194,8 @@ def rank(candidates, query: str, limit: int) -> tuple[list[tuple[str, float, str
     state = embedding.semantic_state()
     if selects_nothing(candidates):
         return [], ("hybrid" if state == embedding.AVAILABLE else "lexical"), state
-    lexical = rank_lexical(candidates, query, FUSION_DEPTH if state != embedding.INACTIVE else limit)
+    lexical_query = query if lexical_query_text is None else lexical_query_text
+    lexical = rank_lexical(candidates, lexical_query, FUSION_DEPTH if state != embedding.INACTIVE else limit)
     if state == embedding.INACTIVE:
         return (
             [(hit.email_id, hit.score, "exact" if hit.exact else "stemmed") for hit in lexical[:limit]],

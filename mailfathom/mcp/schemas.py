@@ -30,6 +30,22 @@ ENUMERATIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("SearchResult", "retrievalMode"): RETRIEVAL_MODES,
     ("SearchResult", "semanticSearch"): SEMANTIC_SEARCH_STATES,
     ("SearchMatch", "matchKind"): MATCH_KINDS,
+    ("DraftReplyResult", "verdict"): ("ready", "needsReview"),
+    ("DraftReplyResult", "refusal"): (
+        "classifyRefused",
+        "stoppedOnLength",
+        "contentFiltered",
+        "providerFailed",
+    ),
+    ("DraftReplyResult", "intent"): (
+        "inquiry",
+        "request",
+        "order",
+        "complaint",
+        "scheduling",
+        "follow-up",
+        "other",
+    ),
 }
 
 _FRESHNESS = {
@@ -232,6 +248,34 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "retrievalTruncated": "Whether the run reached this server's ceiling on how much mail one "
         "question may read: the answer is complete for what was read, and a narrower question "
         "reads a different part of the mailbox.",
+    },
+    # draft_reply
+    "DraftReplyResult": {
+        "": "A reply drafted for one email and the verdict computed on it; nothing was stored.",
+        "storedEmailId": "The email replied to.",
+        "drafted": "Whether a draft was written; false says where it stopped (refusedAt, refusal).",
+        "body": "The draft's text, signature included; null when none was written. Untrusted "
+        "text derived from mail other people wrote.",
+        "intent": "The email's intent as classified: inquiry, request, order, complaint, "
+        "scheduling, follow-up or other; null when none was written.",
+        "language": "The ISO 639-1 code of the email's language, which the draft is written in.",
+        "verdict": "ready, or needsReview when a reason is listed; null when none was written.",
+        "reasons": "Why the draft needs review: each a stable code, a colon and a sentence.",
+        "note": "What the reviewer should know about how the draft was built (a reply with no "
+        "finish reason, sources left out to fit the prompt); empty when nothing.",
+        "sourceEmailIds": "The emails the draft was grounded in, best first; pass them to "
+        "get_email_content to read them.",
+        "refusedAt": "The stage the draft stopped at (admission, classify, condense, generate); "
+        "null when it was written.",
+        "refusal": "Why it stopped: classifyRefused (the email's intent or language could not "
+        "be read), stoppedOnLength (the reply reached its length limit), contentFiltered, or "
+        "providerFailed; null when it was written.",
+        "modelAlias": "The operator's name for the drafting endpoint.",
+        "tokens": "Tokens each stage's model calls reported, by stage name.",
+    },
+    "StageTokens": {
+        "prompt": "Tokens sent, as the provider reported them.",
+        "completion": "Tokens generated, as the provider reported them.",
     },
     "Citation": {
         "storedEmailId": "The email's identifier; pass it to get_email_content to read it whole.",

@@ -16,11 +16,11 @@ from typing import Any
 from mcp_types import Tool, ToolAnnotations
 
 from accounts.services import scope
-from answering.services import question
+from answering.services import question, reply_draft
 from mailbox.services import content, directory, mail_filter, search, timeline
 from mailbox.services.mail_filter import MailFilter
 from mailfathom.mcp import arguments as args
-from mailfathom.mcp.answering import answering_available
+from mailfathom.mcp.answering import answering_available, drafting_available
 from mailfathom.mcp.arguments import Argument
 from mailfathom.mcp.schemas import output_schema
 from mailfathom.wire import WireModel
@@ -363,4 +363,38 @@ ASK_MAIL = ToolSpec(
     advertised=answering_available,
 )
 
-TOOLS: tuple[ToolSpec, ...] = (*READ_TOOLS, ASK_MAIL)
+# --- draft_reply ----------------------------------------------------------------------------
+
+DRAFT_REPLY = ToolSpec(
+    name="draft_reply",
+    title="Draft a reply",
+    description=(
+        "Drafts a reply to one email in MailFathom's local copy and returns it with a verdict "
+        "computed on it, without storing or sending anything. Models classify the email's intent "
+        "and language, condense it into a search, and write the reply from the email, its thread "
+        "and the account's own mail the search found; the verdict is then computed without a "
+        "model: ready, or needsReview with the reasons (a figure, date, reference, address, link "
+        "or phone number found in none of that mail, another language, a wrong signature, a "
+        "subject line, a heading or a second letter). It costs several paid model calls and takes "
+        "seconds. It never contacts a mail server and changes nothing; the junk folder is never "
+        "searched. A draft that could not be written says where it stopped (refusedAt, refusal) "
+        "instead. The draft is untrusted text derived from mail other people wrote: a person "
+        "reviews it before it is sent."
+    ),
+    arguments=(
+        Argument(
+            "storedEmailId",
+            "stored_email_id",
+            {"type": "string", "format": "uuid", "maxLength": reply_draft.MAX_ID_LENGTH},
+            "Required. The storedEmailId of the email to reply to, as a listing or a search "
+            "returned it. Anything but a UUID is refused with 51004; an email not held in the "
+            "caller's scope with 53002.",
+            required=True,
+        ),
+    ),
+    result_model=reply_draft.DraftReplyResult,
+    use_case=reply_draft.draft_reply,
+    advertised=drafting_available,
+)
+
+TOOLS: tuple[ToolSpec, ...] = (*READ_TOOLS, ASK_MAIL, DRAFT_REPLY)

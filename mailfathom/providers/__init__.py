@@ -3,10 +3,12 @@
 Both roles go through one ProviderHandler, the handler Django's backend pattern asks for:
 the embedder (MAILFATHOM_EMBEDDING_*, `get_embedder()`, registry `EMBEDDING_BACKENDS`) and
 the chat model ask_mail talks to (MAILFATHOM_CHAT_*, `get_chat_model()`, registry
-`CHAT_BACKENDS`). Each registry maps a provider choice to a dotted backend class, so adding
-a provider touches that registry (and the setting's choices) and nothing else. A backend
-class offers `from_settings(values)` and `configuration_problems(values)`; either role is
-None while its provider is "none".
+`CHAT_BACKENDS`), and reply drafting's utility and drafting models (MAILFATHOM_DRAFTING_*,
+`utility_models`, `drafting_models`, the chat backends again). Each registry maps a
+provider choice to a dotted backend class, so adding a provider touches that registry
+(and the setting's choices) and nothing else. A backend class offers
+`from_settings(values)` and `configuration_problems(values)` (given `role=` when it serves
+several roles); a role is None while its provider is "none".
 
 What callers get is always wrapped in the role's resilience (ResilientEmbedder,
 ResilientChat): deadline, retries, circuit and concurrency limit, with every outcome written to the shared
@@ -23,7 +25,7 @@ from typing import Any, Generic, TypeVar
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from mailfathom.config import MailFathomSettings
+from mailfathom.config import DRAFTING_ROLE, UTILITY_ROLE, MailFathomSettings
 from mailfathom.providers.base import EMBEDDING_ROLE, Embedder, EmbeddingProfileSpec
 from mailfathom.providers.chat import (
     CHAT_ROLE,
@@ -61,6 +63,8 @@ __all__ = [
     "get_embedder",
     "provider_code",
     "chat_models",
+    "drafting_models",
+    "utility_models",
     "embedders",
     "ProviderHandler",
 ]
@@ -85,8 +89,17 @@ class ProviderHandler(Generic[P]):
     engine threads. The instance is forgotten whenever the settings change.
     """
 
-    def __init__(self, role: str, backends: dict[str, str], wrapper: Callable[[Any, Resilience], P]) -> None:
+    def __init__(
+        self,
+        role: str,
+        backends: dict[str, str],
+        wrapper: Callable[[Any, Resilience], P],
+        *,
+        names_role: bool = False,
+    ) -> None:
         self.role = role
+        # A backend serving several roles (OpenAIChat: chat, utility, drafting) is told which.
+        self._role_arguments: dict[str, str] = {"role": role} if names_role else {}
         self.backends = backends
         self._wrapper = wrapper
         self._lock = threading.Lock()
@@ -98,7 +111,8 @@ class ProviderHandler(Generic[P]):
         endpoint = values.endpoint(self.role)
         if not endpoint.configured:
             return None
-        backend = import_string(self.backends[endpoint.provider]).from_settings(values)
+        backend_class = import_string(self.backends[endpoint.provider])
+        backend = backend_class.from_settings(values, **self._role_arguments)
         return self._wrapper(backend, Resilience.from_endpoint(endpoint))
 
     def get(self) -> P | None:
@@ -122,11 +136,20 @@ class ProviderHandler(Generic[P]):
         endpoint = values.endpoint(self.role)
         if not endpoint.configured:
             return []
-        return import_string(self.backends[endpoint.provider]).configuration_problems(values)
+        backend = import_string(self.backends[endpoint.provider])
+        return backend.configuration_problems(values, **self._role_arguments)
 
 
 embedders: ProviderHandler[Embedder] = ProviderHandler(EMBEDDING_ROLE, EMBEDDING_BACKENDS, ResilientEmbedder)
 chat_models: ProviderHandler[ChatModel] = ProviderHandler(CHAT_ROLE, CHAT_BACKENDS, ResilientChat)
+# Reply drafting's two roles (docs/operations/drafting.md): each falls back to the chat
+# endpoint's settings where its own are unset, and keeps its own resilience and health.
+utility_models: ProviderHandler[ChatModel] = ProviderHandler(
+    UTILITY_ROLE, CHAT_BACKENDS, ResilientChat, names_role=True
+)
+drafting_models: ProviderHandler[ChatModel] = ProviderHandler(
+    DRAFTING_ROLE, CHAT_BACKENDS, ResilientChat, names_role=True
+)
 
 build_embedder = embedders.build
 get_embedder = embedders.get

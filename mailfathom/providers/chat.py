@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mailfathom.providers.errors import BAD_RESPONSE, ProviderError
@@ -34,6 +34,9 @@ from mailfathom.providers.resilience import Resilience
 
 CHAT_ROLE = "chat"
 ROLES = ("user", "assistant", "tool")
+# The finish reasons a caller may act on, in Chat Completions' words (the Responses API's
+# status is translated to them).
+FINISH_STOP, FINISH_LENGTH, FINISH_FILTER = "stop", "length", "content_filter"
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,10 @@ class ChatReply:
     input_tokens: int
     output_tokens: int
     usage_reported: bool
+    # Why the model stopped, in Chat Completions' words ("stop", "length", "content_filter",
+    # "tool_calls"); None when the endpoint did not say. Left out of equality: it is a
+    # property of the transport's report, not of what the model answered.
+    finish_reason: str | None = field(default=None, compare=False)
 
     @property
     def total_tokens(self) -> int:
@@ -147,7 +154,7 @@ def check_request(instruction: str, messages: Sequence[ChatMessage], tools: Sequ
             raise ValueError("a tool has a name and a JSON Schema object of parameters")
 
 
-def check_reply(reply: object) -> ChatReply:
+def check_reply(reply: object, role: str = CHAT_ROLE) -> ChatReply:
     """`reply` if it has the shape of a usable answer, else ProviderError(bad_response, 73001)."""
     usable = (
         isinstance(reply, ChatReply)
@@ -163,10 +170,10 @@ def check_reply(reply: object) -> ChatReply:
             for call in reply.tool_calls
         )
         and all(isinstance(count, int) and count >= 0 for count in (reply.input_tokens, reply.output_tokens))
-        and (bool(reply.text.strip()) or bool(reply.tool_calls))
+        and (bool(reply.text.strip()) or bool(reply.tool_calls) or reply.finish_reason == FINISH_FILTER)
     )
     if not usable:
-        raise ProviderError(BAD_RESPONSE, False, role=CHAT_ROLE)
+        raise ProviderError(BAD_RESPONSE, False, role=role)
     assert isinstance(reply, ChatReply)
     return reply
 
@@ -190,6 +197,7 @@ class ResilientChat(ChatModel):
         check_request(instruction, messages, tools)
 
         def operation(seconds_left: float) -> ChatReply:
-            return check_reply(self.backend.send(instruction, messages, tools, timeout=seconds_left))
+            reply = self.backend.send(instruction, messages, tools, timeout=seconds_left)
+            return check_reply(reply, self.resilience.role)
 
         return self.resilience.call(operation, size=len(messages))

@@ -33,6 +33,9 @@ import openai
 from mailfathom.config import MailFathomSettings
 from mailfathom.providers.chat import (
     CHAT_ROLE,
+    FINISH_FILTER,
+    FINISH_LENGTH,
+    FINISH_STOP,
     ChatBackend,
     ChatMessage,
     ChatReply,
@@ -46,6 +49,8 @@ CHAT_COMPLETIONS = "chat-completions"
 RESPONSES = "responses"
 APIS = (CHAT_COMPLETIONS, RESPONSES)
 DEFAULT_EFFORT = "default"
+# Where each drafting role's own settings start (MAILFATHOM_DRAFTING_UTILITY_MODEL, ...).
+_PREFIXES = {"utility": "DRAFTING_UTILITY_", "drafting": "DRAFTING_"}
 
 
 def _text(value: object) -> str:
@@ -84,6 +89,7 @@ class OpenAIChat(ChatBackend):
         max_output_tokens: int = 2048,
         reasoning_effort: str = DEFAULT_EFFORT,
         timeout: float = 300.0,
+        role: str = CHAT_ROLE,
     ) -> None:
         if api not in APIS:
             raise ValueError("api is chat-completions or responses")
@@ -94,28 +100,34 @@ class OpenAIChat(ChatBackend):
         self.max_output_tokens = max_output_tokens
         self.reasoning_effort = reasoning_effort
         self._timeout = timeout
+        self.role = role
         self._client = make_client(base_url, api_key, timeout)
 
     @classmethod
-    def from_settings(cls, values: MailFathomSettings) -> OpenAIChat:
-        temperature = values.chat_temperature
+    def from_settings(cls, values: MailFathomSettings, role: str = CHAT_ROLE) -> OpenAIChat:
+        """The backend of one chat-shaped role ("chat", or a drafting role: see config.chat_endpoint)."""
+        endpoint = values.chat_endpoint(role)
+        temperature = endpoint.temperature
         return cls(
-            model=values.chat_model,
-            alias=values.chat_alias,
-            base_url=values.chat_base_url,
-            api_key=values.chat_api_key,
-            api=values.chat_api,
+            model=endpoint.model,
+            alias=endpoint.alias,
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key,
+            api=endpoint.api,
             temperature=None if temperature is None else float(temperature),
-            max_output_tokens=values.chat_max_output_tokens,
-            reasoning_effort=values.chat_reasoning_effort,
-            timeout=values.chat_timeout_seconds,
+            max_output_tokens=endpoint.max_output_tokens,
+            reasoning_effort=endpoint.reasoning_effort,
+            timeout=endpoint.timeout_seconds,
+            role=role,
         )
 
     @staticmethod
-    def configuration_problems(values: MailFathomSettings) -> list[str]:
-        problems = endpoint_problems(values.endpoint(CHAT_ROLE), "MAILFATHOM_CHAT_", "the chat provider")
-        if not values.chat_alias.strip():
-            problems.append("MAILFATHOM_CHAT_ALIAS must not be empty when the chat provider is openai.")
+    def configuration_problems(values: MailFathomSettings, role: str = CHAT_ROLE) -> list[str]:
+        prefix = "MAILFATHOM_CHAT_" if role == CHAT_ROLE else f"MAILFATHOM_{_PREFIXES[role]}"
+        label = "the chat provider" if role == CHAT_ROLE else f"the {role} provider"
+        problems = endpoint_problems(values.endpoint(role), prefix, label)
+        if not values.chat_endpoint(role).alias.strip():
+            problems.append(f"{prefix}ALIAS must not be empty when {label} is openai.")
         return problems
 
     def send(
@@ -136,13 +148,14 @@ class OpenAIChat(ChatBackend):
             else:
                 reply = self._chat_completions(instruction, messages, tools, timeout)
         except openai.OpenAIError as error:
-            failure = translate_error(error, CHAT_ROLE)
+            failure = translate_error(error, self.role)
         except (ValueError, TypeError, AttributeError, KeyError, IndexError):
-            failure = ProviderError(BAD_RESPONSE, False, role=CHAT_ROLE)
+            failure = ProviderError(BAD_RESPONSE, False, role=self.role)
         if failure is not None:
             raise failure
-        if not reply.text.strip() and not reply.tool_calls:
-            raise ProviderError(BAD_RESPONSE, False, role=CHAT_ROLE)
+        if not reply.text.strip() and not reply.tool_calls and reply.finish_reason != FINISH_FILTER:
+            # A filtered reply may be empty: it is still an answer, one the caller refuses.
+            raise ProviderError(BAD_RESPONSE, False, role=self.role)
         return reply
 
     # Chat Completions
@@ -200,7 +213,8 @@ class OpenAIChat(ChatBackend):
     ) -> ChatReply:
         request = self.chat_completions_request(instruction, messages, tools)
         response = self._client.chat.completions.create(**request, timeout=timeout)
-        message = response.choices[0].message
+        choice = response.choices[0]
+        message = choice.message
         text = _text(message.content) or _text(getattr(message, "refusal", None))
         calls = []
         for index, call in enumerate(message.tool_calls or ()):
@@ -221,6 +235,7 @@ class OpenAIChat(ChatBackend):
             input_tokens=_count(getattr(usage, "prompt_tokens", None)),
             output_tokens=_count(getattr(usage, "completion_tokens", None)),
             usage_reported=usage is not None,
+            finish_reason=_text(getattr(choice, "finish_reason", None)) or None,
         )
 
     # Responses API
@@ -305,4 +320,16 @@ class OpenAIChat(ChatBackend):
             input_tokens=_count(getattr(usage, "input_tokens", None)),
             output_tokens=_count(getattr(usage, "output_tokens", None)),
             usage_reported=usage is not None,
+            finish_reason=_responses_finish(response),
         )
+
+
+def _responses_finish(response: object) -> str | None:
+    """The Responses API's status, in Chat Completions' finish-reason words (None: not said)."""
+    status = getattr(response, "status", None)
+    if status == "completed":
+        return FINISH_STOP
+    if status == "incomplete":
+        reason = getattr(getattr(response, "incomplete_details", None), "reason", None)
+        return FINISH_FILTER if reason == "content_filter" else FINISH_LENGTH
+    return None

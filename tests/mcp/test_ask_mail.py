@@ -42,7 +42,14 @@ def world(settings, scripted):
 
 def test_ask_mail_is_listed_and_answers_with_citations_and_the_three_flags(answering_server, api_key, world):
     names = [tool["name"] for tool in list_tools(answering_server, api_key)]
-    assert names == ["list_accounts", "list_emails", "get_email_content", "search_emails", "ask_mail"]
+    assert names == [
+        "list_accounts",
+        "list_emails",
+        "get_email_content",
+        "search_emails",
+        "ask_mail",
+        "draft_reply",
+    ]
     (descriptor,) = [tool for tool in list_tools(answering_server, api_key) if tool["name"] == "ask_mail"]
     assert descriptor["inputSchema"]["required"] == ["question"]
     assert set(descriptor["inputSchema"]["properties"]) == {"question", "accounts", "folders"}

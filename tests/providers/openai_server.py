@@ -26,7 +26,8 @@ the Behaviour it returns, so a test can script a model that reacts to what it wa
 Faults: `status(...)` (with Retry-After), `hang(seconds)`, `malformed()` (200, not JSON),
 `trickle(text("..."), chunk_seconds=0.5, chunks=10)` (headers at once, the body slowly),
 `truncated_tool_call(name)` (arguments cut off, finish_reason "length"), `empty()` (no
-text and no tool calls). For a refused connection, stop the server or use a closed port.
+text and no tool calls), `text(..., finish="length" | "content_filter" | NO_FINISH)`.
+For a refused connection, stop the server or use a closed port.
 
 Every request is recorded (path, model, inputs, messages, authorization header, the whole
 request JSON as `body`, and `at`, its monotonic arrival time) for assertions.
@@ -96,9 +97,18 @@ def hang(seconds: float) -> Behaviour:
     return Behaviour("hang", seconds=seconds)
 
 
-def text(content: str, *, usage: tuple[int, int] | None = DEFAULT_USAGE) -> Behaviour:
-    """A chat reply of `content`; `usage=None` leaves the usage out of the reply."""
-    return Behaviour("text", content=content, usage=usage)
+# finish= value that sends no finish reason at all (finish_reason null; no Responses status).
+NO_FINISH = "null"
+
+
+def text(content: str, *, usage: tuple[int, int] | None = DEFAULT_USAGE, finish: str = "") -> Behaviour:
+    """A chat reply of `content`; `usage=None` leaves the usage out of the reply.
+
+    `finish` overrides the finish reason: "length", "content_filter", or NO_FINISH for none.
+    On the Responses API "length" and "content_filter" become an incomplete reply with that
+    reason, and NO_FINISH a reply without a status.
+    """
+    return Behaviour("text", content=content, usage=usage, finish=finish)
 
 
 def tool_calls(*calls: Call, content: str = "", usage: tuple[int, int] | None = DEFAULT_USAGE) -> Behaviour:
@@ -144,6 +154,10 @@ def tool_results(request: dict[str, Any]) -> list[str]:
     if not isinstance(items, list):
         return []
     return [item.get("output") or "" for item in items if item.get("type") == "function_call_output"]
+
+
+def _finish(reason: str) -> str | None:
+    return None if reason == NO_FINISH else reason
 
 
 def _arguments_text(arguments: dict[str, Any] | str) -> str:
@@ -292,7 +306,9 @@ class ScriptedOpenAIServer:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.get("model"),
-            "choices": [{"index": 0, "message": message, "finish_reason": behaviour.finish or finish}],
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": _finish(behaviour.finish or finish)}
+            ],
         }
         if behaviour.usage is not None:
             prompt, completion = behaviour.usage
@@ -317,7 +333,8 @@ class ScriptedOpenAIServer:
                     "content": [part],
                 }
             )
-        incomplete = behaviour.finish == "length"
+        incomplete = behaviour.finish in ("length", "content_filter")
+        reason = "content_filter" if behaviour.finish == "content_filter" else "max_output_tokens"
         if behaviour.action == "tool_calls":
             for index, call in enumerate(behaviour.calls):
                 call_id, name, arguments = _call_parts(index, call)
@@ -336,7 +353,7 @@ class ScriptedOpenAIServer:
             "object": "response",
             "created_at": int(time.time()),
             "status": "incomplete" if incomplete else "completed",
-            "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+            "incomplete_details": {"reason": reason} if incomplete else None,
             "error": None,
             "model": request.get("model"),
             "instructions": request.get("instructions"),
@@ -346,6 +363,8 @@ class ScriptedOpenAIServer:
             "tools": request.get("tools", []),
             "metadata": {},
         }
+        if behaviour.finish == NO_FINISH:
+            del body["status"]
         if behaviour.usage is not None:
             prompt, completion = behaviour.usage
             body["usage"] = {

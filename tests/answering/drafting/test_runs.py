@@ -1,9 +1,10 @@
 """Drafting runs: bounded, oldest first, refusals counted, the ledger stops them, one run per account.
 
-The composer here is a STAND-IN FOR THE PIPELINE (answering.drafting.pipeline.compose_draft,
-built alongside): a tiny local function with the same signature, returning results with the
-same fields, passed to draft_account(compose=...). What is tested is the run around it; the
-real pipeline's own tests run it against the scripted OpenAI-compatible server.
+Most tests here pass a STAND-IN FOR THE PIPELINE as draft_account(compose=...): a tiny local
+function with compose_draft's signature, returning the pipeline's own ComposedDraft and
+DraftRefused, so each way a run can go is one line to arrange. What they test is the run
+around the composer. The tests at the end run the real compose_draft against the scripted
+OpenAI-compatible server (tests/answering/drafting/conftest.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from dataclasses import dataclass, field
 from datetime import timedelta
 
 import pytest
@@ -19,6 +19,7 @@ from django.db import connection
 from django.utils import timezone
 
 from accounts.models import FolderRole
+from answering.drafting.pipeline import ComposedDraft, DraftRefused
 from answering.drafting.runs import account_lock, draft_account
 from answering.ledger import period_ledger
 from answering.models import AttemptOutcome, Draft, DraftAttempt, DraftStatus, Intent, Verdict
@@ -34,29 +35,29 @@ pytestmark = pytest.mark.django_db
 # --- the stand-in for the pipeline --------------------------------------------------------
 
 
-@dataclass
-class StandInComposed:
-    """Shaped like pipeline.ComposedDraft."""
+def StandInComposed(body: str, **fields) -> ComposedDraft:  # noqa: N802 (reads like the type)
+    """A real pipeline.ComposedDraft, made up by the stand-in."""
+    values = {
+        "intent": Intent.INQUIRY.value,
+        "language": "en",
+        "source_ids": (),
+        "verdict": Verdict.READY.value,
+        "reasons": (),
+        "note": "",
+        "model_alias": "drafting",
+        "tokens": {"generate": {"prompt": 100, "completion": 20}},
+    }
+    return ComposedDraft(body=body, **{**values, **fields})
 
-    body: str
-    intent: str = Intent.INQUIRY
-    language: str = "en"
-    source_ids: list = field(default_factory=list)
-    verdict: str = Verdict.READY
-    reasons: list = field(default_factory=list)
-    note: str = ""
-    model_alias: str = "drafting"
-    tokens: dict = field(default_factory=lambda: {"generate": {"prompt": 100, "completion": 20}})
 
-
-@dataclass
-class StandInRefused:
-    """Shaped like pipeline.DraftRefused."""
-
-    stage: str
-    outcome: str
-    model_alias: str = "utility"
-    tokens: dict = field(default_factory=lambda: {"classify": {"prompt": 50, "completion": 3}})
+def StandInRefused(stage: str, outcome: str, model_alias: str = "utility") -> DraftRefused:  # noqa: N802
+    """A real pipeline.DraftRefused, made up by the stand-in."""
+    return DraftRefused(
+        stage=stage,
+        outcome=outcome,
+        model_alias=model_alias,
+        tokens={"classify": {"prompt": 50, "completion": 3}},
+    )
 
 
 class StandInComposer:
@@ -75,7 +76,7 @@ class StandInComposer:
             return outcome
         body = f"Dear customer, about {email.subject}: confirmed."
         remember(body)
-        return StandInComposed(body=body, source_ids=[email.id])
+        return StandInComposed(body, source_ids=(email.id,))
 
 
 # --- the mailbox -------------------------------------------------------------------------
@@ -156,7 +157,7 @@ def test_a_refusal_is_counted_the_run_moves_on_and_the_next_run_holds_it_back(ac
 
 def test_the_run_stops_when_the_composer_reports_the_ceiling(account, inbox):
     _waiting(inbox, 3)
-    compose = StandInComposer(refuse={"mail-1": StandInRefused("admit", AttemptOutcome.CEILING_REACHED)})
+    compose = StandInComposer(refuse={"mail-1": StandInRefused("admission", AttemptOutcome.CEILING_REACHED)})
 
     summary = draft_account(account, compose=compose)
 
@@ -217,7 +218,7 @@ def test_a_draft_written_meanwhile_by_another_writer_is_counted_not_duplicated(a
             verdict="ready",
             model_alias="x",
         )
-        return StandInComposed(body="second")
+        return StandInComposed("second")
 
     summary = draft_account(account, compose=racing)
 
@@ -233,7 +234,7 @@ def test_an_email_expunged_while_it_was_composed_is_counted_as_vanished(account,
     def expunging(email):
         Email.objects.filter(pk=email.pk).delete()
         return (
-            StandInComposed(body="reply")
+            StandInComposed("reply")
             if email.subject == "mail-0"
             else StandInRefused("classify", "classify_refused")
         )
@@ -304,7 +305,7 @@ def test_two_workers_at_once_make_one_draft_per_email_and_neither_crashes(accoun
     def slow(email):
         first_inside.set()
         second_done.wait(timeout=30)
-        return StandInComposed(body="reply")
+        return StandInComposed("reply")
 
     def first_worker():
         try:

@@ -1,0 +1,3 @@
+"""Admin of the answering app (each part in its own module, registered on import)."""
+
+from answering import admin_references  # noqa: F401

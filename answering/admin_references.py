@@ -1,0 +1,69 @@
+"""Admin for reference documents: upload a text file (or paste the text), stored and indexed.
+
+Saving goes through answering.services.reference_documents, which cuts the text into
+chunks, indexes and embeds them; an edited text rebuilds them. Files are read as UTF-8
+text (plain text, Markdown, CSV); anything else is refused with a form error.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+
+from answering.models import ReferenceDocument
+from answering.services.reference_documents import MAX_DOCUMENT_CHARACTERS, store_reference_document
+
+MAX_UPLOAD_BYTES = 4 * 1024 * 1024
+
+
+class ReferenceDocumentForm(forms.ModelForm):
+    upload = forms.FileField(
+        required=False,
+        help_text="A UTF-8 text file (plain text, Markdown, CSV). It replaces the text below.",
+    )
+
+    class Meta:
+        model = ReferenceDocument
+        fields = ["account", "title", "text"]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["text"].required = False
+
+    def clean(self):
+        cleaned = super().clean()
+        upload = cleaned.get("upload")
+        if upload is not None:
+            if upload.size > MAX_UPLOAD_BYTES:
+                raise forms.ValidationError({"upload": f"The file is larger than {MAX_UPLOAD_BYTES} bytes."})
+            try:
+                cleaned["text"] = upload.read().decode("utf-8")
+            except UnicodeDecodeError:
+                raise forms.ValidationError({"upload": "The file is not UTF-8 text."}) from None
+        text = cleaned.get("text") or ""
+        if not text.strip():
+            raise forms.ValidationError({"text": "Give the document's text, or upload a file."})
+        if len(text) > MAX_DOCUMENT_CHARACTERS:
+            raise forms.ValidationError({"text": f"At most {MAX_DOCUMENT_CHARACTERS} characters."})
+        return cleaned
+
+
+@admin.register(ReferenceDocument)
+class ReferenceDocumentAdmin(admin.ModelAdmin):
+    form = ReferenceDocumentForm
+    list_display = ["title", "account", "uploaded_at", "chunk_count"]
+    list_filter = ["account"]
+    search_fields = ["title"]
+
+    @admin.display(description="chunks")
+    def chunk_count(self, document: ReferenceDocument) -> int:
+        return document.chunks.count()
+
+    def save_model(self, request, obj: ReferenceDocument, form, change: bool) -> None:
+        stored = store_reference_document(
+            form.cleaned_data["account"],
+            form.cleaned_data["title"],
+            form.cleaned_data["text"],
+            document=obj if change else None,
+        )
+        obj.pk = stored.pk

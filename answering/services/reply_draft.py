@@ -1,0 +1,150 @@
+"""draft_reply: stages 2 to 8 for one email in the caller's scope; the draft is returned, not stored.
+
+The order is the contract (docs/operations/drafting.md, draft_reply over MCP):
+
+1. the id: a UUID of at most 64 characters (51004), before anything is read;
+2. the scope: the same resolution every read uses, so a key limited to accounts reaches
+   only those (the limit also travels into every read the pipeline makes);
+3. the capability: 56001 while this deployment does not draft, or cannot now;
+4. the email, among those the scope may read: 53002 when it is not held or not in scope;
+5. compose_draft, which takes one run from the period ledger: a spent period is 57001,
+   like ask_mail's. Any other refusal (classification refused, a reply cut on length or
+   filtered, a provider failure) is an ordinary result saying so, with the tokens spent.
+
+Nothing is stored: no Draft, no DraftAttempt. Where sensitive-content scanning is on, the
+draft is redacted before it leaves, as an answer is.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from pydantic.alias_generators import to_camel
+
+from accounts.services.scope import resolve_scope
+from answering.drafting.capability import drafting_capability
+from answering.drafting.pipeline import DraftRefused, compose_draft
+from answering.ledger import SPEND_REFUSED
+from answering.models import AttemptOutcome
+from mailbox.models import Email
+from mailbox.services import sensitive
+from mailfathom.capability import CapabilityState
+from mailfathom.errors import UNKNOWN_EMAIL, MailFathomError
+from mailfathom.wire import WireModel
+
+EMAIL_ID_REFUSED = 51004
+DRAFTING_UNAVAILABLE = 56001
+MAX_ID_LENGTH = 64
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+VERDICTS = ("ready", "needsReview")
+REFUSALS = tuple(
+    to_camel(outcome.value) for outcome in AttemptOutcome if outcome != AttemptOutcome.CEILING_REACHED
+)
+
+
+class StageTokens(WireModel):
+    prompt: int
+    completion: int
+
+
+class DraftReplyResult(WireModel):
+    stored_email_id: str
+    drafted: bool
+    body: str | None
+    intent: str | None
+    language: str | None
+    verdict: str | None
+    reasons: list[str]
+    note: str
+    source_email_ids: list[str]
+    refused_at: str | None
+    refusal: str | None
+    model_alias: str
+    tokens: dict[str, StageTokens]
+
+
+def checked_email_id(value: object) -> uuid.UUID:
+    """`value` as a UUID (32 hex digits, hyphens only where a UUID has them), else 51004."""
+    text = value if isinstance(value, str) and len(value) <= MAX_ID_LENGTH else ""
+    if text[:1] == "{" and text[-1:] == "}":
+        text = text[1:-1]
+    if len(text) == 36 and all(text[i] == "-" for i in (8, 13, 18, 23)):
+        text = text.replace("-", "")
+    if len(text) != 32 or not set(text) <= _HEX or int(text, 16) == 0:
+        raise MailFathomError(
+            EMAIL_ID_REFUSED,
+            f"The storedEmailId argument must be a UUID of at most {MAX_ID_LENGTH} characters that "
+            "this system issued.",
+            argument="storedEmailId",
+        )
+    return uuid.UUID(hex=text)
+
+
+def draft_reply(stored_email_id: str) -> DraftReplyResult:
+    """Draft a reply to one email in scope; see the module docstring for the order."""
+    email_id = checked_email_id(stored_email_id)
+    scope = resolve_scope()
+    capability = drafting_capability()
+    if capability.state != CapabilityState.AVAILABLE:
+        raise _unavailable(capability.state)
+    email = Email.objects.readable(scope).filter(pk=email_id).select_related("account").first()
+    if email is None:
+        raise MailFathomError(
+            UNKNOWN_EMAIL, "No email with this storedEmailId is held in the caller's scope."
+        )
+    result = compose_draft(email)
+    if isinstance(result, DraftRefused):
+        if result.outcome == AttemptOutcome.CEILING_REACHED:
+            raise MailFathomError(
+                SPEND_REFUSED,
+                "This deployment has spent what it may spend on answering and drafting in the "
+                "current period; try again when it renews.",
+            )
+        return DraftReplyResult(
+            stored_email_id=str(email_id),
+            drafted=False,
+            body=None,
+            intent=None,
+            language=None,
+            verdict=None,
+            reasons=[],
+            note="",
+            source_email_ids=[],
+            refused_at=result.stage,
+            refusal=to_camel(result.outcome),
+            model_alias=result.model_alias,
+            tokens=_tokens(result.tokens),
+        )
+    body = sensitive.redact(result.body) if sensitive.enabled() else result.body
+    return DraftReplyResult(
+        stored_email_id=str(email_id),
+        drafted=True,
+        body=body,
+        intent=result.intent,
+        language=result.language,
+        verdict=to_camel(result.verdict),
+        reasons=list(result.reasons),
+        note=result.note,
+        source_email_ids=[str(source) for source in result.source_ids],
+        refused_at=None,
+        refusal=None,
+        model_alias=result.model_alias,
+        tokens=_tokens(result.tokens),
+    )
+
+
+def _tokens(tokens: dict[str, dict[str, int]]) -> dict[str, StageTokens]:
+    return {stage: StageTokens(**counts) for stage, counts in tokens.items()}
+
+
+def _unavailable(state: CapabilityState) -> MailFathomError:
+    if state == CapabilityState.DEGRADED:
+        return MailFathomError(
+            DRAFTING_UNAVAILABLE,
+            "This deployment drafts replies but cannot right now; try again in a minute.",
+        )
+    return MailFathomError(
+        DRAFTING_UNAVAILABLE,
+        "This deployment does not draft replies: it declares no drafting endpoint.",
+    )
