@@ -226,7 +226,8 @@ class Email(models.Model):
             GinIndex(fields=["search_vector"], name="email_search_vector"),
             models.Index(fields=["folder", "-received_at", "-id"], name="email_folder_timeline"),
             models.Index(fields=["account", "message_id"], name="email_message_id"),
-            GinIndex(fields=["thread_keys"], name="email_thread_keys"),
+            # Looked up by every batch stored: no pending list, so a lookup never scans one.
+            GinIndex(fields=["thread_keys"], name="email_thread_keys", fastupdate=False),
             models.Index(fields=["account", "thread_id", "received_at"], name="email_thread"),
             # The drafting gate's window scan, oldest first (answering.drafting.gate): only
             # incoming mail that is not bulk can ever wait for a draft.

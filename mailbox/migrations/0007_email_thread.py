@@ -25,7 +25,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='email',
-            index=django.contrib.postgres.indexes.GinIndex(fields=['thread_keys'], name='email_thread_keys'),
+            index=django.contrib.postgres.indexes.GinIndex(fastupdate=False, fields=['thread_keys'], name='email_thread_keys'),
         ),
         migrations.AddIndex(
             model_name='email',

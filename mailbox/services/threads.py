@@ -26,6 +26,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
 
 from mailbox.models import Email
+from mailbox.services.raw_sql import Params, column, table
 
 # First key of the two-integer advisory lock: the account's primary key is the second.
 _THREADING_LOCK = 0x7E4D
@@ -68,17 +69,29 @@ class _Components:
 def _stored_threads(
     account_pk: int, keys: set[str], batch: Iterable[uuid.UUID]
 ) -> list[tuple[uuid.UUID, list]]:
-    """(thread_id, thread_keys) of the account's threaded emails, outside `batch`, sharing a key."""
+    """(thread_id, thread_keys) of the account's threaded emails, outside `batch`, sharing a key.
+
+    One GIN probe per key (`@>` a one-element array), not one `&&` with all of them: the
+    planner's estimate for an overlap with hundreds of elements is most of the table, and
+    it scans the table (6.6 s at 100,000 emails, 11 ms this way; docs/benchmarks.md).
+    """
     rows: list[tuple[uuid.UUID, list]] = []
     ordered = sorted(keys)
     excluded = list(batch)
+    e = table(Email)
+    keys_column, thread = column(Email, "thread_keys"), column(Email, "thread_id")
     for start in range(0, len(ordered), _KEYS_PER_QUERY):
-        chunk = ordered[start : start + _KEYS_PER_QUERY]
-        rows += (
-            Email.objects.filter(account_id=account_pk, thread_keys__overlap=chunk, thread_id__isnull=False)
-            .exclude(pk__in=excluded)
-            .values_list("thread_id", "thread_keys")
+        p = Params()
+        sql = (
+            f"SELECT e.{thread}, e.{keys_column} "
+            f"FROM unnest({p(ordered[start : start + _KEYS_PER_QUERY])}::varchar[]) AS wanted(key) "
+            f"JOIN {e} AS e ON e.{keys_column} @> ARRAY[wanted.key]::varchar[] "
+            f"WHERE e.{column(Email, 'account')} = {p(account_pk)} AND e.{thread} IS NOT NULL "
+            f"AND NOT (e.{column(Email, 'id')} = ANY({p(excluded)}::uuid[]))"
         )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, p.values)
+            rows += cursor.fetchall()
     return rows
 
 
