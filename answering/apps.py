@@ -9,3 +9,10 @@ class AnsweringConfig(AppConfig):
 
     def ready(self) -> None:
         from answering.drafting import checks  # noqa: F401 (registers the drafting checks)
+        from answering.receivers import queue_drafting_after_synchronization
+        from mailbox.signals import synchronization_finished
+
+        synchronization_finished.connect(
+            queue_drafting_after_synchronization,
+            dispatch_uid="answering.queue_drafting_after_synchronization",
+        )

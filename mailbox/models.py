@@ -102,6 +102,14 @@ class Direction(models.TextChoices):
     OUTGOING = "outgoing", "Outgoing"
 
 
+def thread_keys_expression() -> models.Func:
+    """array_remove(references || message_id || in_reply_to, ''): immutable, so it can be generated."""
+    keys = ArrayField(models.CharField(max_length=998))
+    appended = models.Func(models.F("references"), models.F("message_id"), function="array_append")
+    appended = models.Func(appended, models.F("in_reply_to"), function="array_append")
+    return models.Func(appended, models.Value(""), function="array_remove", output_field=keys)
+
+
 class EmailQuerySet(models.QuerySet["Email"]):
     def readable(
         self, scope: ResolvedScope, folder_mapping_ids: Iterable[int] | None = None
@@ -178,6 +186,17 @@ class Email(models.Model):
 
     direction = models.CharField(max_length=8, choices=Direction.choices, default=Direction.INCOMING)
     is_bulk = models.BooleanField(default=False)
+    # The conversation this email belongs to, across the account's folders (Sent included):
+    # the id of one of its emails, set at storing time (mailbox.services.threads). Empty only
+    # for mail stored before threading existed, until `manage.py thread_mail` has run.
+    thread_id = models.UUIDField(null=True, blank=True)
+    # Every id the message names (its own, In-Reply-To, References), without empties: two
+    # emails sharing any of them are in one thread, even through an id no stored email has.
+    thread_keys = models.GeneratedField(
+        expression=thread_keys_expression(),
+        output_field=ArrayField(models.CharField(max_length=998)),
+        db_persist=True,
+    )
 
     # Null while nothing has read the parts (content kept out by the size limit or headroom).
     attachment_count = models.PositiveIntegerField(null=True, blank=True)
@@ -225,6 +244,16 @@ class Email(models.Model):
                 fields=["folder"],
                 name="email_content_unavailable",
                 condition=~models.Q(availability=Availability.AVAILABLE),
+            ),
+            # Looked up by every batch stored: no pending list, so a lookup never scans one.
+            GinIndex(fields=["thread_keys"], name="email_thread_keys", fastupdate=False),
+            models.Index(fields=["account", "thread_id", "received_at"], name="email_thread"),
+            # The drafting gate's window scan, oldest first (answering.drafting.gate): only
+            # incoming mail that is not bulk can ever wait for a draft.
+            models.Index(
+                fields=["account", "received_at", "id"],
+                name="email_awaiting_draft",
+                condition=models.Q(direction=Direction.INCOMING, is_bulk=False),
             ),
             # The embedding sweep's queue, newest first: stays as small as the backlog.
             models.Index(

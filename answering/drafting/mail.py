@@ -6,10 +6,11 @@ lexical arm ranks: gather's two strings differ only there. Where sensitive-conte
 is on, the subject and body are redacted before anything is built from them, as passages
 are: what is sent to a model leaves the deployment.
 
-The thread tail is found from Message-ID, In-Reply-To and References within the answered
-mail's account, in folders tools may read and not junk, received before it, one copy per
-Message-ID (the same message in Inbox and Archive counts once), newest kept. It stands in
-for the thread identity stage 0 stores (Email.thread_id) until that lands.
+The thread tail is the answered mail's stored thread (Email.thread_id, joined at storing
+time across folders) in folders tools may read and not junk, received before it, one copy
+per Message-ID (the same message in Inbox and Archive counts once), newest kept. Mail not
+threaded yet (stored before threading, until `manage.py thread_mail` runs) falls back to
+its direct Message-ID, In-Reply-To and References links.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from accounts.models import FolderRole
 from accounts.services.scope import resolve_scope
 from mailbox.models import Email
 from mailbox.services import sensitive
+from mailbox.services.threads import thread_of
 
 
 @dataclass(frozen=True)
@@ -77,12 +79,18 @@ def readable_folder_ids(account_id: str) -> list[int]:
 
 def thread_tail(email: Email, limit: int, max_characters: int) -> list[MailText]:
     """Up to `limit` earlier messages of `email`'s thread, oldest first (see the module docstring)."""
-    ids = {value for value in (email.message_id, email.in_reply_to, *email.references) if value}
-    if not ids:
-        return []
-    linked = Q(message_id__in=ids) | Q(in_reply_to__in=ids) | Q(references__overlap=list(ids))
+    if email.thread_id is not None:
+        # Threaded at storing time (mailbox.services.threads): the whole JWZ thread.
+        candidates = thread_of(email)
+    else:
+        # Not threaded yet (stored before threading, backfill not run): direct links only.
+        ids = {value for value in (email.message_id, email.in_reply_to, *email.references) if value}
+        if not ids:
+            return []
+        linked = Q(message_id__in=ids) | Q(in_reply_to__in=ids) | Q(references__overlap=list(ids))
+        candidates = Email.objects.filter(linked, account_id=email.account_id)
     rows = (
-        Email.objects.filter(linked, account_id=email.account_id, received_at__lt=email.received_at)
+        candidates.filter(received_at__lt=email.received_at)
         .filter(folder__mapping_id__in=readable_folder_ids(email.account.account_id))
         .exclude(pk=email.pk)
         .order_by("-received_at", "id")

@@ -23,7 +23,7 @@ from django.utils import timezone
 from accounts.models import FolderRole
 from mailbox.models import Availability, Direction, Email, Folder, Participant, RawMessage
 from mailbox.parsing import ParsedMessage, is_bulk, parse_message
-from mailbox.services import suppression
+from mailbox.services import suppression, threads
 from mailbox.sync.failures import LeaseLost
 
 COMPRESSION_LEVEL = 6
@@ -155,6 +155,7 @@ def store_messages(
                 )
                 result.stored_bytes += len(compressed)
             emails.append(email)
+        threads.assign_threads(account.pk, emails)
         Email.objects.bulk_create(emails)
         RawMessage.objects.bulk_create(raws)
         Participant.objects.bulk_create(participants)
@@ -215,6 +216,8 @@ def fill_content(email: Email, raw: bytes) -> bool:
         _apply_parsed(locked, parsed)
         locked.availability = Availability.ENCRYPTED if parsed.encrypted else Availability.AVAILABLE
         locked.is_bulk = is_bulk(parsed, bulk_local_parts())
+        # Its ids were unknown while it was held without content: it may belong to a thread.
+        threads.assign_threads(locked.account_id, [locked])
         locked.save()
         locked.participants.all().delete()
         Participant.objects.bulk_create(_participants(locked, parsed))

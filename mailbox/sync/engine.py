@@ -25,6 +25,7 @@ from accounts.services.imap import open_client
 from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email, Folder, RepairRequest
 from mailbox.services.store import IncomingMessage, fill_content, store_messages
 from mailbox.services.suppression import suppressed_uids
+from mailbox.signals import synchronization_finished
 from mailbox.sync import folder_state
 from mailbox.sync.failures import (
     INTERNAL_FAILURE,
@@ -125,7 +126,17 @@ def synchronize_account(
         sum(f.expunged for f in run.folders),
         sum(f.flags_updated for f in run.folders),
     )
+    announce_synchronization(account.pk, sum(f.stored for f in run.folders))
     return run
+
+
+def announce_synchronization(account_pk: int, stored: int) -> None:
+    """Tell receivers (drafting) that a run ended; one that fails is logged, never raised."""
+    for _receiver, outcome in synchronization_finished.send_robust(
+        sender=Folder, account_pk=account_pk, stored=stored
+    ):
+        if isinstance(outcome, Exception):
+            logger.warning("sync: a receiver of synchronization_finished failed: %s", type(outcome).__name__)
 
 
 def _close(client: IMAPClient) -> None:

@@ -107,6 +107,8 @@ def _synchronize(client: IMAPClient, folder: Folder, result: WatchResult) -> Non
     run = engine.run_folder(client, folder)
     result.synchronizations += 1
     result.stored += run.stored
+    if run.stored:
+        engine.announce_synchronization(folder.account_id, run.stored)
     if run.failure_code is not None:
         raise _FolderRunFailed(run.failure_code)
 

@@ -1,0 +1,216 @@
+"""A drafting run: the gate's oldest waiting emails of one account, each composed and stored.
+
+`draft_account` takes at most the account's drafting_max_per_run emails from the gate and
+hands each to the composer (stages 2 to 8, answering.drafting.pipeline.compose_draft). A
+composed draft is stored as a pending Draft; a refusal as a DraftAttempt carrying its stage
+and outcome, so it is counted and (when it would repeat) held back by the gate. The run
+stops early when the period ledger refuses (the rest waits for the next period), and when
+a provider failure has made drafting unavailable (the rest waits for the endpoint). It
+does not start at all while drafting is unavailable.
+
+One run per account at a time: a session-level PostgreSQL advisory lock, taken without
+waiting, so a second worker that starts while one runs returns at once ("another run holds
+the account"); the lock goes with the session if the worker dies. Under the lock the
+one-to-one Draft.email is still the guarantee: a draft that finds its email drafted by
+someone else is counted, never stored twice, never an error.
+
+Logs carry the account identifier, counts and the model alias: never mail or draft text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from django.db import DatabaseError, IntegrityError, connection, transaction
+
+from accounts.models import MailAccount
+from answering.drafting.capability import drafting_capability
+from answering.drafting.gate import messages_awaiting_a_draft
+from answering.drafting.pipeline import ComposedDraft, DraftRefused, compose_draft
+from answering.ledger import LEDGER_UNAVAILABLE, SPEND_REFUSED
+from answering.models import AttemptOutcome, Draft, DraftAttempt, DraftStatus
+from mailbox.models import Email
+from mailfathom.capability import CapabilityState
+from mailfathom.errors import MailFathomError
+
+logger = logging.getLogger(__name__)
+
+# First key of the two-integer advisory lock; the account's primary key is the second
+# (mailbox.services.threads uses another first key, so the two never meet).
+_DRAFTING_LOCK = 0x7E4E
+
+Composer = Callable[[Email], ComposedDraft | DraftRefused]
+
+
+@dataclass
+class RunSummary:
+    account_id: str
+    considered: int = 0
+    drafted: int = 0
+    refused: dict[str, int] = field(default_factory=dict)  # AttemptOutcome value -> count
+    already_drafted: int = 0  # drafted by another writer between the gate and the insert
+    vanished: int = 0  # expunged or erased while it was being composed
+    failed: int = 0  # an unexpected error: logged by type, nothing stored
+    stopped_by: str = ""  # "ledger": the period's allowance ran out; "provider": an endpoint failed
+    last_outcome: str = ""  # of the email handled last: "drafted" or an AttemptOutcome value
+    skipped: str = ""  # why nothing ran
+
+
+@contextmanager
+def account_lock(account_pk: int) -> Iterator[bool]:
+    """Hold this session's drafting lock on the account if it is free; yield whether it was."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_DRAFTING_LOCK, account_pk])
+        held = bool(cursor.fetchone()[0])
+    try:
+        yield held
+    finally:
+        if held:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_DRAFTING_LOCK, account_pk])
+
+
+def draft_account(account: MailAccount, *, compose: Composer | None = None) -> RunSummary:
+    """Draft replies for the account's oldest waiting emails (see the module docstring).
+
+    Nothing runs for an account that is not served or has drafting off, nor while drafting
+    is not available (no endpoint declared, or one failed within the last minute): the
+    emails wait, and no attempt is recorded for them. A caller passing its own `compose`
+    vouches for it; the capability is read for the pipeline's compose_draft only.
+    """
+    summary = RunSummary(account_id=account.account_id)
+    if not MailAccount.objects.served().filter(pk=account.pk, drafting_enabled=True).exists():
+        summary.skipped = "drafting is off for this account"
+        return summary
+    if compose is None:
+        capability = drafting_capability()
+        if capability.state != CapabilityState.AVAILABLE:
+            summary.skipped = f"drafting is {capability.state.value}: {capability.reason}"
+            logger.info("drafting %s: skipped, %s", summary.account_id, summary.skipped)
+            return summary
+        compose, watch_provider = compose_draft, True
+    else:
+        watch_provider = False
+    with account_lock(account.pk) as held:
+        if not held:
+            summary.skipped = "another run holds the account"
+            return summary
+        account.refresh_from_db()
+        aliases: set[str] = set()
+        for email in messages_awaiting_a_draft(account, account.drafting_max_per_run):
+            summary.considered += 1
+            if not _draft_one(account, email, compose, summary, aliases):
+                break
+            if watch_provider and summary.last_outcome == AttemptOutcome.PROVIDER_FAILED:
+                # An endpoint that failed now withholds drafting for a minute: stop rather
+                # than spend every remaining email's deadline and retries on it.
+                if drafting_capability().state != CapabilityState.AVAILABLE:
+                    summary.stopped_by = "provider"
+                    break
+    refused = sum(summary.refused.values())
+    logger.info(
+        "drafting %s: %d considered, %d drafted, %d refused, %d already drafted, %d vanished, "
+        "%d failed%s; alias %s",
+        summary.account_id,
+        summary.considered,
+        summary.drafted,
+        refused,
+        summary.already_drafted,
+        summary.vanished,
+        summary.failed,
+        f"; stopped by the {summary.stopped_by}" if summary.stopped_by else "",
+        ",".join(sorted(aliases)) or "-",
+    )
+    return summary
+
+
+def _draft_one(
+    account: MailAccount, email: Email, compose: Composer, summary: RunSummary, aliases: set[str]
+) -> bool:
+    """Compose and store one email's draft or attempt; return whether the run goes on."""
+    try:
+        result = compose(email)
+    except MailFathomError as error:
+        if error.code in (SPEND_REFUSED, LEDGER_UNAVAILABLE):
+            if error.code == SPEND_REFUSED:
+                _attempt(account, email, "admission", AttemptOutcome.CEILING_REACHED, "", {}, summary)
+            summary.stopped_by = "ledger"
+            return False
+        _attempt(account, email, "compose", AttemptOutcome.PROVIDER_FAILED, "", {}, summary)
+        return True
+    except DatabaseError:
+        raise  # not about this email: the run fails visibly and the task is retried later
+    except Exception as error:  # one email's defect must not starve the emails behind it
+        logger.error("drafting %s: composing failed: %s", account.account_id, type(error).__name__)
+        summary.failed += 1
+        summary.last_outcome = "failed"
+        return True
+    alias = result.model_alias
+    if alias:
+        aliases.add(alias)
+    if isinstance(result, DraftRefused):
+        outcome = result.outcome
+        _attempt(account, email, result.stage, outcome, alias, dict(result.tokens), summary)
+        if outcome == AttemptOutcome.CEILING_REACHED:
+            summary.stopped_by = "ledger"
+            return False
+        return True
+    _store(account, email, result, summary)
+    return True
+
+
+def _store(account: MailAccount, email: Email, composed: ComposedDraft, summary: RunSummary) -> None:
+    draft = Draft(
+        account=account,
+        email=email,
+        body=composed.body,
+        intent=composed.intent,
+        language=composed.language,
+        source_ids=list(composed.source_ids),
+        verdict=composed.verdict,
+        reasons=list(composed.reasons),
+        note=composed.note,
+        model_alias=composed.model_alias,
+        tokens=dict(composed.tokens),
+        status=DraftStatus.PENDING,
+    )
+    try:
+        with transaction.atomic():
+            draft.save(force_insert=True)
+    except IntegrityError:
+        # The one-to-one on the email, or its row gone (an expunge or an erasure meanwhile).
+        if Draft.objects.filter(email_id=email.pk).exists():
+            summary.already_drafted += 1
+        else:
+            summary.vanished += 1
+        return
+    summary.drafted += 1
+    summary.last_outcome = "drafted"
+
+
+def _attempt(
+    account: MailAccount,
+    email: Email,
+    stage: str,
+    outcome: str,
+    alias: str,
+    tokens: dict,
+    summary: RunSummary,
+) -> None:
+    summary.refused[outcome] = summary.refused.get(outcome, 0) + 1
+    summary.last_outcome = outcome
+    try:
+        with transaction.atomic():
+            DraftAttempt.objects.create(
+                account=account,
+                email=email,
+                stage=stage[:16],
+                outcome=outcome,
+                model_alias=alias,
+                tokens=tokens,
+            )
+    except IntegrityError:
+        summary.vanished += 1  # the email went away while it was composed

@@ -1,0 +1,25 @@
+"""What answering does when mailbox announces something (connected in AnsweringConfig.ready)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from django.db import transaction
+
+from accounts.models import MailAccount
+from answering.tasks import draft_account_task
+
+
+def queue_drafting_after_synchronization(
+    sender: object, account_pk: int, stored: int, **kwargs: object
+) -> None:
+    """Queue a drafting run for an account with drafting on once a run stored new mail.
+
+    A run that stored nothing leaves the gate's answer as it was but for time passing, which
+    the beat schedule covers. Queued after commit, so the worker sees the stored rows.
+    """
+    if stored <= 0:
+        return
+    if not MailAccount.objects.served().filter(pk=account_pk, drafting_enabled=True).exists():
+        return
+    transaction.on_commit(partial(draft_account_task.delay, account_pk))
