@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
 
-from accounts.models import MailAccount
+from accounts.models import DraftAppendMode, MailAccount
 from answering.drafting.capability import drafting_capability
+from answering.drafting.deliver import deliver_draft
 from answering.drafting.gate import messages_awaiting_a_draft
 from answering.drafting.pipeline import ComposedDraft, DraftRefused, compose_draft
 from answering.ledger import LEDGER_UNAVAILABLE, SPEND_REFUSED
@@ -55,6 +56,8 @@ class RunSummary:
     vanished: int = 0  # expunged or erased while it was being composed
     failed: int = 0  # an unexpected error: logged by type, nothing stored
     stopped_by: str = ""  # "ledger": the period's allowance ran out; "provider": an endpoint failed
+    delivered: int = 0  # append mode "every": new drafts written to the Drafts folder
+    delivery_failed: int = 0  # kept in the queue, not on the server (Deliver again retries)
     last_outcome: str = ""  # of the email handled last: "drafted" or an AttemptOutcome value
     skipped: str = ""  # why nothing ran
 
@@ -189,6 +192,22 @@ def _store(account: MailAccount, email: Email, composed: ComposedDraft, summary:
         return
     summary.drafted += 1
     summary.last_outcome = "drafted"
+    if account.drafting_append_mode == DraftAppendMode.EVERY:
+        # After the commit: delivery writes the minted Message-ID first, then the server.
+        transaction.on_commit(lambda: _deliver_new(draft, summary))
+
+
+def _deliver_new(draft: Draft, summary: RunSummary) -> None:
+    """Append mode "every": a new draft goes to the Drafts folder; a failure keeps the draft."""
+    try:
+        deliver_draft(draft)
+    except MailFathomError as error:
+        summary.delivery_failed += 1
+        logger.warning(
+            "drafting %s: a new draft was kept but not delivered (%s)", summary.account_id, error.code
+        )
+    else:
+        summary.delivered += 1
 
 
 def _attempt(

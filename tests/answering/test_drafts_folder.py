@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+import uuid
 
 import pytest
 from django.contrib.auth.models import Permission
 from django.db import connection, transaction
 from django.urls import reverse
+from django.utils import timezone
 
 from answering.drafting import deliver
 from answering.drafting.deliver import deliver_draft
@@ -381,3 +383,35 @@ def test_a_cut_between_the_new_copy_and_the_removal_of_the_old_is_finished_by_th
         (MutationKind.DRAFT_REPLACED, MutationOutcome.ABANDONED, None),
         (MutationKind.DRAFT_REPLACED, MutationOutcome.PERFORMED, first.draft.remote_uid),
     ]
+
+
+def test_in_every_mode_a_drafting_run_writes_each_new_draft_to_the_drafts_folder(user):
+    from answering.drafting.pipeline import ComposedDraft
+    from answering.drafting.runs import draft_account
+
+    account = drafting_account(user, append_mode="every")
+    # Threaded and received within the drafting window, so the gate hands it to the run.
+    answered = answered_email(account, thread_id=uuid.uuid4(), received_at=timezone.now())
+
+    def stand_in_for_the_pipeline(email):  # a real ComposedDraft; the model is not what is tested
+        return ComposedDraft(
+            body="Dear Ms Buyer,\n\nyour order 4711 is confirmed.\n\nKind regards\n",
+            intent="order",
+            language="en",
+            source_ids=(),
+            verdict="ready",
+            reasons=(),
+            note="",
+            model_alias="scripted-drafting",
+            tokens={"generate": {"prompt": 10, "completion": 5}},
+        )
+
+    summary = draft_account(account, compose=stand_in_for_the_pipeline)
+
+    draft = Draft.objects.get(email=answered)
+    assert (summary.drafted, summary.delivered, summary.delivery_failed) == (1, 1, 0)
+    copies = drafts_on_server(user)
+    assert list(copies) == [draft.remote_uid]
+    flags, message = copies[draft.remote_uid]
+    assert "\\Draft" in flags and message["In-Reply-To"] == "<order-4711@customer.example>"
+    assert [kind for kind, _, _, _ in _trail(account)] == [MutationKind.DRAFT_APPENDED]
