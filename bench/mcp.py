@@ -10,8 +10,10 @@ would), each call interleaved with the same use case called directly in this pro
 a shared machine's load drifts over both alike. It prints p50/p95 and the bridge's added
 p50 (target: under 5 ms), end to end and without the time the client spends checking the
 result against the tool's output schema (work in the caller's process, which the server
-cannot change). Then N clients call list_emails concurrently for the given time:
-throughput, p50/p95 and errors.
+cannot change). The same tools/call bytes are also POSTed without the mcp client, which
+leaves the server and HTTP alone, and the CPU each side spent per call is printed (the
+server's from /proc, so it holds on a loaded machine where wall times stretch). Then N
+clients call list_emails concurrently for the given time: throughput, p50/p95 and errors.
 
 --anchor-tree runs a second server from another checkout of the product (for example
 `git archive <commit> | tar -x -C DIR`) beside this one on the same database: every
@@ -135,7 +137,7 @@ class Timings:
     total: list[float] = field(default_factory=list)
     checking: list[float] = field(default_factory=list)
     client_cpu: float = 0.0  # this process's CPU for all the calls, ms
-    server_cpu: float = 0.0  # the server process's CPU over the measured calls, ms
+    server_cpu: float = 0.0  # the server process's CPU over the measured calls and raw POSTs, ms
 
     def without_check(self) -> list[float]:
         return [total - check for total, check in zip(self.total, self.checking, strict=True)]
@@ -170,26 +172,47 @@ async def single_session(
 
     results: dict[str, dict] = {}
     async with AsyncExitStack() as stack:
-        clients, checks = {}, {}
+        clients, checks, raws = {}, {}, {}
+        sent: list = []  # the client's requests, so a raw POST can send the very same bytes
+
+        async def keep(request) -> None:  # type: ignore[no-untyped-def]
+            sent.append((dict(request.headers), request.content))
+
         for label, url in urls.items():
             http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60)
+                httpx2.AsyncClient(
+                    headers={"Authorization": f"Bearer {key}"}, timeout=60, event_hooks={"request": [keep]}
+                )
             )
             clients[label] = await stack.enter_async_context(
                 Client(streamable_http_client(url, http_client=http))
             )
             checks[label] = timed_checks(clients[label])
+            raws[label] = await stack.enter_async_context(httpx2.AsyncClient(timeout=60))
         for name, arguments in CALLS:
             for client in clients.values():
                 await client.call_tool(name, arguments)  # warm-up (lists the tools once)
+            headers, body = next(item for item in reversed(sent) if b'"tools/call"' in item[1])
+            headers = {k: v for k, v in headers.items() if k.lower() not in ("content-length", "host")}
             direct[name]()
             for spent in checks.values():
                 spent.clear()
-            measured = {"direct": [], "direct_cpu": 0.0, **{label: Timings() for label in clients}}
+            measured = {
+                "direct": [],
+                "direct_cpu": 0.0,
+                **{label: Timings() for label in clients},
+                **{f"{label} raw": [] for label in clients},
+            }
             server_cpu = {label: process_cpu_ms(pids[label]) for label in clients}
             for n in range(count):
                 # Alternate who goes first, so neither always follows the other.
                 order = ["direct", *clients] if n % 2 == 0 else [*clients, "direct"]
+                for label in clients:  # the same request's bytes, posted without the mcp client
+                    started = time.perf_counter()
+                    response = await raws[label].post(urls[label], content=body, headers=headers)
+                    answer = response.json()
+                    measured[f"{label} raw"].append((time.perf_counter() - started) * 1000)
+                    assert response.status_code == 200 and not answer["result"].get("isError"), answer
                 for label in order:
                     cpu, started = time.thread_time(), time.perf_counter()
                     if label == "direct":
@@ -276,13 +299,23 @@ def report_single(results: dict, labels: list[str], count: int) -> None:
                 f"{m50 / d50:>7.2f}{c50:>11.1f}{less - d50:>18.1f}"
             )
     print("target: the bridge adds under 5 ms p50")
+    print("\nThe same tools/call bytes POSTed without the mcp client (server and HTTP only):")
+    print(f"{'call':<15}{'server':<8}{'direct p50':>11}{'POST p50':>10}{'p95':>8}{'added p50':>11}")
+    for name, measured in results.items():
+        d50 = statistics.median(measured["direct"])
+        for label in labels:
+            raw = measured[f"{label} raw"]
+            r50, r95 = statistics.median(raw), percentile(raw, 0.95)
+            print(f"{name:<15}{label:<8}{d50:>11.1f}{r50:>10.1f}{r95:>8.1f}{r50 - d50:>11.1f}")
     print("\nCPU per call (ms): the direct call in this process; over /mcp, the server and the client")
+    print("(the server's CPU is averaged over both its requests per call, the client's and the raw POST)")
     print(f"{'call':<15}{'server':<8}{'direct':>8}{'server':>8}{'client':>8}{'added':>8}")
     for name, measured in results.items():
         direct_cpu = measured["direct_cpu"] / count
         for label in labels:
             timings: Timings = measured[label]
-            server, client = timings.server_cpu / count, timings.client_cpu / count
+            # The server answered two requests per measured call: the mcp client's and the raw POST.
+            server, client = timings.server_cpu / (2 * count), timings.client_cpu / count
             print(
                 f"{name:<15}{label:<8}{direct_cpu:>8.1f}{server:>8.1f}{client:>8.1f}"
                 f"{server + client - direct_cpu:>8.1f}"
