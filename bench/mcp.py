@@ -137,27 +137,30 @@ class Timings:
     total: list[float] = field(default_factory=list)
     checking: list[float] = field(default_factory=list)
     client_cpu: float = 0.0  # this process's CPU for all the calls, ms
+    checking_cpu: float = 0.0  # of which the output-schema checks, ms
     server_cpu: float = 0.0  # the server process's CPU over the measured calls and raw POSTs, ms
 
     def without_check(self) -> list[float]:
         return [total - check for total, check in zip(self.total, self.checking, strict=True)]
 
 
-def timed_checks(client) -> list[float]:  # type: ignore[no-untyped-def]
+def timed_checks(client) -> tuple[list[float], list[float]]:  # type: ignore[no-untyped-def]
     """Record how long the client spends validating each result against the output schema."""
     session = client.session
     original = session.validate_tool_result
     spent: list[float] = []
+    cpu_spent: list[float] = []
 
     async def validate(name, result):  # type: ignore[no-untyped-def]
-        started = time.perf_counter()
+        cpu, started = time.thread_time(), time.perf_counter()
         try:
             await original(name, result)
         finally:
             spent.append((time.perf_counter() - started) * 1000)
+            cpu_spent.append((time.thread_time() - cpu) * 1000)
 
     session.validate_tool_result = validate
-    return spent
+    return spent, cpu_spent
 
 
 async def single_session(
@@ -195,8 +198,9 @@ async def single_session(
             headers, body = next(item for item in reversed(sent) if b'"tools/call"' in item[1])
             headers = {k: v for k, v in headers.items() if k.lower() not in ("content-length", "host")}
             direct[name]()
-            for spent in checks.values():
+            for spent, cpu_spent in checks.values():
                 spent.clear()
+                cpu_spent.clear()
             measured = {
                 "direct": [],
                 "direct_cpu": 0.0,
@@ -225,7 +229,8 @@ async def single_session(
                     measured[label].client_cpu += (time.thread_time() - cpu) * 1000
                     assert not result.is_error, result
             for label in clients:
-                measured[label].checking = list(checks[label])
+                measured[label].checking = list(checks[label][0])
+                measured[label].checking_cpu = sum(checks[label][1])
                 measured[label].server_cpu = process_cpu_ms(pids[label]) - server_cpu[label]
             results[name] = measured
     return results
@@ -309,15 +314,16 @@ def report_single(results: dict, labels: list[str], count: int) -> None:
             print(f"{name:<15}{label:<8}{d50:>11.1f}{r50:>10.1f}{r95:>8.1f}{r50 - d50:>11.1f}")
     print("\nCPU per call (ms): the direct call in this process; over /mcp, the server and the client")
     print("(the server's CPU is averaged over both its requests per call, the client's and the raw POST)")
-    print(f"{'call':<15}{'server':<8}{'direct':>8}{'server':>8}{'client':>8}{'added':>8}")
+    print(f"{'call':<15}{'server':<8}{'direct':>8}{'server':>8}{'client':>8}{'check':>8}{'added':>8}")
     for name, measured in results.items():
         direct_cpu = measured["direct_cpu"] / count
         for label in labels:
             timings: Timings = measured[label]
             # The server answered two requests per measured call: the mcp client's and the raw POST.
             server, client = timings.server_cpu / (2 * count), timings.client_cpu / count
+            check = timings.checking_cpu / count
             print(
-                f"{name:<15}{label:<8}{direct_cpu:>8.1f}{server:>8.1f}{client:>8.1f}"
+                f"{name:<15}{label:<8}{direct_cpu:>8.1f}{server:>8.1f}{client:>8.1f}{check:>8.1f}"
                 f"{server + client - direct_cpu:>8.1f}"
             )
 
