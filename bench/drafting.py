@@ -2,6 +2,10 @@
 
     .venv/bin/python bench/drafting.py [--emails 100000] [--repeat 200] [--limit 20] [--window 7]
                                        [--keep] [--without-index]
+    .venv/bin/python bench/drafting.py tokens [--drafts 40] [--keep] [--embed]
+
+The second form is the other half of drafting's benchmarks: the tokens per draft by stage
+with the scripted OpenAI-compatible server (bench/drafting_tokens.py, run as it is).
 
 Builds one account of N emails in a scratch database (mailfathom_drafting_bench, re-created
 each run; --keep reuses it when it already holds N emails). The gate needs rows, not text:
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import runpy
 import statistics
 import subprocess
 import sys
@@ -364,4 +369,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["tokens"]:
+        # One entry point for both halves; the tokens bench keeps its own file and options.
+        sys.argv = [str(Path(__file__).with_name("drafting_tokens.py")), *sys.argv[2:]]
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    else:
+        main()
