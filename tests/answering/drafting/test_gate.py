@@ -81,7 +81,7 @@ def mailbox(account, folders):
     _mail(inbox, "own message filed in the inbox", direction=Direction.OUTGOING)
     # unanswered: a later outgoing message of the thread, and mail not yet threaded
     answered = uuid.uuid4()
-    _mail(inbox, "answered", thread_id=answered, ago=timedelta(days=2))
+    _mail(inbox, "replied to by us", thread_id=answered, ago=timedelta(days=2))
     _mail(sent, "our reply", thread_id=answered, direction=Direction.OUTGOING, ago=timedelta(days=1))
     _mail(inbox, "not yet threaded", thread_id=None)
     # ...but our message before theirs leaves theirs unanswered
@@ -117,7 +117,7 @@ def mailbox(account, folders):
     _mail(mapped_folder(MailAccountFactory(), "inbox"), "another account's")
     return {
         "incoming": {"own message filed in the inbox", "our reply", "our offer"},
-        "unanswered": {"answered", "not yet threaded"},
+        "unanswered": {"replied to by us", "not yet threaded"},
         "undrafted": {"drafted already"},
         "within_window": {"eight days old"},
         "not_bulk": {"newsletter"},
