@@ -64,8 +64,10 @@ sys.path.insert(0, str(REPO))
 
 from sync import _server_connection, drop_database, recreate_database, setup_django  # noqa: E402
 
+from tests.corpus import CORPUS as CORPUS_DIR  # noqa: E402
+
 DATABASE = "mailfathom_search_bench"
-CORPUS = REPO.parent / "shared" / "corpus" / "mail-dev.tar.gz"
+CORPUS = CORPUS_DIR / "mail-dev.tar.gz"
 CACHE_DIR = Path(tempfile.gettempdir()) / "mailfathom_search_bench"
 ACCOUNT = "search-bench"
 SWEEP_ACCOUNT = "sweep-bench"
