@@ -55,6 +55,7 @@ from tests.corpus import CORPUS  # noqa: E402
 DATABASE = "mailfathom_retrieval"
 DEPTH = 10
 SEED = 15
+NEVER = 10**9  # enough_lexical that never holds padding back
 
 
 def database_exists(name: str) -> bool:
@@ -168,21 +169,30 @@ def folds_of(count: int, folds: int) -> list[list[int]]:
     return [order[i::folds] for i in range(folds)]
 
 
-def cross_validate(per_point: dict, folds: list[list[int]]) -> dict:
-    """per_point: grid point -> per-pair positions. Returns held-out figures per fold and the choices."""
+def cross_validate(per_point: dict, folds: list[list[int]], noise: dict | None = None) -> dict:
+    """per_point: grid point -> per-pair positions. Returns held-out figures per fold and the choices.
+
+    A point is chosen by its training recall@10, then its MRR (to 3 decimals); with `noise`
+    (point -> per-pair count of results no query word matched), ties then go to the point
+    returning fewer of those, so padding is held back only where recall does not pay for it.
+    """
     held_out, chosen = [], []
     for index, test in enumerate(folds):
         train = [i for j, fold in enumerate(folds) if j != index for i in fold]
 
         def score(point, rows=train):
             figures = metrics([per_point[point][i] for i in rows])
-            return (figures["recall@10"], figures["MRR"])
+            quiet = -statistics.mean(noise[point][i] for i in rows) if noise else 0.0
+            return (figures["recall@10"], round(figures["MRR"], 3), quiet)
 
         best = max(per_point, key=score)
         chosen.append(best)
-        held_out.append(metrics([per_point[best][i] for i in test]))
+        figures = metrics([per_point[best][i] for i in test])
+        if noise:
+            figures["noise"] = statistics.mean(noise[best][i] for i in test)
+        held_out.append(figures)
     summary = {}
-    for name in ("recall@1", "recall@10", "MRR"):
+    for name in ("recall@1", "recall@10", "MRR", *(("noise",) if noise else ())):
         values = [figures[name] for figures in held_out]
         summary[name] = (statistics.mean(values), min(values), max(values), statistics.pstdev(values))
     # The product's point: the one chosen by most folds (ties: the better figure over all pairs).
@@ -197,7 +207,9 @@ def print_cv(title: str, result: dict, names: tuple[str, ...]) -> None:
         chosen = ", ".join(f"{name}={value}" for name, value in zip(names, point, strict=True))
         print(
             f"  fold {index}: recall@1 {figures['recall@1']:.3f}  recall@10 {figures['recall@10']:.3f}"
-            f"  MRR {figures['MRR']:.3f}   chosen on the other folds: {chosen}"
+            f"  MRR {figures['MRR']:.3f}"
+            + (f"  no lexical match {figures['noise']:.2f}/query" if "noise" in figures else "")
+            + f"   chosen on the other folds: {chosen}"
         )
     for name, (mean, low, high, spread) in result["summary"].items():
         print(f"  {name:<9} mean {mean:.3f}  range {low:.3f}-{high:.3f}  sd {spread:.3f}")
@@ -336,7 +348,11 @@ def main() -> None:
             [position(ids, r.target) for (ids, _), r in zip(fused, records, strict=True)]
         )
         unpadded = search.Fusion(
-            k=product.k, lexical_weight=product.lexical_weight, vector_weight=product.vector_weight
+            k=product.k,
+            lexical_weight=product.lexical_weight,
+            vector_weight=product.vector_weight,
+            min_similarity=-1.0,
+            enough_lexical=NEVER,
         )
         loose = [hybrid_ranked(record, unpadded) for record in records]
         figures["hybrid, every vector result kept"] = metrics(
@@ -346,15 +362,22 @@ def main() -> None:
         noise_before = statistics.mean(count for _, count in loose)
         report["results without a lexical match per query"] = {"product": noise_now, "kept": noise_before}
 
-        names = ("k", "vector_weight", "min_similarity")
+        names = ("k", "vector_weight", "min_similarity", "enough_lexical")
         similarities = [1.0 - hit.distance for record in records for hit in record.semantic]
         quantiles = statistics.quantiles(similarities, n=20)
-        floors = sorted({0.0, *(round(q, 3) for q in quantiles[::4])})
-        per_point = {}
-        for point in itertools.product((10, 20, 40, 60), (0.2, 0.3, 0.4, 0.6, 0.8, 1.0), floors):
-            fusion = search.Fusion(k=point[0], vector_weight=point[1], min_similarity=point[2])
-            per_point[point] = [position(hybrid_ranked(r, fusion)[0], r.target) for r in records]
-        fusion_cv = cross_validate(per_point, folds)
+        floors = sorted({-1.0, *(round(q, 3) for q in quantiles[::3])})
+        per_point, noise = {}, {}
+        grid = itertools.product((10, 20, 40, 60), (0.2, 0.3, 0.4, 0.6, 0.8), floors, (10, 30, 100, NEVER))
+        for point in grid:
+            fusion = search.Fusion(
+                k=point[0], vector_weight=point[1], min_similarity=point[2], enough_lexical=point[3]
+            )
+            fused_here = [hybrid_ranked(r, fusion) for r in records]
+            per_point[point] = [
+                position(ids, r.target) for (ids, _), r in zip(fused_here, records, strict=True)
+            ]
+            noise[point] = [count for _, count in fused_here]
+        fusion_cv = cross_validate(per_point, folds, noise)
         report["fusion cross-validation"] = {
             "held_out": fusion_cv["held_out"],
             "chosen": fusion_cv["chosen"],
@@ -383,7 +406,7 @@ def main() -> None:
             f"\nresults without a lexical match per query (top {DEPTH}): {noise['product']:.2f} "
             f"with the product's padding rule, {noise['kept']:.2f} with every vector result kept"
         )
-        print_cv("fusion (k, vector weight, similarity floor)", fusion_cv, names)
+        print_cv("fusion (k, vector weight, similarity floor, enough lexical matches)", fusion_cv, names)
         print(f"  similarity floors tried (quantiles of the vector results' similarities): {floors}")
     if args.lexical_grid:
         print_cv("lexical knobs", lexical_cv, LEXICAL_KNOBS)

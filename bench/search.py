@@ -637,6 +637,7 @@ def statement_label(sql: str) -> str:
     text = " ".join(sql.split())
     for marker, label in (
         ("preselected AS", "rank_lexical BM25"),
+        ("ts_debug", "query_words analysis"),
         ("tsvector_to_array", "query_words lexemes"),
         ("ts_headline", "highlight"),
         ("<=>", "rank_vector"),

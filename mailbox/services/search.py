@@ -54,7 +54,8 @@ VECTOR_WEIGHT = 0.4
 # embedded it (similarities of unrelated text differ by model), and never when the query
 # matched at least ENOUGH_LEXICAL emails by their words, which can fill the window with
 # better-founded results. Held-back results are not returned (docs/search.md, "Padding").
-MIN_SIMILARITY = {"multilingual-e5-small": 0.0}
+NO_FLOOR = -1.0  # the least cosine similarity there is: a model without a floor holds nothing back
+MIN_SIMILARITY = {"multilingual-e5-small": NO_FLOOR}
 ENOUGH_LEXICAL = 10**9
 # Below this share of the scope embedded, semanticSearch says "partial": the vector ranking
 # sees only the embedded mail.
@@ -250,12 +251,12 @@ class Fusion:
     k: float = RRF_K
     lexical_weight: float = LEXICAL_WEIGHT
     vector_weight: float = VECTOR_WEIGHT
-    min_similarity: float = 0.0
+    min_similarity: float = NO_FLOOR
     enough_lexical: int = ENOUGH_LEXICAL
 
     @classmethod
     def for_model(cls, model: str) -> Fusion:
-        return cls(min_similarity=MIN_SIMILARITY.get(model, 0.0))
+        return cls(min_similarity=MIN_SIMILARITY.get(model, NO_FLOOR))
 
 
 @dataclass(frozen=True)
