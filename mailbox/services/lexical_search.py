@@ -15,6 +15,7 @@ missing from it counts as rare and stands only for itself).
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
@@ -72,6 +73,7 @@ class QueryWords:
     documents: dict[str, int] | None = None  # query word -> messages holding its family (estimated)
     # query word -> the indexed words it stands for (itself included)
     forms: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    average_length: float = DEFAULT_AVERAGE_LENGTH  # of the collection's indexed emails, in characters
 
     def generating(self, budget: int) -> list[str]:
         """The rarest words whose postings fit `budget` (at least one): they choose candidates.
@@ -102,7 +104,8 @@ def _analysed(query: str) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
     """The query's words (as the index holds them) with their counts, and each one's family.
 
     A family maps the indexed words sharing the query word's form or one of its stems to
-    their document counts in the snapshot.
+    their document counts in the snapshot. The parts the parser adds after a hyphenated
+    word ("follow-up" is followed by "follow" and "up") are not query words of their own.
     """
     stat = table(LexicalTermStat)
     word, documents = column(LexicalTermStat, "word"), column(LexicalTermStat, "documents")
@@ -111,42 +114,78 @@ def _analysed(query: str) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
     bind = Params()
     sql = f"""
         WITH tokens AS (
-            SELECT d.lexemes[1] AS word, count(*) AS n
-            FROM ts_debug('{CONFIGURATION}', {bind(query)}) AS d
-            WHERE cardinality(d.lexemes) > 0 AND d.alias <> ALL({bind(list(_COMPOUND_PARTS))}::text[])
-            GROUP BY 1
+            SELECT lexeme AS word, positions FROM unnest(to_tsvector('{CONFIGURATION}', {bind(query)}))
         ),
         stems AS (
-            SELECT word, n, (ts_lexize('{english_stem}', word))[1] AS en,
+            SELECT word, positions, (ts_lexize('{english_stem}', word))[1] AS en,
                    (ts_lexize('{german_stem}', word))[1] AS de
             FROM tokens
         )
-        SELECT s.word, s.n, NULL, NULL FROM stems s
-        UNION ALL SELECT s.word, s.n, t.{word}, t.{documents} FROM stems s JOIN {stat} t ON t.{word} = s.word
-        UNION ALL SELECT s.word, s.n, t.{word}, t.{documents} FROM stems s JOIN {stat} t ON t.{english} = s.en
-        UNION ALL SELECT s.word, s.n, t.{word}, t.{documents} FROM stems s JOIN {stat} t ON t.{german} = s.de
+        SELECT s.word, s.positions, NULL, NULL FROM stems s
+        UNION ALL
+        SELECT s.word, NULL, t.{word}, t.{documents} FROM stems s JOIN {stat} t ON t.{word} = s.word
+        UNION ALL
+        SELECT s.word, NULL, t.{word}, t.{documents} FROM stems s JOIN {stat} t ON t.{english} = s.en
+        UNION ALL
+        SELECT s.word, NULL, t.{word}, t.{documents} FROM stems s JOIN {stat} t ON t.{german} = s.de
     """
     with connection.cursor() as cursor:
         cursor.execute(sql, bind.values)
         rows = cursor.fetchall()
-    counts: dict[str, int] = {}
-    families: dict[str, dict[str, int]] = {}
-    for query_word, n, member, held in rows:
-        counts[query_word] = int(n)
-        family = families.setdefault(query_word, {})
-        if member is not None:
-            family[member] = int(held)
+    positions = {query_word: list(at) for query_word, at, _, _ in rows if at is not None}
+    counts = _without_compound_parts(positions)
+    families: dict[str, dict[str, int]] = {query_word: {} for query_word in counts}
+    for query_word, _, member, held in rows:
+        if member is not None and query_word in families:
+            families[query_word][member] = int(held)
     return counts, families
+
+
+def _without_compound_parts(positions: dict[str, list[int]]) -> dict[str, int]:
+    """How often each word occurs in the query, not counting the parts after a hyphenated word."""
+    at = {position: word for word, where in positions.items() for position in where}
+    parts = set()
+    for word, where in positions.items():
+        pieces = [piece for piece in word.split("-") if piece] if "-" in word else []
+        for position in where:
+            for offset, piece in enumerate(pieces, start=1):
+                if at.get(position + offset) == piece:
+                    parts.add(position + offset)
+    counts = {word: sum(position not in parts for position in where) for word, where in positions.items()}
+    return {word: count for word, count in counts.items() if count}
 
 
 def query_words(query: str) -> QueryWords:
     """The query's informative words, each with its family and the family's inverse document frequency.
 
     Query words whose families overlap ("payment" and "payments") are one word: together
-    they count once, like an inflected word in the mail.
+    they count once, like an inflected word in the mail. The answer depends only on the
+    text, the snapshot and the collection size, so it is kept for the next call with the
+    same three (a search reads it for ranking and again for its extracts).
     """
+    total, snapshot, average = _collection()
+    key = (query, snapshot, total)
+    with _words_lock:
+        cached = _words_cache.get(key)
+    if cached is not None:
+        return cached
+    words = _query_words(query, total, average)
+    if snapshot is not None:
+        with _words_lock:
+            if len(_words_cache) >= _WORDS_CACHED:
+                _words_cache.clear()
+            _words_cache[key] = words
+    return words
+
+
+_WORDS_CACHED = 1000
+_words_cache: dict[tuple[str, int | None, int], QueryWords] = {}
+_words_lock = threading.Lock()
+
+
+def _query_words(query: str, total: int, average: float) -> QueryWords:
     counts, families = _analysed(query)
-    total = max(_collection_size(), 1)
+    total = max(total, 1)
     merged = _merged(families)
     frequency: dict[str, int] = {}
     forms: dict[str, tuple[str, ...]] = {}
@@ -175,13 +214,13 @@ def query_words(query: str) -> QueryWords:
     uses = {w: sum(counts[q] for q in merged[w]) for w in informative}
     chosen = sorted(informative, key=lambda w: (-uses[w] * idf[w], frequency[w], w))[:MAX_QUERY_WORDS]
     chosen.sort(key=lambda w: (frequency[w], w))  # rarest first: stage 1 reads them in this order
-    weights = {w: idf[w] for w in chosen}
     exact = frozenset(q for w in chosen for q in merged[w])
     return QueryWords(
-        weights=weights,
+        weights={w: idf[w] for w in chosen},
         exact=exact,
         documents={w: frequency[w] for w in chosen},
         forms={w: forms[w] for w in chosen},
+        average_length=average,
     )
 
 
@@ -199,23 +238,28 @@ def _merged(families: dict[str, dict[str, int]]) -> dict[str, list[str]]:
     return {words[0]: words for _, words in sorted(groups, key=lambda group: group[1][0])}
 
 
-def _collection_size() -> int:
-    """How many emails are held: the planner's estimate once it is large, else a count.
+def _collection() -> tuple[int, int | None, float]:
+    """How many emails are held, which snapshot is current, and its average indexed length.
 
-    IDF needs the order of magnitude, and counting 100,000 rows on every search costs more
-    than the rest of a short query's ranking.
+    The count is the planner's estimate once the table is large (IDF needs the order of
+    magnitude, and counting 100,000 rows on every search costs more than the rest of a
+    short query's ranking), else an exact count. One statement reads all three.
     """
+    stats = table(LexicalCollectionStat)
+    snapshot_id, average = (
+        column(LexicalCollectionStat, "id"),
+        column(LexicalCollectionStat, "average_length"),
+    )
     with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [table(Email)])
-        (estimate,) = cursor.fetchone()
+        cursor.execute(
+            f"SELECT c.reltuples::bigint, s.{snapshot_id}, s.{average} FROM pg_class c "
+            f"LEFT JOIN (SELECT * FROM {stats} LIMIT 1) s ON true WHERE c.oid = %s::regclass",
+            [table(Email)],
+        )
+        estimate, snapshot, measured = cursor.fetchone()
     if estimate is None or estimate < ESTIMATE_FROM:  # -1 until the table is first analysed
-        return Email.objects.count()
-    return int(estimate)
-
-
-def _average_length() -> float:
-    measured = LexicalCollectionStat.objects.values_list("average_length", flat=True).first()
-    return float(measured) if measured else DEFAULT_AVERAGE_LENGTH
+        estimate = Email.objects.count()
+    return int(estimate), snapshot, float(measured) if measured else DEFAULT_AVERAGE_LENGTH
 
 
 def _tsquery(words: list[str], bind: Params) -> str:
@@ -254,7 +298,7 @@ def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[Lexi
         SELECT t.id::text,
                sum(t.idf * (t.tf * ({bind(BM25_K1)} + 1))
                    / (t.tf + {bind(BM25_K1)}
-                             * (1 - {bind(BM25_B)} + {bind(BM25_B)} * t.size / {bind(_average_length())}))
+                             * (1 - {bind(BM25_B)} + {bind(BM25_B)} * t.size / {bind(words.average_length)}))
                ) AS score,
                bool_or(t.a + t.b + t.c > 0) AS exact,
                t.received_at
@@ -343,12 +387,12 @@ def occurrence_rows(candidates: EmailQuerySet, query: str, limit: int) -> tuple[
     which scores them afresh under other weights without rerunning stage 1."""
     words = query_words(query)
     if selects_nothing(candidates) or not words.weights:
-        return [], _average_length()
+        return [], words.average_length
     bind = Params()
     sql = _occurrences(candidates, words, limit, bind)
     with connection.cursor() as cursor:
         cursor.execute(sql, bind.values)
-        return cursor.fetchall(), _average_length()
+        return cursor.fetchall(), words.average_length
 
 
 def refresh_term_stats() -> int:

@@ -211,19 +211,19 @@ def rank(
     embedded. Candidates empty by construction rank nothing without a query: the mode is
     the one a search would have had with a working provider, since none was asked.
     """
-    state = embedding.semantic_state()
+    profile = embedding.active_profile()
+    state = embedding.semantic_state(profile)
     if selects_nothing(candidates):
         return [], ("hybrid" if state == embedding.AVAILABLE else "lexical"), state
     words = query if lexical_query is None else lexical_query
     lexical = rank_lexical(candidates, words, FUSION_DEPTH if state != embedding.INACTIVE else limit)
     if state == embedding.INACTIVE:
         return _lexical_only(lexical, limit), "lexical", state
-    profile = embedding.active_profile()
     embedder = get_embedder()
     try:
         # A degraded provider is still asked: its circuit fails fast while open, and the
         # next call that succeeds is what restores hybrid search.
-        vector = embedder.embed_query(query) if embedder and embedding.profile_matches() else None
+        vector = embedder.embed_query(query) if embedder and embedding.profile_matches(profile) else None
     except ProviderError as error:
         logger.info("search: query embedding failed (%s); answering lexically", error.kind)
         vector = None
