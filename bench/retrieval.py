@@ -348,6 +348,7 @@ def main() -> None:
             [position(ids, r.target) for (ids, _), r in zip(fused, records, strict=True)]
         )
         unpadded = search.Fusion(
+            method=product.method,
             k=product.k,
             lexical_weight=product.lexical_weight,
             vector_weight=product.vector_weight,
@@ -362,15 +363,26 @@ def main() -> None:
         noise_before = statistics.mean(count for _, count in loose)
         report["results without a lexical match per query"] = {"product": noise_now, "kept": noise_before}
 
-        names = ("k", "vector_weight", "min_similarity", "enough_lexical")
+        names = ("method", "k", "vector_weight", "min_similarity", "enough_lexical")
         similarities = [1.0 - hit.distance for record in records for hit in record.semantic]
         quantiles = statistics.quantiles(similarities, n=20)
         floors = sorted({-1.0, *(round(q, 3) for q in quantiles[::3])})
         per_point, noise = {}, {}
-        grid = itertools.product((10, 20, 40, 60), (0.2, 0.3, 0.4, 0.6, 0.8), floors, (10, 30, 100, NEVER))
+        weighting = [("rrf", k, w) for k in (10, 20, 40, 60) for w in (0.2, 0.3, 0.4, 0.6, 0.8)]
+        weighting += [("scores", 0, w) for w in (0.1, 0.2, 0.3, 0.5, 0.8, 1.0)]
+        grid = [
+            (*head, floor, enough)
+            for head in weighting
+            for floor in floors
+            for enough in (10, 30, 100, NEVER)
+        ]
         for point in grid:
             fusion = search.Fusion(
-                k=point[0], vector_weight=point[1], min_similarity=point[2], enough_lexical=point[3]
+                method=point[0],
+                k=point[1],
+                vector_weight=point[2],
+                min_similarity=point[3],
+                enough_lexical=point[4],
             )
             fused_here = [hybrid_ranked(r, fusion) for r in records]
             per_point[point] = [
@@ -406,7 +418,9 @@ def main() -> None:
             f"\nresults without a lexical match per query (top {DEPTH}): {noise['product']:.2f} "
             f"with the product's padding rule, {noise['kept']:.2f} with every vector result kept"
         )
-        print_cv("fusion (k, vector weight, similarity floor, enough lexical matches)", fusion_cv, names)
+        print_cv(
+            "fusion (method, k, vector weight, similarity floor, enough lexical matches)", fusion_cv, names
+        )
         print(f"  similarity floors tried (quantiles of the vector results' similarities): {floors}")
     if args.lexical_grid:
         print_cv("lexical knobs", lexical_cv, LEXICAL_KNOBS)

@@ -49,6 +49,7 @@ FUSION_DEPTH = 100
 RRF_K = 20
 LEXICAL_WEIGHT = 1.0
 VECTOR_WEIGHT = 0.4
+FUSION_METHOD = "rrf"
 # A result the vector ranking found but no query word matched ("semantic") is a hit only
 # if it is close enough to the query: at least this cosine similarity under the model that
 # embedded it (similarities of unrelated text differ by model), and never when the query
@@ -253,6 +254,9 @@ class Fusion:
     vector_weight: float = VECTOR_WEIGHT
     min_similarity: float = NO_FLOOR
     enough_lexical: int = ENOUGH_LEXICAL
+    # "rrf": by rank (k, weights); "scores": by each ranking's own scores scaled to 0..1
+    # (BM25 over the best BM25, cosine similarity over the ranking's range), weighted.
+    method: str = FUSION_METHOD
 
     @classmethod
     def for_model(cls, model: str) -> Fusion:
@@ -273,18 +277,26 @@ def fuse(lexical, semantic, received: dict, limit: int, fusion: Fusion | None = 
     `received` maps every email id of both rankings to its received time.
     """
     fusion = fusion or Fusion()
+    by_scores = fusion.method == "scores"
+    best = max((hit.score for hit in lexical), default=1.0) or 1.0
+    similarities = [1.0 - hit.distance for hit in semantic]
+    low = min(similarities, default=0.0)
+    span = (max(similarities, default=0.0) - low) or 1.0
     scores: dict[str, float] = {}
     kinds: dict[str, str] = {}
     for position, hit in enumerate(lexical, start=1):
-        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + fusion.lexical_weight / (fusion.k + position)
+        share = hit.score / best if by_scores else 1.0 / (fusion.k + position)
+        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + fusion.lexical_weight * share
         kinds[hit.email_id] = "exact" if hit.exact else "stemmed"
     padding_allowed = len(lexical) < fusion.enough_lexical
     held_back = 0
     for position, hit in enumerate(semantic, start=1):
-        if hit.email_id not in kinds and (not padding_allowed or 1.0 - hit.distance < fusion.min_similarity):
+        similarity = 1.0 - hit.distance
+        if hit.email_id not in kinds and (not padding_allowed or similarity < fusion.min_similarity):
             held_back += 1
             continue
-        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + fusion.vector_weight / (fusion.k + position)
+        share = (similarity - low) / span if by_scores else 1.0 / (fusion.k + position)
+        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + fusion.vector_weight * share
         kinds.setdefault(hit.email_id, "semantic")
     present = [email_id for email_id in scores if email_id in received]
     order = sorted(present, key=lambda email_id: (-scores[email_id], -received[email_id].timestamp()))
