@@ -45,6 +45,7 @@ MAX_OCCURRENCES = 50
 # Messages stage 1 hands to the BM25 stage (at least five times the depth asked for): 100
 # instead of 300 cost lexical recall@10 0.535 -> 0.507 on the reply pairs (bench/retrieval.py).
 PRESELECT = 300
+PRESELECT_PER_RESULT = 5
 # Postings (word, message pairs) stage 1 may read to choose candidates: the rarest query
 # words whose document counts fit. Long pasted queries otherwise read every posting of
 # 32 words, which is most of a large mailbox (bench/search.py).
@@ -361,7 +362,7 @@ def _occurrences(candidates: EmailQuerySet, words: QueryWords, limit: int, bind:
             FROM g CROSS JOIN LATERAL ({bind.query(per_word.order_by().values("id"))}) AS hit
             GROUP BY hit.id
             ORDER BY prescore DESC
-            LIMIT {bind(max(PRESELECT, limit * 5))}
+            LIMIT {bind(max(PRESELECT, limit * PRESELECT_PER_RESULT))}
         ),
         matched AS (
             -- Only the query's own lexemes, with their positions and weights: the vector less
