@@ -278,6 +278,13 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--lexical-grid", action="store_true", help="cross-validate the lexical knobs too")
     parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a constant of mailbox.services.lexical_search for this run (e.g. POSTING_BUDGET=385)",
+    )
     args = parser.parse_args()
 
     database = DATABASE if args.embedder == "configured" else f"{DATABASE}_{args.embedder}"
@@ -297,6 +304,14 @@ def main() -> None:
     started = time.perf_counter()
     words = refresh_term_stats()
     print(f"term statistics: {words} words ({time.perf_counter() - started:.1f} s)")
+
+    from mailbox.services import lexical_search
+
+    for assignment in args.set:
+        name, _, value = assignment.partition("=")
+        current = getattr(lexical_search, name)
+        setattr(lexical_search, name, type(current)(value))
+        print(f"lexical_search.{name} = {value} (product: {current})")
 
     pairs = [json.loads(line) for line in (CORPUS / "reply-pairs-dev.jsonl").read_text().splitlines()]
     if args.pairs:
