@@ -808,7 +808,8 @@ def measure_latency(
 VARIANTS: dict[str, dict[str, object]] = {
     "default": {},
     "MoreLikeThis top 16 words (MAX_QUERY_WORDS=16)": {"MAX_QUERY_WORDS": 16},
-    "posting budget 5,000 (POSTING_BUDGET)": {"POSTING_BUDGET": 5000},
+    "posting budget 20,000 (before: POSTING_BUDGET)": {"POSTING_BUDGET": 20000},
+    "posting budget 2,000 (POSTING_BUDGET)": {"POSTING_BUDGET": 2000},
     "300 candidates at depth 100 (PRESELECT_PER_RESULT=3)": {"PRESELECT_PER_RESULT": 3},
     "analysed words not kept (no cache)": {"_words_cache": None},
 }

@@ -48,8 +48,10 @@ PRESELECT = 300
 PRESELECT_PER_RESULT = 5
 # Postings (word, message pairs) stage 1 may read to choose candidates: the rarest query
 # words whose document counts fit. Long pasted queries otherwise read every posting of
-# 32 words, which is most of a large mailbox (bench/search.py).
-POSTING_BUDGET = 20_000
+# 32 words, which is most of a large mailbox (bench/search.py). 5,000 instead of 20,000
+# cut lexical p95 to 0.60 at 100,000 emails; on the reply pairs, budgets scaled to the
+# corpus's size (384 and 1,537 of 7,685 emails) ranked alike (docs/benchmarks.md).
+POSTING_BUDGET = 5_000
 # Characters of each body ts_headline reads for extracts: its cost grows with the text,
 # and an extract from far down a very long message rarely helps a reader choose it.
 HIGHLIGHT_READ = 8000
