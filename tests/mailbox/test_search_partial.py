@@ -79,7 +79,7 @@ def test_results_no_word_matched_are_held_back_below_the_similarity_floor(
 
 
 def _lexical(*ids: str) -> list[LexicalHit]:
-    return [LexicalHit(email_id=email_id, score=1.0, exact=True) for email_id in ids]
+    return [LexicalHit(email_id=email_id, score=10.0 - n, exact=True) for n, email_id in enumerate(ids)]
 
 
 def _vector(*pairs: tuple[str, float]) -> list[VectorHit]:
@@ -115,5 +115,17 @@ def test_fusion_pads_with_nothing_once_the_words_matched_enough_emails():
 
 def test_a_lexical_match_is_never_held_back_however_far_it_is():
     fused = fuse(_lexical("a", "b"), _vector(("b", -0.5)), RECEIVED, 10, Fusion(min_similarity=0.9))
-    assert [email_id for email_id, _, _ in fused.ranked] == ["b", "a"]
+    assert [(email_id, kind) for email_id, _, kind in fused.ranked] == [("a", "exact"), ("b", "exact")]
     assert fused.held_back == 0
+
+
+@pytest.mark.parametrize("method", ["rrf", "scores"])
+def test_both_fusion_methods_let_a_strong_vector_match_lift_a_lexical_one(method):
+    fused = fuse(
+        _lexical("a", "b"),
+        _vector(("b", 0.9), ("a", 0.1)),
+        RECEIVED,
+        10,
+        Fusion(method=method, vector_weight=1.0),
+    )
+    assert [email_id for email_id, _, _ in fused.ranked] == ["b", "a"]
