@@ -31,12 +31,13 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 # How much one occurrence counts by field (BM25F): the subject and the participants say
 # what a message is about and who it is between, so a match there counts more than one in
-# the body; chosen by cross-validation on the reply pairs (docs/benchmarks.md).
-SUBJECT_WEIGHT = 3.0
-PARTICIPANTS_WEIGHT = 2.0
+# the body. These, BM25_B and VARIANT_WEIGHT were chosen by 5-fold cross-validation on the
+# reply pairs (bench/retrieval.py --lexical-grid; docs/benchmarks.md): 4 folds of 5.
+SUBJECT_WEIGHT = 5.0
+PARTICIPANTS_WEIGHT = 3.0
 # An occurrence of another word of the family ("payment" for "payments") counts this much
 # of one of the query word itself.
-VARIANT_WEIGHT = 1.0
+VARIANT_WEIGHT = 0.5
 # Until the first snapshot measures it: a typical length in characters of an indexed email.
 DEFAULT_AVERAGE_LENGTH = 2000.0
 # Occurrences counted at most per word: a message repeating a word hundreds of times is no
@@ -366,7 +367,7 @@ def _occurrences(candidates: EmailQuerySet, words: QueryWords, limit: int, bind:
             SELECT hit.id, sum(g.idf) AS prescore
             FROM g CROSS JOIN LATERAL ({bind.query(per_word.order_by().values("id"))} OFFSET 0) AS hit
             GROUP BY hit.id
-            ORDER BY prescore DESC
+            ORDER BY prescore DESC, hit.id DESC  -- ties at the cut decided the same way every time
             LIMIT {bind(max(PRESELECT, limit * PRESELECT_PER_RESULT))}
         ),
         matched AS (
