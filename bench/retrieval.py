@@ -267,6 +267,51 @@ def lexical_grid(account_id: str, pairs: list[dict], records: list[Record]) -> d
     return per_point
 
 
+def short_query_noise(account_id: str, count: int, fusion, limit: int = 20) -> dict[str, float]:
+    """Results without a lexical match per query for typed queries (two words of a subject).
+
+    The reply pairs' queries are long and nearly always match ten emails by their words, so
+    they say little about padding; typed queries matching a few emails are where the vector
+    ranking used to pad the window. No labels: this counts, it does not score.
+    """
+    from mailbox.models import Email
+    from mailbox.services import embedding, search
+    from mailbox.services.lexical_search import rank_lexical
+    from mailfathom.providers import get_embedder
+
+    base = Email.objects.filter(account__account_id=account_id)
+    subjects = [s for s in base.order_by("id").values_list("subject", flat=True) if len(s.split()) >= 2]
+    rng = random.Random(SEED)  # noqa: S311 (a fixed sample)
+    queries = [" ".join(rng.choice(subjects).split()[:2]) for _ in range(count)]
+    embedder, profile = get_embedder(), embedding.active_profile()
+    unpadded = search.Fusion(
+        method=fusion.method,
+        k=fusion.k,
+        lexical_weight=fusion.lexical_weight,
+        vector_weight=fusion.vector_weight,
+        min_similarity=search.NO_FLOOR,
+        enough_lexical=NEVER,
+    )
+    kept, held, few = [], [], 0
+    for query in queries:
+        lexical = rank_lexical(base, query, search.FUSION_DEPTH)
+        semantic = embedding.rank_vector(base, embedder.embed_query(query), profile, search.FUSION_DEPTH)
+        ids = {hit.email_id for hit in lexical} | {hit.email_id for hit in semantic}
+        received = {
+            str(key): value for key, value in base.filter(id__in=ids).values_list("id", "received_at")
+        }
+        few += len(lexical) < limit
+        for rule, into in ((fusion, held), (unpadded, kept)):
+            ranked = search.fuse(lexical, semantic, received, limit, rule).ranked
+            into.append(sum(kind == "semantic" for _, _, kind in ranked))
+    return {
+        "queries": count,
+        "matching fewer than the window by words": few,
+        "product": statistics.mean(held),
+        "kept": statistics.mean(kept),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -278,6 +323,9 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--lexical-grid", action="store_true", help="cross-validate the lexical knobs too")
     parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument(
+        "--short-queries", type=int, default=0, help="count padding for N typed two-word queries (window 20)"
+    )
     parser.add_argument(
         "--set",
         action="append",
@@ -411,6 +459,15 @@ def main() -> None:
             "product": fusion_cv["product"],
             "floors": floors,
         }
+    if args.short_queries and profile is not None:
+        noise = short_query_noise("retrieval", args.short_queries, search.Fusion.for_model(profile.model))
+        report["typed queries: results without a lexical match"] = noise
+        print(
+            f"\n{noise['queries']} typed two-word queries (window 20; "
+            f"{noise['matching fewer than the window by words']} match fewer than 20 emails by their words): "
+            f"results without a lexical match per query {noise['product']:.2f} with the product's padding "
+            f"rule, {noise['kept']:.2f} with every vector result kept"
+        )
     if args.lexical_grid:
         print(f"\nlexical grid: {len(LEXICAL_GRID)} points of {', '.join(LEXICAL_KNOBS)}")
         lexical_cv = cross_validate(lexical_grid("retrieval", pairs, records), folds)
