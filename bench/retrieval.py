@@ -292,7 +292,7 @@ def short_query_noise(account_id: str, count: int, fusion, limit: int = 20) -> d
         min_similarity=search.NO_FLOOR,
         enough_lexical=NEVER,
     )
-    kept, held, few = [], [], 0
+    kept, held, few, few_kept, few_held = [], [], 0, [], []
     for query in queries:
         lexical = rank_lexical(base, query, search.FUSION_DEPTH)
         semantic = embedding.rank_vector(base, embedder.embed_query(query), profile, search.FUSION_DEPTH)
@@ -300,15 +300,20 @@ def short_query_noise(account_id: str, count: int, fusion, limit: int = 20) -> d
         received = {
             str(key): value for key, value in base.filter(id__in=ids).values_list("id", "received_at")
         }
-        few += len(lexical) < limit
-        for rule, into in ((fusion, held), (unpadded, kept)):
+        narrow = len(lexical) < limit
+        few += narrow
+        for rule, into, narrow_into in ((fusion, held, few_held), (unpadded, kept, few_kept)):
             ranked = search.fuse(lexical, semantic, received, limit, rule).ranked
             into.append(sum(kind == "semantic" for _, _, kind in ranked))
+            if narrow:
+                narrow_into.append(into[-1])
     return {
         "queries": count,
         "matching fewer than the window by words": few,
         "product": statistics.mean(held),
         "kept": statistics.mean(kept),
+        "product, those queries": statistics.mean(few_held) if few_held else 0.0,
+        "kept, those queries": statistics.mean(few_kept) if few_kept else 0.0,
     }
 
 
@@ -466,7 +471,8 @@ def main() -> None:
             f"\n{noise['queries']} typed two-word queries (window 20; "
             f"{noise['matching fewer than the window by words']} match fewer than 20 emails by their words): "
             f"results without a lexical match per query {noise['product']:.2f} with the product's padding "
-            f"rule, {noise['kept']:.2f} with every vector result kept"
+            f"rule, {noise['kept']:.2f} with every vector result kept; over the queries matching fewer "
+            f"than 20: {noise['product, those queries']:.2f} and {noise['kept, those queries']:.2f}"
         )
     if args.lexical_grid:
         print(f"\nlexical grid: {len(LEXICAL_GRID)} points of {', '.join(LEXICAL_KNOBS)}")
