@@ -44,13 +44,13 @@ CHARACTERS_PER_EXTRACT = 240
 # Each ranking contributes this many candidates to the fusion. How they combine was
 # chosen by 5-fold cross-validation on the corpus's reply pairs (bench/retrieval.py;
 # docs/benchmarks.md): each ranking's own scores scaled to 0..1 (BM25 over the best BM25,
-# cosine similarity over the vector ranking's range), the vector share weighing 0.3 of
-# the lexical one, chosen by 4 folds of 5 over weighted reciprocal rank fusion (RRF_K,
+# cosine similarity over the vector ranking's range), the vector share weighing 0.2 of
+# the lexical one, chosen by all 5 folds over weighted reciprocal rank fusion (RRF_K,
 # kept for method "rrf").
 FUSION_DEPTH = 100
 RRF_K = 20
 LEXICAL_WEIGHT = 1.0
-VECTOR_WEIGHT = 0.3
+VECTOR_WEIGHT = 0.2
 FUSION_METHOD = "scores"
 # A result the vector ranking found but no query word matched ("semantic") is a hit only
 # if it is close enough to the query: at least this cosine similarity under the model that
