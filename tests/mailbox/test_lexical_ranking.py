@@ -104,3 +104,20 @@ def test_the_lexical_arm_can_rank_by_a_text_of_its_own(inbox):
     assert [m.summary.subject for m in result.matches] == ["Holiday rota"]
     assert all("**" in snippet for m in result.matches for snippet in m.snippets)
     assert [m.summary.subject for m in search_emails("quarterly").matches] == ["Quarterly report"]
+
+
+def test_passages_take_the_lexical_text_too(inbox):
+    from mailbox.services.passages import retrieve_passages
+
+    EmailFactory(folder=inbox, subject="Quarterly report", body="figures for the quarter")
+    EmailFactory(folder=inbox, subject="Holiday rota", body="who is away in August")
+    refresh_term_stats()
+    found = retrieve_passages(
+        "quarterly",
+        accounts=None,
+        folders=None,
+        limit=5,
+        max_characters=200,
+        lexical_query_text="away August",
+    )
+    assert [passage.subject for passage in found.passages] == ["Holiday rota"]
