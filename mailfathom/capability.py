@@ -18,3 +18,8 @@ class CapabilityState(StrEnum):
     AVAILABLE = "available"
     # Configured, but cannot serve right now (a provider failing, a mismatched profile).
     DEGRADED = "degraded"
+
+
+# Semantic search only (search's semanticSearch, never answering's capability): available,
+# but too little of the scope is embedded yet for the vector ranking to speak for all of it.
+SEMANTIC_PARTIAL = "partial"

@@ -166,14 +166,19 @@ def embed_pending(
     return result
 
 
-def semantic_state() -> CapabilityState:
+_READ = object()  # "read the active profile now" (a caller may pass the one it has read)
+
+
+def semantic_state(profile: EmbeddingProfile | None | object = _READ) -> CapabilityState:
     """Whether semantic search can place a query now, read without calling the provider.
 
     Inactive without an embedder or an active profile; degraded when the configured
-    embedder's space is not the active profile's, or its last call failed.
+    embedder's space is not the active profile's, or its last call failed. `profile` is
+    the active profile if the caller has just read it (each read is a query).
     """
-    if not profile_matches():
-        if get_embedder() is None or active_profile() is None:
+    profile = active_profile() if profile is _READ else profile
+    if not profile_matches(profile):
+        if get_embedder() is None or profile is None:
             return CapabilityState.INACTIVE
         return CapabilityState.DEGRADED
     if read_health(EMBEDDING_ROLE).state == CapabilityState.DEGRADED:
@@ -181,10 +186,10 @@ def semantic_state() -> CapabilityState:
     return CapabilityState.AVAILABLE
 
 
-def profile_matches() -> bool:
+def profile_matches(profile: EmbeddingProfile | None | object = _READ) -> bool:
     """Whether the configured embedder makes vectors in the active profile's space."""
     embedder = get_embedder()
-    profile = active_profile()
+    profile = active_profile() if profile is _READ else profile
     if embedder is None or profile is None:
         return False
     spec = embedder.profile

@@ -74,11 +74,11 @@ def retrieve_passages(
 
     `mail_filter` narrows exactly as for search_emails and is checked the same way; it may
     not ask for junk mail (a programming error, not a caller's refusal: search_mail does
-    not offer the switch). `lexical_query_text`, when given, is ranked by the lexical arm
-    (and chooses the extracts) while only `query_text` is embedded (search.rank).
+    not offer the switch). `lexical_query_text`, as for search_emails, is what the lexical
+    arm ranks by and the extracts are chosen for; `query_text` alone is embedded.
     """
     query = search.checked_query(query_text)
-    lexical = None if lexical_query_text is None else search.checked_lexical_query(lexical_query_text)
+    words = search.lexical_text(lexical_query_text, query)
     limit = whole_number(
         limit,
         minimum=search.MIN_RESULT_LIMIT,
@@ -91,7 +91,7 @@ def retrieve_passages(
         raise ValueError("passages never include the junk folder")
     selection = select(accounts, folders, mail_filter)
     candidates = Email.objects.in_selection(selection)
-    ranked, mode, _state = search.rank(candidates, query, limit, lexical)
+    ranked, mode, _state = search.rank(candidates, query, limit, lexical_query=words)
     ids = [email_id for email_id, _score, _kind in ranked]
     rows = {
         str(row["id"]): row
@@ -110,7 +110,7 @@ def retrieve_passages(
             "pk", "mapping__alias"
         )
     )
-    fragments = highlight(ids, lexical or query, FRAGMENTS, max(40, max_characters // FRAGMENTS), marker="")
+    fragments = highlight(ids, words, FRAGMENTS, max(40, max_characters // FRAGMENTS), marker="")
     scanning = sensitive.enabled()
     passages = []
     for email_id in ids:

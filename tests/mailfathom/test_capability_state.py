@@ -1,6 +1,7 @@
 """One definition of the capability states (mailfathom.capability.CapabilityState), used by
 provider health, semantic search, answering and the published schema; the wire spellings
-stay inactive, available and degraded."""
+stay inactive, available and degraded. Search alone adds partial (available while little of
+the scope is embedded), between available and degraded in its published enumeration."""
 
 from __future__ import annotations
 
@@ -24,8 +25,13 @@ def test_the_states_are_spelled_as_published_in_this_order():
     assert [state.value for state in CapabilityState] == ["inactive", "available", "degraded"]
 
 
-def test_the_published_semantic_search_enumeration_is_the_states():
-    assert ENUMERATIONS[("SearchResult", "semanticSearch")] == ("inactive", "available", "degraded")
+def test_the_published_semantic_search_enumeration_is_the_states_and_partial():
+    assert ENUMERATIONS[("SearchResult", "semanticSearch")] == (
+        "inactive",
+        "available",
+        "partial",
+        "degraded",
+    )
 
 
 def test_provider_health_reports_a_state_member(settings):
