@@ -214,7 +214,7 @@ def test_the_backfill_command_threads_every_account_and_an_interrupted_run_resum
     for n in range(5):
         _unthreaded(inbox, f"m{n}", n, f"m{n}@x", [f"m{n - 1}@x"] if n else [])
     other = mapped_folder(MailAccountFactory(), "inbox")
-    _unthreaded(other, "elsewhere", 0, "m0@x")
+    _unthreaded(other, "the other account's mail", 0, "m0@x")
 
     from mailbox.services import threads
 
