@@ -1,6 +1,6 @@
 """Rebuild tests/data/mail-sample.tar.gz from the full corpus (run by hand, never by a test).
 
-    .venv/bin/python tests/data/build_mail_sample.py --corpus ../shared/corpus/mail-dev.tar.gz
+    .venv/bin/python tests/data/build_mail_sample.py --corpus /path/to/the/team/corpus/mail-dev.tar.gz
 
 Takes every n-th message of each group in name order (the steps below), keeps every byte and
 every Maildir name, and writes the members in name order with fixed metadata, so the same
