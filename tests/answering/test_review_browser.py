@@ -7,7 +7,6 @@ session's Dovecot. Each step leaves a PNG under var/screenshots/test_review_brow
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,22 +16,12 @@ from django.contrib.auth.models import Permission
 from answering.models import Draft, DraftStatus, Verdict
 from mailfathom import embedded
 from tests.answering.drafts_support import DraftFactory, answered_email, drafting_account, drafts_on_server
+from tests.browser.chromium import launched_chromium
 from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.imap_support import add_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot, pytest.mark.slow]
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 STEP_TIMEOUT_MS = 30_000  # one action or navigation on a busy shared machine, not a measurement
 PASSWORD = "pw-reviewer-browser-1"
 EDITED = "Dear Ms Buyer,\n\nyour order 4711 leaves us on Monday, not Friday.\n\nKind regards\n"
@@ -40,24 +29,8 @@ EDITED = "Dear Ms Buyer,\n\nyour order 4711 leaves us on Monday, not Friday.\n\n
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"Chromium is not installed ({CHROMIUM}): apt-get install -y chromium", pytrace=False)
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop on this thread; Django would take every ORM
-    # call made here for one from async code. None is, so the check is off meanwhile.
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as playwright:
-            launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            yield launched
-            launched.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+    with launched_chromium() as launched:
+        yield launched
 
 
 @pytest.fixture

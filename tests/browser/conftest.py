@@ -16,7 +16,6 @@ var/screenshots/<test name>/ (the artifacts a failed run leaves behind).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,25 +23,15 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from mailfathom import embedded
 from tests.browser import steps
+from tests.browser.chromium import launched_chromium
 from tests.celery_worker import Worker
 from tests.dovecot import DovecotServer, dovecot_server  # noqa: F401
 from tests.mcp.conftest import TEST_KEYRING, Server, start_server
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 VIEWPORT = {"width": 1280, "height": 800}
 STEP_TIMEOUT_MS = 30_000  # one page action or navigation on a busy 2-core machine
 OPERATOR_PASSWORD = "browser-operator-secret"
@@ -76,27 +65,8 @@ def worker(django_db_setup, dovecot: DovecotServer, tmp_path_factory) -> Iterato
 @pytest.fixture(scope="module")
 def browser(app: Server) -> Iterator[Browser]:
     """Headless Chromium; started after the app, which must not inherit the setting below."""
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(
-            f"Chromium is not installed ({CHROMIUM} is missing): run `.ci/install-services` "
-            "(as root) once, or `make test`, which runs it.",
-            pytrace=False,
-        )
-    # Playwright's sync API keeps an event loop of its own running on this thread while it is
-    # started. Django then takes every ORM call made here (the test's own, pytest-django's
-    # flush) for one from async code; none is, so its check is turned off meanwhile.
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as playwright:
-            launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            yield launched
-            launched.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+    with launched_chromium() as launched:
+        yield launched
 
 
 @pytest.hookimpl(wrapper=True)
