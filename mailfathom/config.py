@@ -504,10 +504,13 @@ class MailFathomSettings:
         512,
         "Characters of the condensed query drafting sends to the vector arm; longer ones are cut.",
     )
+    # At most what the lexical arm reads of a separate text (mailbox.services.search
+    # MAX_LEXICAL_QUERY_CHARACTERS, which a test keeps equal): condense and the lexical arm
+    # must be handed exactly the same string.
     drafting_max_answered_characters: int = _whole(
         6000,
         500,
-        20000,
+        8000,
         "Characters of the answered mail (subject and body) a draft is built from; the rest is cut.",
     )
     drafting_sources_per_draft: int = _whole(

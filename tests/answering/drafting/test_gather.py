@@ -73,3 +73,14 @@ def test_the_thread_tail_is_found_from_the_threading_headers_in_readable_folders
 def test_a_first_message_has_no_thread_tail(drafting):
     shop = build_shop(thread=False)
     assert thread_tail(shop.answered, limit=4, max_characters=1000) == []
+
+
+def test_the_answered_mail_bound_is_at_most_what_the_lexical_arm_reads():
+    """Condense and the lexical arm are handed the same string: no setting may cut it apart."""
+    from dataclasses import fields
+
+    from mailbox.services.search import MAX_LEXICAL_QUERY_CHARACTERS
+    from mailfathom.config import MailFathomSettings
+
+    bound = next(f for f in fields(MailFathomSettings) if f.name == "drafting_max_answered_characters")
+    assert bound.metadata["maximum"] == MAX_LEXICAL_QUERY_CHARACTERS
