@@ -435,8 +435,8 @@ class MailFathomSettings:
     embedding_provider: str = _choice(
         "local",
         ("local", "openai", "none"),
-        "Where embeddings come from: local (the bundled multilingual-e5-small), openai (an "
-        "OpenAI-compatible endpoint), or none (search is lexical only).",
+        "Where embeddings come from: local (a bundled model, run in-process), openai (an "
+        "OpenAI-compatible endpoint, such as a GPU server), or none (search is lexical only).",
     )
     embedding_base_url: str = _text(
         "",
@@ -444,9 +444,10 @@ class MailFathomSettings:
         " OpenAI's own.",
     )
     embedding_model: str = _text(
-        "multilingual-e5-small",
-        "Embedding model name; the local provider serves only multilingual-e5-small. A name "
-        "containing e5 gets the query:/passage: prefixes.",
+        "universal-sentence-encoder-multilingual-3",
+        "Embedding model name. The local provider serves universal-sentence-encoder-multilingual-3"
+        " (512 dimensions) and multilingual-e5-small (384). A name containing e5 gets the "
+        "query:/passage: prefixes.",
     )
     embedding_api_key: str = _text(
         "",
@@ -454,7 +455,7 @@ class MailFathomSettings:
         "(local servers need none).",
     )
     embedding_dimensions: int = _whole(
-        384,
+        512,
         1,
         16000,
         "Length of the vectors the embedding model returns; a reply of another length is refused "
