@@ -4,17 +4,25 @@ Each email gets one passage: its subject and the first MAILFATHOM_EMBEDDING_WIND
 of its body. The sweep embeds newest mail first, in batches, each batch's vectors and the
 spend ledger written in one transaction. Vectors live in pgvector; an HNSW index (cosine)
 is created per profile on its own dimension when the profile is activated.
+
+A configured model that is not the active profile's makes the sweep stop at once (its
+vectors would land in a space no search reads): changing the model is an operation of its
+own, mailbox.services.reembedding (`manage.py reembed`).
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, F, Q
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Left
 from django.utils import timezone
 
 from mailbox.models import Availability, Email, EmailQuerySet, EmbeddingProfile, EmbeddingSpend, Passage
@@ -51,6 +59,15 @@ def activate_profile(embedder: Embedder) -> EmbeddingProfile:
     return profile
 
 
+def _pending() -> EmailQuerySet:
+    return Email.objects.filter(embedded=False, availability=Availability.AVAILABLE)
+
+
+def pending_count() -> int:
+    """Emails the sweep has still to embed under the active profile."""
+    return _pending().count()
+
+
 def _ensure_vector_index(profile: EmbeddingProfile) -> None:
     # One partial HNSW index per profile, on the column cast to the profile's dimension:
     # pgvector indexes only fixed-dimension expressions.
@@ -76,7 +93,7 @@ class SweepResult:
     embedded: int = 0
     skipped_empty: int = 0
     batches: int = 0
-    stopped_by: str = ""  # "", "ceiling", "provider"
+    stopped_by: str = ""  # "", "ceiling", "provider", "profile" (the configured model is not active)
 
 
 def _period_start(now: datetime) -> datetime:
@@ -88,20 +105,54 @@ def _spent_this_period(now: datetime) -> int:
     return row.characters if row else 0
 
 
-def embed_pending(*, max_batches: int | None = None, batch_size: int = SWEEP_BATCH) -> SweepResult:
-    """Embed emails that have no passage under the active profile, newest received first."""
+@dataclass(frozen=True)
+class Shard:
+    """Which part of the mail one of `count` concurrent sweeps takes: emails whose id hashes
+    to `index`, so the sweeps never embed the same email twice and need no locks."""
+
+    index: int
+    count: int
+
+    def rows(self, emails: EmailQuerySet) -> EmailQuerySet:
+        if self.count <= 1:
+            return emails
+        bucket = RawSQL("mod(abs(hashtext(id::text)), %s)", [self.count])
+        return emails.alias(shard_bucket=bucket).filter(shard_bucket=self.index)
+
+
+def embed_pending(
+    *,
+    max_batches: int | None = None,
+    batch_size: int = SWEEP_BATCH,
+    shard: Shard | None = None,
+    until: float | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> SweepResult:
+    """Embed emails that have no passage under the active profile, newest received first.
+
+    `until` (a time.monotonic() value) ends the sweep after the batch running then;
+    `progress` is called with the number of emails each batch settled.
+    """
     result = SweepResult()
     embedder = get_embedder()
     if embedder is None:
         return result
     profile = activate_profile(embedder)
+    if not profile.active:  # the configured model is not the active profile's: switch first
+        result.stopped_by = "profile"
+        return result
     batch_size = max(1, min(batch_size, embedder.max_batch))
     ceiling = settings.MAILFATHOM.embedding_max_characters_per_hour
+    window = settings.MAILFATHOM.embedding_window_characters
+    pending = (shard or Shard(0, 1)).rows(_pending())
     while max_batches is None or result.batches < max_batches:
+        if until is not None and time.monotonic() >= until:
+            break
+        # Only the window's worth of each body crosses the wire: a body may be megabytes.
         rows = list(
-            Email.objects.filter(embedded=False, availability=Availability.AVAILABLE)
-            .order_by("-received_at", "-id")
-            .values_list("id", "subject", "text_body")[:batch_size]
+            pending.order_by("-received_at", "-id")
+            .annotate(body_start=Left("text_body", window))
+            .values_list("id", "subject", "body_start")[:batch_size]
         )
         if not rows:
             break
@@ -136,6 +187,8 @@ def embed_pending(*, max_batches: int | None = None, batch_size: int = SWEEP_BAT
         result.embedded += len(wanted)
         result.skipped_empty += len(rows) - len(wanted)
         result.batches += 1
+        if progress is not None:
+            progress(len(rows))
     if result.embedded:
         logger.info("embedding sweep: %d embedded in %d batches", result.embedded, result.batches)
     return result
