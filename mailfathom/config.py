@@ -261,8 +261,8 @@ class MailFathomSettings:
         2000,
         200,
         100000,
-        "Characters of each email embedded: the subject and the start of the body, about 512 "
-        "tokens by default. Whole bodies of a large mailbox would take hours on a CPU.",
+        "Characters of each email embedded: the subject and the start of the body. The cost of "
+        "embedding grows with it; a change takes `manage.py reembed --all`.",
     )
     embedding_max_characters_per_hour: int = _whole(
         50000000,

