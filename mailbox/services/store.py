@@ -64,28 +64,14 @@ def stored_bytes(account_pk: int) -> int:
     return int(total["total"] or 0)
 
 
-Parsed = list[tuple[IncomingMessage, ParsedMessage | None]]
-
-
-def parse_messages(messages: Sequence[IncomingMessage]) -> Parsed:
-    """Each message with its parse (None where no content was fetched); touches no database,
-    so a caller may run it on another thread while the previous batch is being written."""
-    return [
-        (message, parse_message(message.raw) if message.raw is not None else None) for message in messages
-    ]
-
-
 def store_messages(
     folder: Folder,
     messages: Sequence[IncomingMessage],
     *,
     advance_to_uid: int | None = None,
     lease_token: uuid.UUID | None = None,
-    prepared: Parsed | None = None,
 ) -> StoreResult:
     """Parse and store `messages` into `folder` in one transaction.
-
-    `prepared` is `parse_messages(messages)` when the caller parsed them already.
 
     With `advance_to_uid`, the folder's committed progress moves to that UID in the same
     transaction, so progress never runs ahead of the rows it describes. With `lease_token`,
@@ -104,8 +90,10 @@ def store_messages(
     is_sent_folder = folder.mapping is not None and folder.mapping.role == FolderRole.SENT
     local_parts = bulk_local_parts()
     result = StoreResult()
-    if prepared is None:
-        prepared = parse_messages(messages)
+    prepared: list[tuple[IncomingMessage, ParsedMessage | None]] = []
+    for message in messages:
+        parsed = parse_message(message.raw) if message.raw is not None else None
+        prepared.append((message, parsed))
 
     with transaction.atomic():
         locked = Folder.objects.select_for_update().filter(pk=folder.pk)

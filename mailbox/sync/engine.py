@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +22,7 @@ from imapclient import IMAPClient
 from accounts.models import MailAccount
 from accounts.services.imap import open_client
 from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email, Folder, RepairRequest
-from mailbox.services.store import IncomingMessage, fill_content, parse_messages, store_messages
+from mailbox.services.store import IncomingMessage, fill_content, store_messages
 from mailbox.services.suppression import suppressed_uids
 from mailbox.sync import folder_state
 from mailbox.sync.failures import (
@@ -166,50 +165,27 @@ def synchronize_folder(client: IMAPClient, folder: Folder, token: uuid.UUID, res
 
     new_uids = sorted(uid for uid in server_uids if uid > folder.highest_uid)
     limit = folder.account.max_message_bytes
-    # Batch k is written while batch k+1 is parsed on a second thread: the write waits on
-    # PostgreSQL (the lexical index), which releases the GIL, so parsing and indexing
-    # overlap instead of taking turns. Only this thread touches IMAP and the database, and
-    # writes stay in UID order; at most two batches are held at once.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sync-parse") as parser:
-        fetched: tuple[list[int], list[IncomingMessage], Future] | None = None
-        for chunk in _chunks(new_uids, BATCH_SIZE):
-            meta = client.fetch(chunk, ["RFC822.SIZE", "INTERNALDATE", "FLAGS"])
-            # Erased copies are not even fetched; store_messages checks again under the folder lock.
-            erased = suppressed_uids(folder, folder.uidvalidity or 0, chunk)
-            result.suppressed += len(erased & set(meta))
-            meta = {uid: info for uid, info in meta.items() if uid not in erased}
-            for batch in _byte_bounded(chunk, meta, limit):
-                if not folder_state.renew_lease(folder, token):
-                    raise LeaseLost
-                messages = _fetch_bodies(client, folder, batch, meta)
-                following = (batch, messages, parser.submit(parse_messages, messages))
-                if fetched is not None:
-                    _store_batch(folder, token, fetched, result)
-                fetched = following
-        if fetched is not None:
-            _store_batch(folder, token, fetched, result)
+    for chunk in _chunks(new_uids, BATCH_SIZE):
+        meta = client.fetch(chunk, ["RFC822.SIZE", "INTERNALDATE", "FLAGS"])
+        # Erased copies are not even fetched; store_messages checks again under the folder lock.
+        erased = suppressed_uids(folder, folder.uidvalidity or 0, chunk)
+        result.suppressed += len(erased & set(meta))
+        meta = {uid: info for uid, info in meta.items() if uid not in erased}
+        for batch in _byte_bounded(chunk, meta, limit):
+            if not folder_state.renew_lease(folder, token):
+                raise LeaseLost
+            messages = _fetch_bodies(client, folder, batch, meta)
+            stored = store_messages(folder, messages, advance_to_uid=batch[-1], lease_token=token)
+            result.stored += stored.stored
+            result.suppressed += stored.suppressed
+            result.withheld += sum(1 for m in messages if m.raw is None)
+            folder.highest_uid = batch[-1]
 
     result.flags_updated = _reconcile_flags(client, folder, server_uids)
     result.refetched = _refetch_missing_content(client, folder)
     Folder.objects.filter(pk=folder.pk, lease_token=token).record_progress(
         timezone.now(), highest_modseq=int(modseq) if modseq is not None else None
     )
-
-
-def _store_batch(
-    folder: Folder,
-    token: uuid.UUID,
-    fetched: tuple[list[int], list[IncomingMessage], Future],
-    result: FolderRun,
-) -> None:
-    batch, messages, parsing = fetched
-    stored = store_messages(
-        folder, messages, advance_to_uid=batch[-1], lease_token=token, prepared=parsing.result()
-    )
-    result.stored += stored.stored
-    result.suppressed += stored.suppressed
-    result.withheld += sum(1 for m in messages if m.raw is None)
-    folder.highest_uid = batch[-1]
 
 
 def _reset_uidvalidity(folder: Folder, uidvalidity: int) -> None:
