@@ -1,9 +1,10 @@
 """Embeddings of the local copy: the active profile, the sweep, and the semantic-search state.
 
 Each email gets one passage: its subject and the first MAILFATHOM_EMBEDDING_WINDOW_CHARACTERS
-of its body. The sweep embeds newest mail first, in batches, each batch's vectors and the
-spend ledger written in one transaction. Vectors live in pgvector; an HNSW index (cosine)
-is created per profile on its own dimension when the profile is activated.
+of its own words (the body without quotations, signature and list footer). The sweep
+embeds newest mail first, in batches, each batch's vectors and the spend ledger written in
+one transaction. Vectors live in pgvector; an HNSW index (cosine) is created per profile
+on its own dimension when the profile is activated.
 
 A configured model that is not the active profile's makes the sweep stop at once (its
 vectors would land in a space no search reads): changing the model is an operation of its
@@ -26,6 +27,7 @@ from django.db.models.functions import Left
 from django.utils import timezone
 
 from mailbox.models import Availability, Email, EmailQuerySet, EmbeddingProfile, EmbeddingSpend, Passage
+from mailbox.services.own_words import own_words
 from mailbox.services.raw_sql import Params, column, selects_nothing, table
 from mailfathom.capability import CapabilityState
 from mailfathom.providers import EMBEDDING_ROLE, get_embedder
@@ -38,6 +40,7 @@ logger = logging.getLogger(__name__)
 # Aliases of the one definition, kept for mailbox.services.search, which reads them by these names.
 INACTIVE, AVAILABLE, DEGRADED = CapabilityState.INACTIVE, CapabilityState.AVAILABLE, CapabilityState.DEGRADED
 SWEEP_BATCH = 32
+BODY_READ_FACTOR = 4  # characters of body read per character of window
 
 
 def active_profile() -> EmbeddingProfile | None:
@@ -84,8 +87,10 @@ def _ensure_vector_index(profile: EmbeddingProfile) -> None:
 
 
 def passage_text(subject: str, body: str) -> str:
+    """What is embedded for an email: its subject and its own words (quotations, signature
+    and list footer left out, mailbox.services.own_words), cut to the window."""
     window = settings.MAILFATHOM.embedding_window_characters
-    return f"{subject}\n\n{body}"[:window].strip()
+    return f"{subject}\n\n{own_words(body)}"[:window].strip()
 
 
 @dataclass
@@ -148,10 +153,11 @@ def embed_pending(
     while max_batches is None or result.batches < max_batches:
         if until is not None and time.monotonic() >= until:
             break
-        # Only the window's worth of each body crosses the wire: a body may be megabytes.
+        # A bounded start of each body crosses the wire (a body may be megabytes): enough
+        # to fill the window once quotations are left out.
         rows = list(
             pending.order_by("-received_at", "-id")
-            .annotate(body_start=Left("text_body", window))
+            .annotate(body_start=Left("text_body", window * BODY_READ_FACTOR))
             .values_list("id", "subject", "body_start")[:batch_size]
         )
         if not rows:
