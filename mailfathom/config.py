@@ -261,8 +261,8 @@ class MailFathomSettings:
         2000,
         200,
         100000,
-        "Characters of each email embedded: the subject and the start of the body, about 512 "
-        "tokens by default. Whole bodies of a large mailbox would take hours on a CPU.",
+        "Characters of each email embedded: the subject and the start of the body. The cost of "
+        "embedding grows with it; a change takes `manage.py reembed --all`.",
     )
     embedding_max_characters_per_hour: int = _whole(
         50000000,
@@ -545,8 +545,8 @@ class MailFathomSettings:
     embedding_provider: str = _choice(
         "local",
         ("local", "openai", "none"),
-        "Where embeddings come from: local (the bundled multilingual-e5-small), openai (an "
-        "OpenAI-compatible endpoint), or none (search is lexical only).",
+        "Where embeddings come from: local (a bundled model, run in-process), openai (an "
+        "OpenAI-compatible endpoint, such as a GPU server), or none (search is lexical only).",
     )
     embedding_base_url: str = _text(
         "",
@@ -554,9 +554,10 @@ class MailFathomSettings:
         " OpenAI's own.",
     )
     embedding_model: str = _text(
-        "multilingual-e5-small",
-        "Embedding model name; the local provider serves only multilingual-e5-small. A name "
-        "containing e5 gets the query:/passage: prefixes.",
+        "universal-sentence-encoder-multilingual-3",
+        "Embedding model name. The local provider serves universal-sentence-encoder-multilingual-3"
+        " (512 dimensions) and multilingual-e5-small (384). A name containing e5 gets the "
+        "query:/passage: prefixes.",
     )
     embedding_api_key: str = _text(
         "",
@@ -564,7 +565,7 @@ class MailFathomSettings:
         "(local servers need none).",
     )
     embedding_dimensions: int = _whole(
-        384,
+        512,
         1,
         16000,
         "Length of the vectors the embedding model returns; a reply of another length is refused "

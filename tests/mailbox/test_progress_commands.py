@@ -265,16 +265,16 @@ def test_embed_says_when_no_provider_is_configured(db, settings):
 
 
 def test_embed_refuses_while_a_worker_holds_the_sweep(backlog):
-    from mailbox import tasks
+    from mailbox.services.reembedding import SWEEP_KEY
     from mailfathom.keyvalue import redis_client
 
     client = redis_client()
-    client.set(tasks.SWEEP_KEY, "worker", ex=60)
+    client.set(SWEEP_KEY, "worker", ex=60)
     try:
         with pytest.raises(CommandError, match="A sweep is running"):
             _run("embed")
     finally:
-        client.delete(tasks.SWEEP_KEY)
+        client.delete(SWEEP_KEY)
     assert not Email.objects.filter(pk__in=[e.pk for e in backlog], embedded=True).exists()
 
 

@@ -36,7 +36,10 @@ def resilient_openai(openai_server):
         **tuning,
     ):
         backend = OpenAIEmbedder(
-            model=model, dimensions=384, base_url=openai_server.base_url, api_key="test-key"
+            model=model,
+            dimensions=openai_server.dimensions,
+            base_url=openai_server.base_url,
+            api_key="test-key",
         )
         tuning.setdefault("backoff_base", 0.01)
         resilience = Resilience(

@@ -21,8 +21,8 @@ from mailfathom.providers.errors import KINDS
 def test_defaults_embed_locally_with_the_bundled_model():
     values = config.load({}).values
     assert values.embedding_provider == "local"
-    assert values.embedding_model == "multilingual-e5-small"
-    assert values.embedding_dimensions == 384
+    assert values.embedding_model == "universal-sentence-encoder-multilingual-3"
+    assert values.embedding_dimensions == 512
     assert (values.embedding_timeout_seconds, values.embedding_max_retries) == (10, 2)
     assert values.embedding_concurrency == 4
     assert values.embedding_circuit_failures == 5
@@ -38,7 +38,7 @@ def test_get_embedder_builds_the_local_one_once_per_process(mailfathom_settings)
     mailfathom_settings(embedding_provider="local")
     first = get_embedder()
     assert first is get_embedder()
-    assert first.profile == EmbeddingProfileSpec("local", "multilingual-e5-small", 384)
+    assert first.profile == EmbeddingProfileSpec("local", "universal-sentence-encoder-multilingual-3", 512)
     mailfathom_settings(embedding_max_retries=1)  # any change of the settings forgets it
     assert get_embedder() is not first
 
@@ -61,9 +61,10 @@ def test_get_embedder_reads_every_openai_setting(mailfathom_settings, openai_ser
         embedding_concurrency=2,
         embedding_circuit_failures=9,
         embedding_circuit_seconds=30,
+        embedding_dimensions=openai_server.dimensions,
     )
     embedder = get_embedder()
-    assert embedder.profile == EmbeddingProfileSpec("openai", "nomic-embed-text", 384)
+    assert embedder.profile == EmbeddingProfileSpec("openai", "nomic-embed-text", openai_server.dimensions)
     budget = embedder.resilience
     assert (budget.deadline, budget.max_retries, budget.limit.limit) == (7, 3, 2)
     assert (budget.circuit.failures, budget.circuit.open_seconds) == (9, 30)

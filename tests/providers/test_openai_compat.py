@@ -20,8 +20,8 @@ def test_ok_path_sends_e5_prefixes_and_returns_the_servers_vectors(resilient_ope
     embedder = resilient_openai()
     vectors = embedder.embed_passages([MAIL, "second"])
     query = embedder.embed_query("invoice 4711")
-    assert vectors[0] == pytest.approx(vector_for("passage: " + MAIL, 384))
-    assert query == pytest.approx(vector_for("query: invoice 4711", 384))
+    assert vectors[0] == pytest.approx(vector_for("passage: " + MAIL, openai_server.dimensions))
+    assert query == pytest.approx(vector_for("query: invoice 4711", openai_server.dimensions))
     first, second = openai_server.requests
     assert first.inputs == ["passage: " + MAIL, "passage: second"]
     assert second.inputs == ["query: invoice 4711"]
@@ -38,7 +38,7 @@ def test_a_model_not_named_e5_gets_no_prefix(resilient_openai, openai_server):
 def test_429_is_retried_after_the_retry_after_it_asked_for(resilient_openai, openai_server):
     openai_server.embeddings.script(status(429, retry_after="1"), ok())
     started = time.monotonic()
-    assert len(resilient_openai().embed_query("x")) == 384
+    assert len(resilient_openai().embed_query("x")) == openai_server.dimensions
     assert time.monotonic() - started >= 0.95
     assert openai_server.count() == 2
 
@@ -151,7 +151,7 @@ def test_parse_retry_after_as_a_date():
 
 def test_the_backend_itself_refuses_a_wrong_dimension(openai_server):
     """Without the wrapper too: a backend never hands out a vector of another size."""
-    backend = OpenAIEmbedder(model="m", dimensions=384, base_url=openai_server.base_url)
+    backend = OpenAIEmbedder(model="m", dimensions=openai_server.dimensions, base_url=openai_server.base_url)
     openai_server.embeddings.script(wrong_dimension(383))
     error = failure(lambda: backend.embed_passages(["a"]))
     assert (error.kind, error.transient) == ("model_mismatch", False)

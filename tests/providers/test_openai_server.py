@@ -50,8 +50,8 @@ def test_chat_answers_in_script_order_then_by_default(client, openai_server):
 
 def test_embeddings_in_base64_as_the_sdk_asks_by_default(client, openai_server):
     response = client.embeddings.create(model="m", input=["a", "b"])  # SDK default: base64
-    assert [len(item.embedding) for item in response.data] == [384, 384]
-    assert response.data[1].embedding == pytest.approx(vector_for("b", 384), abs=1e-6)
+    assert [len(item.embedding) for item in response.data] == [openai_server.dimensions] * 2
+    assert response.data[1].embedding == pytest.approx(vector_for("b", openai_server.dimensions), abs=1e-6)
     assert openai_server.requests[0].body["encoding_format"] == "base64"
 
 

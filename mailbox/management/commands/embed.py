@@ -1,9 +1,10 @@
+from collections.abc import Callable
+
 import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mailbox import tasks
-from mailbox.services.embedding import SWEEP_BATCH, embed_pending
-from mailfathom.keyvalue import redis_client
+from mailbox.services.embedding import SWEEP_BATCH, SweepResult, embed_pending
+from mailbox.services.reembedding import sweep_slot
 from mailfathom.progress import INTERRUPTED, Progress, TerminalProgress
 
 
@@ -27,33 +28,18 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true", help="Do not draw a progress bar.")
 
     def handle(self, *args: object, **options: object) -> None:
-        # The worker's sweep and this one take the same lock, so they never embed the same rows.
-        client = redis_client()
+        # The worker's sweep, reembed and this command share one slot, so they never embed the
+        # same rows.
         try:
-            held = client.set(tasks.SWEEP_KEY, "command", nx=True, ex=tasks.SWEEP_LOCK_SECONDS)
+            with sweep_slot() as renew:
+                if renew is None:
+                    raise CommandError(
+                        "A sweep is running (a worker's, or reembed); try again when it has finished."
+                    )
+                result = self._sweep(renew, options)
         except redis.RedisError as error:
-            raise CommandError(
-                f"Redis cannot be reached ({type(error).__name__}); check REDIS_URL."
-            ) from None
-        if not held:
-            raise CommandError("A sweep is running in a worker; try again when it has finished its slice.")
-        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))
-
-        def report(event: Progress) -> None:
-            client.expire(tasks.SWEEP_KEY, tasks.SWEEP_LOCK_SECONDS)  # a long sweep keeps its lock
-            bars(event)
-
-        try:
-            with bars:
-                result = embed_pending(
-                    max_batches=options["max_batches"],  # type: ignore[arg-type]
-                    batch_size=int(options["batch_size"]),  # type: ignore[call-overload]
-                    progress=report,
-                )
-        except KeyboardInterrupt:
-            raise CommandError(INTERRUPTED, returncode=130) from None
-        finally:
-            client.delete(tasks.SWEEP_KEY)
+            name = type(error).__name__
+            raise CommandError(f"Redis cannot be reached ({name}); check REDIS_URL.") from None
         if result.inactive:
             raise CommandError("No embedding provider is configured (MAILFATHOM_EMBEDDING_PROVIDER is none).")
         if result.batches == 0 and not result.stopped_by:
@@ -62,8 +48,26 @@ class Command(BaseCommand):
         stopped = {
             "ceiling": "; stopped at the hourly character ceiling",
             "provider": "; stopped: the provider failed",
+            "profile": "; stopped: the configured model is not the active profile's (run manage.py reembed)",
         }
         self.stdout.write(
             f"Embedded {result.embedded} emails in {result.batches} batches, "
             f"{result.skipped_empty} with no text{stopped.get(result.stopped_by, '')}."
         )
+
+    def _sweep(self, renew: Callable[[], bool], options: dict[str, object]) -> SweepResult:
+        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))
+
+        def report(event: Progress) -> None:
+            renew()  # a long sweep keeps its slot
+            bars(event)
+
+        try:
+            with bars:
+                return embed_pending(
+                    max_batches=options["max_batches"],  # type: ignore[arg-type]
+                    batch_size=int(options["batch_size"]),  # type: ignore[call-overload]
+                    progress=report,
+                )
+        except KeyboardInterrupt:
+            raise CommandError(INTERRUPTED, returncode=130) from None
