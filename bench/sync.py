@@ -14,7 +14,11 @@ One run measures, over the same N real messages (an even sample of
       developer's `mailfathom` database), at N/5 and at N messages, each in a fresh Python
       process so its peak RSS (ru_maxrss) belongs to that backfill alone;
   (c) `notmuch new` indexing the same messages as a local Maildir (skipped, with a
-      message, when notmuch is not installed).
+      message, when notmuch is not installed);
+  (d) `manage.py import_mail` of the same messages from local disk into a fresh account,
+      once as one Maildir and once spread over --import-folders Maildirs under one folder
+      (one invocation each, in a fresh process; --skip-import leaves it out), reported per
+      message against (b) of the same round.
 
 It prints the three rates, the ratios MailFathom/anchor and MailFathom/notmuch, and the
 backfill's peak memory at both sizes. `--profile` adds a cProfile run of the backfill at
@@ -301,6 +305,9 @@ def process_cpu(pid: int) -> float | None:
 
 
 def child_main(spec: dict) -> None:
+    if spec.get("import_path"):
+        import_child(spec)
+        return
     setup_django(spec["database"], server_side_binding=spec.get("server_side_binding", False))
     from accounts.models import FolderMapping, FolderRole, MailAccount, Security
     from mailbox.models import Email, Folder, Participant, RawMessage
@@ -388,6 +395,51 @@ def child_main(spec: dict) -> None:
         result["profile"]["sql"] = sorted(SQL_TIMES.items(), key=lambda item: -item[1][1])
         result["profile"]["participants"] = Participant.objects.filter(email__account=account).count()
     print(RESULT_MARKER + json.dumps(result), flush=True)
+
+
+def import_child(spec: dict) -> None:
+    """(d): `manage.py import_mail` of a local tree into a fresh account, in this process."""
+    setup_django(spec["database"])
+    from django.core.management import call_command
+
+    from accounts.models import FolderMapping, FolderRole, MailAccount, Security
+    from mailbox.models import Email
+
+    account = MailAccount(
+        account_id=spec["account_id"],
+        display_name=f"Bench {spec['account_id']}",
+        imap_host="imap.invalid",
+        security=Security.NONE,
+        username="bench",
+    )
+    account.set_credential("unused")
+    account.save()
+    FolderMapping.objects.create(account=account, alias="inbox", remote_name="INBOX", role=FolderRole.INBOX)
+    cpu_before = _own_cpu()
+    started = time.perf_counter()
+    call_command(
+        "import_mail", spec["import_path"], account=spec["account_id"], folder="inbox", no_progress=True
+    )
+    seconds = time.perf_counter() - started
+    stored = Email.objects.filter(account=account).count()
+    if stored != spec["expected"]:
+        raise SystemExit(f"import incomplete: stored={stored} expected={spec['expected']}")
+    cpu = _own_cpu() - cpu_before
+    print(RESULT_MARKER + json.dumps({"messages": stored, "seconds": seconds, "cpu_seconds": cpu}))
+
+
+def run_import(spec: dict) -> tuple[dict, float]:
+    """Run the import child; returns its result and the wall time of the whole invocation
+    (interpreter and Django start-up included)."""
+    started = time.perf_counter()
+    result = run_backfill_child(spec)
+    return result, time.perf_counter() - started
+
+
+def write_tree(root: Path, messages: list[tuple[str, bytes]], folders: int) -> None:
+    """The messages spread over `folders` small Maildirs under `root` (an archive of many folders)."""
+    for index in range(folders):
+        write_maildir(root / f"folder-{index:04d}", messages[index::folders])
 
 
 # --- profile ----------------------------------------------------------------------------
@@ -582,6 +634,25 @@ def print_report(rounds: list[tuple[Rate, Rate, Rate | None]], memory: list[dict
             )
 
 
+def print_imports(imports: list[tuple[int, str, dict, Rate]], folders: int) -> None:
+    """(d) against (b) of the same round: messages per second, import over backfill."""
+    if not imports:
+        return
+    print()
+    print(
+        f"(d) import_mail of the same messages, one invocation each: 'one' = a single Maildir, "
+        f"'tree' = {folders} Maildirs under one folder; against (b) of the same round"
+    )
+    for number, shape, run, backfill in imports:
+        rate = run["messages"] / run["seconds"]
+        with_start = run["messages"] / run["wall_seconds"]
+        print(
+            f"  round {number} {shape:4}: {rate:6.0f} msg/s ({with_start:.0f} with start-up), CPU "
+            f"{run['cpu_seconds']:.2f} s; import / backfill {rate / backfill.per_second:.2f} "
+            f"({with_start / backfill.per_second:.2f} with start-up)"
+        )
+
+
 def print_profile(profile: dict, messages: int) -> None:
     total = profile["total"] or 1.0
     print()
@@ -628,6 +699,13 @@ def main() -> None:
         default=CORPUS.parent,
         help="the full corpus folder (mail-dev.tar.gz and more; default ../shared/corpus)",
     )
+    parser.add_argument(
+        "--import-folders",
+        type=int,
+        default=100,
+        help="(d) also imports the N messages spread over this many Maildirs in one invocation (default 100)",
+    )
+    parser.add_argument("--skip-import", action="store_true", help="skip (d), import_mail")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     CORPUS = args.corpus / "mail-dev.tar.gz"
@@ -658,9 +736,13 @@ def main() -> None:
     postgres_version = recreate_database(args.database)
     dovecot_root = Path(tempfile.mkdtemp(prefix="mf-bench-"))
     notmuch_root = Path(tempfile.mkdtemp(prefix="mf-bench-notmuch-"))
+    import_root = Path(tempfile.mkdtemp(prefix="mf-bench-import-"))
     try:
         call_command("migrate", verbosity=0)
         notmuch = prepare_notmuch(messages, notmuch_root)
+        if not args.skip_import:
+            write_maildir(import_root / "one", messages)
+            write_tree(import_root / "tree", messages, max(1, args.import_folders))
         with running_dovecot(dovecot_root) as server:
             seed_user(server, LARGE_USER, messages)
             seed_user(server, SMALL_USER, small)
@@ -692,6 +774,7 @@ def main() -> None:
             print(f"(b) N/5: {small_run['messages']} messages in {small_run['seconds']:.2f} s")
             rounds: list[tuple[Rate, Rate, Rate | None]] = []
             large_runs = []
+            imports: list[tuple[int, str, dict, Rate]] = []
             for number in range(1, args.repeat + 1):
                 anchor = run_anchor(server, LARGE_USER, POOL[LARGE_USER], ANCHOR_BATCH)
                 print(f"round {number} (a): {anchor.messages} messages in {anchor.seconds:.2f} s")
@@ -703,6 +786,22 @@ def main() -> None:
                 if indexed is not None:
                     print(f"round {number} (c): {indexed.messages} messages in {indexed.seconds:.2f} s")
                 rounds.append((anchor, backfill, indexed))
+                if not args.skip_import:
+                    for shape in ("one", "tree"):
+                        imported, wall = run_import(
+                            {
+                                "database": args.database,
+                                "account_id": f"bench-import-{shape}-{number}",
+                                "import_path": str(import_root / shape),
+                                "expected": len(messages),
+                            }
+                        )
+                        imported["wall_seconds"] = wall
+                        imports.append((number, shape, imported, backfill))
+                        print(
+                            f"round {number} (d) import_mail, {shape}: {imported['messages']} messages in "
+                            f"{imported['seconds']:.2f} s ({wall:.2f} s with start-up)"
+                        )
             profiled = None
             if args.profile:
                 profiled = run_backfill_child(
@@ -710,6 +809,7 @@ def main() -> None:
                 )
 
         print_report(rounds, [small_run, large_runs[0]])
+        print_imports(imports, args.import_folders)
         load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
         print(f"load average after measuring: {load}")
         if profiled is not None:
@@ -720,6 +820,7 @@ def main() -> None:
                 "rounds": [[asdict(rate) if rate else None for rate in r] for r in rounds],
                 "backfills": [small_run, *large_runs],
                 "profile": profiled["profile"] if profiled else None,
+                "imports": [{"round": n, "shape": shape, **run} for n, shape, run, _ in imports],
             }
             Path(args.json).write_text(json.dumps(report, indent=1))
     finally:
@@ -729,6 +830,7 @@ def main() -> None:
             drop_database(args.database)
         shutil.rmtree(dovecot_root, ignore_errors=True)
         shutil.rmtree(notmuch_root, ignore_errors=True)
+        shutil.rmtree(import_root, ignore_errors=True)
 
 
 def _rate_fields(run: dict, megabytes: float) -> dict:
