@@ -186,7 +186,9 @@ def cross_validate(per_point: dict, folds: list[list[int]], noise: dict | None =
     # The product's point: the one chosen by most folds (ties: the better figure over all pairs).
     counts = {point: chosen.count(point) for point in set(chosen)}
     product = max(counts, key=lambda point: (counts[point], metrics(per_point[point])["recall@10"]))
-    return {"held_out": held_out, "chosen": chosen, "summary": summary, "product": product}
+    # Over all pairs, each chosen point (in-sample: for comparing them, not as an estimate).
+    whole = {point: metrics(per_point[point]) for point in set(chosen)}
+    return {"held_out": held_out, "chosen": chosen, "summary": summary, "product": product, "whole": whole}
 
 
 def print_cv(title: str, result: dict, names: tuple[str, ...]) -> None:
@@ -203,6 +205,13 @@ def print_cv(title: str, result: dict, names: tuple[str, ...]) -> None:
         print(f"  {name:<9} mean {mean:.3f}  range {low:.3f}-{high:.3f}  sd {spread:.3f}")
     product = ", ".join(f"{name}={value}" for name, value in zip(names, result["product"], strict=True))
     print(f"  chosen by most folds: {product}")
+    print("  each chosen point over all pairs (in-sample; folds that chose it):")
+    for point, figures in sorted(result["whole"].items(), key=lambda item: -result["chosen"].count(item[0])):
+        named = ", ".join(f"{name}={value}" for name, value in zip(names, point, strict=True))
+        print(
+            f"    {result['chosen'].count(point)}: recall@1 {figures['recall@1']:.3f}  recall@10 "
+            f"{figures['recall@10']:.3f}  MRR {figures['MRR']:.3f}   {named}"
+        )
 
 
 LEXICAL_KNOBS = ("SUBJECT_WEIGHT", "PARTICIPANTS_WEIGHT", "BM25_B", "VARIANT_WEIGHT")
@@ -459,6 +468,7 @@ def main() -> None:
             "held_out": fusion_cv["held_out"],
             "chosen": fusion_cv["chosen"],
             "product": fusion_cv["product"],
+            "whole": {str(point): figures for point, figures in fusion_cv["whole"].items()},
             "floors": floors,
         }
     if args.short_queries and profile is not None:

