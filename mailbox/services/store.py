@@ -24,6 +24,7 @@ from accounts.models import FolderRole
 from mailbox.models import Availability, Direction, Email, Folder, Participant, RawMessage
 from mailbox.parsing import ParsedMessage, is_bulk, parse_message
 from mailbox.services import suppression, threads
+from mailbox.services.copy_rows import copy_rows
 from mailbox.sync.failures import LeaseLost
 
 COMPRESSION_LEVEL = 6
@@ -156,9 +157,9 @@ def store_messages(
                 result.stored_bytes += len(compressed)
             emails.append(email)
         threads.assign_threads(account.pk, emails)
-        Email.objects.bulk_create(emails)
-        RawMessage.objects.bulk_create(raws)
-        Participant.objects.bulk_create(participants)
+        copy_rows(Email, emails)
+        copy_rows(RawMessage, raws)
+        copy_rows(Participant, participants)
         result.stored = len(emails)
         result.email_ids = [email.id for email in emails]
         if advance_to_uid is not None:
