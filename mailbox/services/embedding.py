@@ -246,6 +246,25 @@ def profile_matches(profile: EmbeddingProfile | None | object = _READ) -> bool:
 
 
 @dataclass(frozen=True)
+class ProfileSwitch:
+    """The configured embedder and the active profile, when they differ."""
+
+    configured: str  # provider:model:dimensions, as a profile is written
+    active: str
+
+
+def pending_switch() -> ProfileSwitch | None:
+    """What `manage.py reembed` would switch, if anything: while the configured embedder is not
+    the active profile's, the sweep embeds nothing and search ranks by words alone."""
+    embedder = get_embedder()
+    profile = active_profile()
+    if embedder is None or profile is None or profile_matches(profile):
+        return None
+    spec = embedder.profile
+    return ProfileSwitch(configured=f"{spec.provider}:{spec.model}:{spec.dimensions}", active=str(profile))
+
+
+@dataclass(frozen=True)
 class VectorHit:
     email_id: str
     distance: float

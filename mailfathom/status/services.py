@@ -44,6 +44,7 @@ class SystemStatus:
     processes: list[ProcessSeen] | None  # None when Redis cannot be read
     embedding: EmbeddingProgress
     semantic_search: CapabilityState
+    embedding_switch: embedding.ProfileSwitch | None  # the model changed and reembed has not run
     answering: PeriodUse
     stored_per_day: list[DayCount]
 
@@ -92,6 +93,7 @@ def system_status() -> SystemStatus:
         processes=processes_seen(now.timestamp()),
         embedding=coverage_status.embedding_progress(now=now, counts=counts.totals),
         semantic_search=embedding.semantic_state(),
+        embedding_switch=embedding.pending_switch(),
         answering=read_period_use(),
         stored_per_day=counts.per_day,
     )

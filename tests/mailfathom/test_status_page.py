@@ -267,3 +267,24 @@ def test_coverage_samples_count_what_is_embedded_and_old_ones_are_dropped():
 
     assert (sample.emails, sample.embeddable, sample.embedded) == (5, 5, 2)
     assert not CoverageSample.objects.filter(pk=old.pk).exists()
+
+
+def test_a_changed_model_says_reembed_is_needed(admin_client):
+    from mailbox.models import EmbeddingProfile
+    from mailbox.services.embedding import activate_profile
+    from mailfathom.providers import get_embedder
+
+    assert "status-embedding-switch" not in _page(admin_client)  # no active profile yet: nothing to switch
+    configured = activate_profile(get_embedder())
+    assert "status-embedding-switch" not in _page(admin_client)  # the configured model is active
+
+    EmbeddingProfile.objects.filter(pk=configured.pk).update(active=False)
+    EmbeddingProfile.objects.create(
+        provider="local", model="multilingual-e5-small", dimensions=384, active=True
+    )
+    page = _page(admin_client)
+
+    assert 'id="status-embedding-switch"' in page
+    old = "local:multilingual-e5-small:384"
+    assert f"The configured model {configured} is not the active profile {old}" in page
+    assert "manage.py reembed" in page
