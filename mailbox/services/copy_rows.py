@@ -8,17 +8,40 @@ values row by row with no statement to build or parse.
 
 It serves only what the store needs: fresh objects whose primary key is set in Python
 (or is left to the database's own default, such as an identity column) and whose ids need
-not come back. Values are prepared exactly as an INSERT would prepare them (each field's
-`pre_save` and `get_db_prep_save`), and generated columns are left to the database. It
+not come back. Each value is the one an INSERT would send (fields whose preparation
+changes nothing are read as they are; the others go through `pre_save` and
+`get_db_prep_save`), and generated columns are left to the database. It
 sends no signals, as `bulk_create` sends none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import attrgetter
+from typing import Any
 
 from django.db import connection, models
 from django.db.models.fields import AutoFieldMixin
+
+# Field classes whose INSERT preparation leaves a value of the right Python type as it is:
+# their value is read straight off the object (a third of the cost of storing a batch went
+# to preparing values one by one). Any other field, a subclass of these included, goes
+# through `pre_save` and `get_db_prep_save` as an INSERT would.
+_AS_IS = {
+    models.CharField,
+    models.TextField,
+    models.BooleanField,
+    models.IntegerField,
+    models.BigIntegerField,
+    models.PositiveIntegerField,
+    models.PositiveSmallIntegerField,
+    models.SmallIntegerField,
+    models.UUIDField,
+    models.ForeignKey,
+    models.OneToOneField,
+    models.BigAutoField,
+    models.AutoField,
+}
 
 
 def copy_rows(model: type[models.Model], objects: Sequence[models.Model]) -> int:
@@ -32,12 +55,18 @@ def copy_rows(model: type[models.Model], objects: Sequence[models.Model]) -> int
     ]
     columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
     statement = f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN"
+    readers = [_reader(field) for field in fields]
     with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
         for obj in objects:
-            copy.write_row(
-                [field.get_db_prep_save(field.pre_save(obj, True), connection=connection) for field in fields]
-            )
+            copy.write_row([read(obj) for read in readers])
     return len(objects)
+
+
+def _reader(field: models.Field) -> Callable[[models.Model], Any]:
+    """How one column's value is taken from an object: as is, or prepared as an INSERT prepares it."""
+    if type(field) in _AS_IS:
+        return attrgetter(field.attname)
+    return lambda obj: field.get_db_prep_save(field.pre_save(obj, True), connection=connection)
 
 
 def _unset(objects: Sequence[models.Model], field: models.Field) -> bool:
