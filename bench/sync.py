@@ -304,27 +304,34 @@ def process_cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def bench_account(account_id: str, host: str, port: int, user: str, password: str):  # type: ignore[no-untyped-def]
+    """A fresh account with one mapping, inbox -> INBOX, as the backfill and the import use it."""
+    from accounts.models import FolderMapping, FolderRole, MailAccount, Security
+
+    account = MailAccount(
+        account_id=account_id,
+        display_name=f"Bench {account_id}",
+        imap_host=host,
+        imap_port=port,
+        security=Security.NONE,
+        username=user,
+    )
+    account.set_credential(password)
+    account.full_clean()
+    account.save()
+    FolderMapping.objects.create(account=account, alias="inbox", remote_name="INBOX", role=FolderRole.INBOX)
+    return account
+
+
 def child_main(spec: dict) -> None:
     if spec.get("import_path"):
         import_child(spec)
         return
     setup_django(spec["database"], server_side_binding=spec.get("server_side_binding", False))
-    from accounts.models import FolderMapping, FolderRole, MailAccount, Security
     from mailbox.models import Email, Folder, Participant, RawMessage
     from mailbox.sync.engine import synchronize_account
 
-    account = MailAccount(
-        account_id=spec["account_id"],
-        display_name=f"Bench {spec['account_id']}",
-        imap_host=spec["host"],
-        imap_port=spec["port"],
-        security=Security.NONE,
-        username=spec["user"],
-    )
-    account.set_credential(spec["password"])
-    account.full_clean()
-    account.save()
-    FolderMapping.objects.create(account=account, alias="inbox", remote_name="INBOX", role=FolderRole.INBOX)
+    account = bench_account(spec["account_id"], spec["host"], spec["port"], spec["user"], spec["password"])
 
     # Watch memory batch by batch: wrap (not change) the engine's call into the store, and
     # note the RSS after each stored batch and the largest batch's bytes.
@@ -402,19 +409,9 @@ def import_child(spec: dict) -> None:
     setup_django(spec["database"])
     from django.core.management import call_command
 
-    from accounts.models import FolderMapping, FolderRole, MailAccount, Security
     from mailbox.models import Email
 
-    account = MailAccount(
-        account_id=spec["account_id"],
-        display_name=f"Bench {spec['account_id']}",
-        imap_host="imap.invalid",
-        security=Security.NONE,
-        username="bench",
-    )
-    account.set_credential("unused")
-    account.save()
-    FolderMapping.objects.create(account=account, alias="inbox", remote_name="INBOX", role=FolderRole.INBOX)
+    account = bench_account(spec["account_id"], "127.0.0.1", 1, "bench", "unused")  # never connected
     cpu_before = _own_cpu()
     started = time.perf_counter()
     call_command(

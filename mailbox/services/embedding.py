@@ -261,7 +261,8 @@ def pending_switch() -> ProfileSwitch | None:
     if embedder is None or profile is None or profile_matches(profile):
         return None
     spec = embedder.profile
-    return ProfileSwitch(configured=f"{spec.provider}:{spec.model}:{spec.dimensions}", active=str(profile))
+    configured = EmbeddingProfile(provider=spec.provider, model=spec.model, dimensions=spec.dimensions)
+    return ProfileSwitch(configured=str(configured), active=str(profile))
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from django.db.models import Exists, OuterRef
 
 from mailbox.models import Email, EmbeddingProfile, Passage
 from mailbox.services.embedding import (
+    SWEEP_LABEL,
     Shard,
     SweepResult,
     _ensure_vector_index,
@@ -44,6 +45,9 @@ logger = logging.getLogger(__name__)
 
 SWEEP_KEY = "mailfathom:embedding-sweep"
 SWEEP_LOCK_SECONDS = 30 * 60
+SWEEP_BUSY = (
+    "Another embedding sweep is running (a worker's, embed or reembed); try again when it has finished."
+)
 
 
 @contextmanager
@@ -118,12 +122,12 @@ def reembed(
     *,
     everything: bool = False,
     processes: int = 1,
-    progress: Callable[[int], object] | None = None,
-    pending: Callable[[int], object] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> ReembedResult:
     """Bring every email's vector into the configured embedder's profile (module docstring).
 
-    `pending` is told the number of emails to embed once it is known (a progress bar's total).
+    `progress` hears how many of the emails to embed (counted once the switch is made) are
+    settled after each committed batch, whichever process committed it.
     """
     embedder = get_embedder()
     if embedder is None:
@@ -144,13 +148,16 @@ def reembed(
         else:
             profile = before
         count = restart_embedding() if everything else pending_count()
-        if pending is not None:
-            pending(count)
+        done = 0
+        if progress is not None:
+            progress(Progress(label=SWEEP_LABEL, done=0, total=count))
 
         def report(settled: int) -> None:
+            nonlocal done
             renew()
+            done += settled
             if progress is not None:
-                progress(settled)
+                progress(Progress(label=SWEEP_LABEL, done=done, total=max(count, done)))
 
         embedder.prepare()  # loaded once here, forked children share the weights
         sweep = _sweep(max(1, processes), report)
@@ -158,7 +165,8 @@ def reembed(
 
 
 def _settled(report: Callable[[int], object]) -> ProgressCallback:
-    """The sweep reports how many it has done so far; the bar is told how many each batch added."""
+    """The sweep reports how many it has done so far; reembed adds up what each batch added,
+    from one process or several."""
     done = 0
 
     def on_progress(event: Progress) -> None:

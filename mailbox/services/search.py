@@ -31,6 +31,7 @@ from mailbox.services.summaries import EmailSummary, summarize
 from mailfathom.capability import SEMANTIC_PARTIAL as PARTIAL
 from mailfathom.providers import get_embedder
 from mailfathom.providers.errors import ProviderError
+from mailfathom.providers.local import E5_MODEL, USE_MODEL
 from mailfathom.resettable import forgotten_when_changed
 from mailfathom.wire import WireModel
 
@@ -60,7 +61,7 @@ FUSION_METHOD = "rrf"
 # Both chosen with the fusion (the floor for the default model; e5 was not measured with
 # this rule and has none).
 NO_FLOOR = -1.0  # the least cosine similarity there is: a model without a floor holds nothing back
-MIN_SIMILARITY = {"universal-sentence-encoder-multilingual-3": 0.297, "multilingual-e5-small": NO_FLOOR}
+MIN_SIMILARITY = {USE_MODEL: 0.297, E5_MODEL: NO_FLOOR}
 ENOUGH_LEXICAL = 10
 # Below this share of the scope embedded, semanticSearch says "partial": the vector ranking
 # sees only the embedded mail.

@@ -271,7 +271,7 @@ def test_embed_refuses_while_a_worker_holds_the_sweep(backlog):
     client = redis_client()
     client.set(SWEEP_KEY, "worker", ex=60)
     try:
-        with pytest.raises(CommandError, match="A sweep is running"):
+        with pytest.raises(CommandError, match="Another embedding sweep is running"):
             _run("embed")
     finally:
         client.delete(SWEEP_KEY)

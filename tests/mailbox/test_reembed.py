@@ -86,13 +86,14 @@ def test_a_change_of_model_is_a_switch_that_embeds_every_email_again(settings, m
     assert semantic_state() == CapabilityState.DEGRADED
     assert Passage.objects.exclude(profile=first).count() == 0
 
-    totals, settled = [], []
-    result = reembed(processes=1, progress=settled.append, pending=totals.append)
+    events = []
+    result = reembed(processes=1, progress=events.append)
 
     second = EmbeddingProfile.objects.get(active=True)
     assert (second.model, second.dimensions) == (E5_MODEL, 384)
     assert (result.switched_from, result.profile) == (str(first), str(second))
-    assert totals == [len(MAIL)] and sum(settled) == len(MAIL)
+    assert events[0].done == 0 and {e.total for e in events} == {len(MAIL)}
+    assert events[-1].done == len(MAIL) and [e.done for e in events] == sorted(e.done for e in events)
     assert result.sweep.embedded == len(MAIL) and result.pending_after == 0
     assert vector_sizes(second) == {384} and vector_sizes(first) == {512}
     assert hnsw_index_exists(second)
@@ -170,10 +171,10 @@ def test_several_processes_share_the_mail_without_embedding_any_twice(settings):
         EmailFactory(folder=inbox, subject=f"Note {n}", body=f"Item {n} of the inventory list.")
     EmailFactory(folder=inbox, subject="", body="")  # nothing to embed: settled all the same
 
-    settled = []
-    result = reembed(processes=3, progress=settled.append)
+    events = []
+    result = reembed(processes=3, progress=events.append)
 
-    assert result.pending_before == 91 and sum(settled) == 91
+    assert result.pending_before == 91 and events[-1].done == 91  # every shard's batches added up
     assert (result.sweep.embedded, result.sweep.skipped_empty, result.pending_after) == (90, 1, 0)
     assert Passage.objects.count() == 90
     assert Passage.objects.values("email").distinct().count() == 90

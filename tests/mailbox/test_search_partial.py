@@ -131,3 +131,12 @@ def test_both_fusion_methods_let_a_strong_vector_match_lift_a_lexical_one(method
         Fusion(method=method, vector_weight=1.0),
     )
     assert [email_id for email_id, _, _ in fused.ranked] == ["b", "a"]
+
+
+def test_the_default_model_has_a_similarity_floor():
+    # The floor is keyed by the model name a profile records; a key no bundled model
+    # carries would silently hold nothing back.
+    from mailfathom.providers import local
+
+    assert set(search.MIN_SIMILARITY) <= set(local.MODELS)
+    assert Fusion.for_model(local.DEFAULT_MODEL).min_similarity > search.NO_FLOOR

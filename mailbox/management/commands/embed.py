@@ -4,7 +4,7 @@ import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from mailbox.services.embedding import SWEEP_BATCH, SweepResult, embed_pending
-from mailbox.services.reembedding import sweep_slot
+from mailbox.services.reembedding import SWEEP_BUSY, sweep_slot
 from mailfathom.progress import INTERRUPTED, Progress, TerminalProgress
 
 
@@ -33,9 +33,7 @@ class Command(BaseCommand):
         try:
             with sweep_slot() as renew:
                 if renew is None:
-                    raise CommandError(
-                        "A sweep is running (a worker's, or reembed); try again when it has finished."
-                    )
+                    raise CommandError(SWEEP_BUSY)
                 result = self._sweep(renew, options)
         except redis.RedisError as error:
             name = type(error).__name__

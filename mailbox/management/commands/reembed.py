@@ -1,10 +1,10 @@
 import os
-import sys
 
+import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
-from mailbox.services.reembedding import discard_inactive_passages, reembed
+from mailbox.services.reembedding import SWEEP_BUSY, discard_inactive_passages, reembed
+from mailfathom.progress import INTERRUPTED, TerminalProgress
 from mailfathom.providers import ProviderError
 
 
@@ -37,25 +37,21 @@ class Command(BaseCommand):
         processes = int(options["processes"])  # type: ignore[call-overload]
         if not 1 <= processes <= 64:
             raise CommandError("--processes must be between 1 and 64.")
-        # tqdm redraws one line in place; Django's OutputWrapper would add a newline per update.
-        bar = tqdm(total=0, unit="email", disable=bool(options["no_progress"]), file=sys.stderr)
-
-        def total(count: int) -> None:
-            bar.total = count
-            bar.refresh()
-
+        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))
         try:
-            result = reembed(
-                everything=bool(options["all"]), processes=processes, progress=bar.update, pending=total
-            )
+            with bars:
+                result = reembed(everything=bool(options["all"]), processes=processes, progress=bars)
         except ValueError as error:
             raise CommandError(str(error)) from error
         except ProviderError as error:
             raise CommandError(f"Embedding stopped: {error.message}") from None
-        finally:
-            bar.close()
+        except KeyboardInterrupt:
+            raise CommandError(INTERRUPTED, returncode=130) from None
+        except redis.RedisError as error:
+            name = type(error).__name__
+            raise CommandError(f"Redis cannot be reached ({name}); check REDIS_URL.") from None
         if result.busy:
-            raise CommandError("Another embedding sweep is running; try again when it has finished.")
+            raise CommandError(SWEEP_BUSY)
         if result.switched_from:
             self.stdout.write(
                 f"Switched the active embedding profile from {result.switched_from} to {result.profile}."

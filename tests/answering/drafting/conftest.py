@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -11,11 +10,11 @@ from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
 from mailfathom.providers import health
 from tests.answering.drafting.support import DraftingModel, Shop, build_shop
-from tests.configure import configure, scripted_embeddings
 from tests.providers.openai_server import ScriptedOpenAIServer
 from tests.support import scripted_server  # noqa: F401
 
-ROLES = ("embedding", "chat", "utility", "drafting")
+# The drafting roles fall back to the chat endpoint, so answering's set-up serves them.
+DRAFTING_ROLES = ("utility", "drafting")
 
 
 @pytest.fixture(params=["chat-completions"])
@@ -24,23 +23,10 @@ def chat_api(request) -> str:
 
 
 @pytest.fixture
-def drafting(settings, scripted, chat_api) -> Iterator[ScriptedOpenAIServer]:
-    """Embeddings and chat from `scripted`; the drafting roles fall back to the chat endpoint."""
-    settings.PROVIDER_HEALTH_NAMESPACE = f"test-drafting-{uuid.uuid4().hex}"
-    configure(
-        settings,
-        **scripted_embeddings(scripted, embedding_max_retries=0),
-        chat_provider="openai",
-        chat_alias="scripted",
-        chat_base_url=scripted.base_url,
-        chat_model="scripted-chat",
-        chat_api_key="k",
-        chat_api=chat_api,
-        chat_timeout_seconds=5,
-        chat_max_retries=0,
-    )
-    yield scripted
-    for role in ROLES:
+def drafting(answering) -> Iterator[ScriptedOpenAIServer]:
+    """Embeddings and chat from the scripted server (tests/answering/conftest.py's `answering`)."""
+    yield answering
+    for role in DRAFTING_ROLES:
         health.clear_health(role)
 
 
