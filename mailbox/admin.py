@@ -14,24 +14,12 @@ from django.utils.translation import ngettext
 
 from mailbox import tasks
 from mailbox.admin_emails import EmailAdmin
+from mailbox.admin_read_only import ReadOnlyAdmin
 from mailbox.models import Email, Folder
 from mailfathom import moments
 
 NEVER = "never"
 UNMAPPED = "(unmapped)"
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Viewable by staff with view permission; rows change only through synchronization."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 @admin.register(Folder)

@@ -21,6 +21,7 @@ from django.template.defaultfilters import filesizeformat
 from django.utils import formats, timezone
 from django.utils.html import format_html
 
+from mailbox.admin_read_only import ReadOnlyAdmin
 from mailbox.models import Email, Folder, Participant
 from mailbox.services.console_search import rank_for_console
 from mailfathom.errors import MailFathomError
@@ -101,24 +102,13 @@ class FolderFilter(admin.SimpleListFilter):
         return queryset.filter(folder_id=int(value)) if value.isdigit() else queryset.none()
 
 
-class EmailAdmin(admin.ModelAdmin):
+class EmailAdmin(ReadOnlyAdmin):
     list_filter = ["account", FolderFilter, "direction", "availability", "is_bulk"]
     list_select_related = ["account", "folder__mapping"]
     list_per_page = 100
     ordering = ["-received_at", "-id"]
     show_full_result_count = False  # a COUNT(*) over every email on each page view is not worth it
     change_list_template = "admin/mailbox/email/change_list.html"
-
-    # --- permissions: read-only; rows change only through synchronization and import ----
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     # --- what a user sees, by permission ------------------------------------------------
 

@@ -330,3 +330,13 @@ def test_a_search_the_product_refuses_says_why_and_lists_nothing(reader):
 
     assert _column(page, "received") == []
     assert "51002" in page and "queryText" in page
+
+
+def test_email_pages_add_change_and_delete_nothing(admin_client):
+    (email,) = _store(_folder(), [_raw(1)])
+    change = reverse("admin:mailbox_email_change", args=[email.pk])
+
+    assert admin_client.get(reverse("admin:mailbox_email_add")).status_code == 403
+    assert admin_client.post(change, {"subject": "rewritten"}).status_code == 403
+    assert admin_client.get(reverse("admin:mailbox_email_delete", args=[email.pk])).status_code == 403
+    assert Email.objects.get(pk=email.pk).subject != "rewritten"
