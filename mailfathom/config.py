@@ -20,6 +20,8 @@ T = TypeVar("T")
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off"}
+CHAT_APIS = ("chat-completions", "responses")  # the chat endpoint's, and each drafting role's
+DRAFTING_PROVIDERS = ("openai", "none")  # for each drafting role; unset means the chat endpoint's
 
 
 @dataclass(frozen=True)
@@ -360,7 +362,7 @@ class MailFathomSettings:
     )
     chat_api: str = _choice(
         "chat-completions",
-        ("chat-completions", "responses"),
+        CHAT_APIS,
         "Which of the endpoint's APIs to call: chat-completions (/v1/chat/completions) or "
         "responses (/v1/responses, for reasoning models that refuse tools beside a reasoning "
         "effort on the other).",
@@ -434,7 +436,7 @@ class MailFathomSettings:
     )
     drafting_utility_provider: str = _choice(
         "",
-        ("openai", "none"),
+        DRAFTING_PROVIDERS,
         "The endpoint reply drafting classifies and condenses mail through (temperature 0): openai"
         " or none. Unset: the chat endpoint's provider.",
     )
@@ -456,7 +458,7 @@ class MailFathomSettings:
     )
     drafting_utility_api: str = _choice(
         "",
-        ("chat-completions", "responses"),
+        CHAT_APIS,
         "Which API the drafting utility endpoint is called through. Unset: MAILFATHOM_CHAT_API.",
     )
     drafting_utility_max_output_tokens: int = _whole(
@@ -467,7 +469,7 @@ class MailFathomSettings:
     )
     drafting_provider: str = _choice(
         "",
-        ("openai", "none"),
+        DRAFTING_PROVIDERS,
         "The endpoint reply drafts are written through: openai or none (no drafting). Unset: the "
         "chat endpoint's provider.",
     )
@@ -489,7 +491,7 @@ class MailFathomSettings:
     )
     drafting_api: str = _choice(
         "",
-        ("chat-completions", "responses"),
+        CHAT_APIS,
         "Which API the drafting endpoint is called through. Unset: MAILFATHOM_CHAT_API.",
     )
     drafting_max_reply_tokens: int = _whole(

@@ -8,13 +8,11 @@ import pytest
 
 from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
+from mailfathom.config import DRAFTING_ROLES
 from mailfathom.providers import health
 from tests.answering.drafting.support import DraftingModel, Shop, build_shop
 from tests.providers.openai_server import ScriptedOpenAIServer
 from tests.support import scripted_server  # noqa: F401
-
-# The drafting roles fall back to the chat endpoint, so answering's set-up serves them.
-DRAFTING_ROLES = ("utility", "drafting")
 
 
 @pytest.fixture(params=["chat-completions"])
@@ -24,7 +22,8 @@ def chat_api(request) -> str:
 
 @pytest.fixture
 def drafting(answering) -> Iterator[ScriptedOpenAIServer]:
-    """Embeddings and chat from the scripted server (tests/answering/conftest.py's `answering`)."""
+    """Embeddings and chat from the scripted server (tests/answering/conftest.py's `answering`);
+    the drafting roles fall back to the chat endpoint, so that set-up serves them too."""
     yield answering
     for role in DRAFTING_ROLES:
         health.clear_health(role)
