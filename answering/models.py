@@ -55,8 +55,18 @@ class Draft(models.Model):
     # Email ids the draft was grounded in, in ranking order (plain values: a source erased
     # later must not take the draft with it).
     source_ids = ArrayField(models.UUIDField(), default=list, blank=True)
+    # The thread messages and reference chunks it was grounded in too: with source_ids,
+    # what a re-assessment after an edit reads again (plain values, as source_ids are).
+    thread_ids = ArrayField(models.UUIDField(), default=list, blank=True)
+    reference_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
     verdict = models.CharField(max_length=16, choices=Verdict.choices)
     reasons = models.JSONField(default=list, blank=True, help_text="Why the verdict is not ready.")
+    # One entry per flagged fact: {"code", "kind", "start", "end", "origins": [email ids]}, so
+    # the review page can mark it in the body and link where it came from.
+    findings = models.JSONField(default=list, blank=True)
+    # Open reasons a reviewer acknowledged when approving: [{"code", "reason", "by", "at"}].
+    acknowledgements = models.JSONField(default=list, blank=True)
+    assessed_at = models.DateTimeField(null=True, blank=True, help_text="When the verdict was last computed.")
     note = models.TextField(blank=True, default="", help_text="What the reviewer should know.")
     model_alias = models.CharField("drafting endpoint alias", max_length=200)
     # {"classify": {"prompt": n, "completion": n}, ...}: counts only.
