@@ -1,16 +1,15 @@
-"""Stage 8, assess: a verdict on the draft computed from its text, without any model.
+"""Stage 8, assess: a verdict on the draft computed from its text and its origins, without any model.
 
-Four checks (docs/operations/drafting.md, assess), each reason a stable code, a colon and
-a sentence a reviewer can read:
+Five checks (docs/operations/drafting.md, assess), each reason a stable code, a colon and
+a sentence a reviewer can act on:
 
-- facts: every figure or amount, date, reference number, email address, URL and phone
-  number in the draft appears in the answered mail, its thread tail, a gathered source or
-  the account's own signature. Each one that does not is listed (unsupported_figure,
-  unsupported_date, unsupported_reference, unsupported_email, unsupported_url,
-  unsupported_phone). Matching is by normalized form: figures by their digits (2,300 and
-  2.300 and 2300 are one figure; a figure also counts as found when it occurs as a digit run
-  in the evidence), dates by day and month (a year is not compared), phone numbers by
-  their last eight digits, addresses, URLs and references without regard to case;
+- facts: every figure, amount, date, reference, address, link, phone number, IBAN and BIC
+  in the draft is found in an origin (answering.drafting.facts for the normal forms;
+  unsupported_<kind> for each one that is not), and where it was found lets it go to
+  the recipients (answering.drafting.provenance: other_correspondent,
+  unverified_payment_detail);
+- correspondents: reply_to_mismatch and thread_hijack, judged on the answered mail
+  (answering.drafting.correspondents) and handed in by the caller;
 - language: the draft's language, identified offline by py3langid with the signature
   removed, is the classified one (language_mismatch). A draft under MIN_LANGUAGE_LETTERS
   letters, or identified with a probability under MIN_LANGUAGE_CONFIDENCE, is not judged;
@@ -21,56 +20,24 @@ a sentence a reviewer can read:
   closing, or a numbered alternative): the failure shapes of a model under context pressure.
 
 Plus no_finish_reason when the endpoint did not say why it stopped. No reason: ready.
+Each flagged fact is also a finding (code, kind, offsets into the body, origin refs) for
+the review page to mark; reasons and findings name the fact, logs only the codes.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
+from answering.drafting.facts import KIND_NAMES, extract_facts
+from answering.drafting.provenance import Origin, judge, payment_change
 from answering.models import Verdict
 
 STAGE = "assess"
 MIN_LANGUAGE_LETTERS = 40
 MIN_LANGUAGE_CONFIDENCE = 0.6
-
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        (
-            "january jan januar jänner janvier enero gennaio",
-            "february feb februar février febrero febbraio",
-            "march mar märz mars marzo",
-            "april apr avril abril aprile",
-            "may mai mayo maggio",
-            "june jun juni juin junio giugno",
-            "july jul juli juillet julio luglio",
-            "august aug août agosto",
-            "september sep sept septembre septiembre settembre",
-            "october oct oktober okt octobre octubre ottobre",
-            "november nov novembre noviembre",
-            "december dec dezember dez décembre diciembre dicembre",
-        ),
-        start=1,
-    )
-    for name in names.split()
-}
-_MONTH = "(" + "|".join(sorted((re.escape(name) for name in _MONTHS), key=len, reverse=True)) + r")\.?"
-
-_URL = re.compile(r"\b(?:https?://|www\.)[^\s<>\"')\]]+", re.IGNORECASE)
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
-_NUMERIC_DATE = re.compile(r"\b(\d{1,2})[./](\d{1,2})[./](\d{2,4})\b|\b(\d{1,2})\.(\d{1,2})\.(?!\d)")
-_DAY_MONTH = re.compile(r"\b(\d{1,2})(?:\.|st|nd|rd|th)?\s+" + _MONTH + r"(?:\s+\d{4})?", re.IGNORECASE)
-_MONTH_DAY = re.compile(r"\b" + _MONTH + r"\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+\d{4})?", re.IGNORECASE)
-_PHONE = re.compile(r"(?<![\w+])(?:\+|\b0)\d[\d ()/.-]{5,}\d\b")
-_REFERENCE = re.compile(r"#?\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-/][A-Za-z0-9]+)*\b")
-_UNIT = re.compile(r"^\d+(?:st|nd|rd|th|am|pm|h|x|kg|km|cm|mm|m|g|l|ml|k|min|s|€|eur|chf|usd)$", re.I)
-_FIGURE = re.compile(r"\d+(?:[.,'\u202f]\d{3})*(?:[.,]\d+)?")
-_DIGITS = re.compile(r"\d+")
 
 _SUBJECT_LINE = re.compile(
     r"^\s*\**\s*(subject|betreff|objet|asunto|oggetto|onderwerp|re|aw|wg|fwd?)\s*\**\s*:", re.I | re.M
@@ -95,125 +62,35 @@ _ALTERNATIVE = re.compile(
 
 
 @dataclass(frozen=True)
-class Fact:
-    kind: str  # figure, date, reference, email, url, phone
-    text: str  # as written in the draft
-    key: str  # its normalized form
+class Finding:
+    """One flagged fact of the draft, where it stands and where it was found."""
+
+    code: str
+    kind: str
+    start: int
+    end: int
+    origins: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "code": self.code, "kind": self.kind, "start": self.start, "end": self.end,
+            "origins": list(self.origins),
+        }  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Assessment:
     verdict: str  # a Verdict value
     reasons: tuple[str, ...]
-
-
-# --- facts ----------------------------------------------------------------------------------
-
-
-def _figure_key(text: str) -> str:
-    cleaned = text.replace("'", "").replace("\u202f", "")
-    match = re.fullmatch(r"(.*?)(?:[.,](\d{1,2}))?", cleaned)
-    whole, decimals = (match.group(1), match.group(2)) if match else (cleaned, None)
-    if decimals is not None and not re.search(r"[.,]", whole) and len(decimals) == 3:
-        decimals = None
-    digits = re.sub(r"\D", "", whole).lstrip("0") or "0"
-    decimals = (decimals or "").rstrip("0")
-    return digits + (f".{decimals}" if decimals else "")
-
-
-def _date_key(day: str, month: str | int) -> str | None:
-    month_number = month if isinstance(month, int) else _MONTHS.get(month.lower().rstrip("."))
-    if month_number is None and isinstance(month, str) and month.isdigit():
-        month_number = int(month)
-    if month_number is None or not 1 <= int(day) <= 31 or not 1 <= int(month_number) <= 12:
-        return None
-    return f"{int(day)}-{int(month_number)}"
-
-
-def extract_facts(text: str) -> list[Fact]:
-    """The checkable facts of `text`, each consumed once, most specific kind first."""
-    facts: list[Fact] = []
-    remaining = text
-
-    def take(pattern: re.Pattern[str], kind: str, key) -> None:
-        nonlocal remaining
-
-        def replace(match: re.Match[str]) -> str:
-            found = key(match)
-            if found is not None:
-                facts.append(Fact(kind, match.group(0).strip().rstrip(".,;:!?"), found))
-                return " " * len(match.group(0))
-            return match.group(0)
-
-        remaining = pattern.sub(replace, remaining)
-
-    take(
-        _URL,
-        "url",
-        lambda m: m.group(0).rstrip(".,;:!?").lower().removeprefix("https://").removeprefix("http://"),
-    )
-    take(_EMAIL, "email", lambda m: m.group(0).lower())
-    take(_ISO_DATE, "date", lambda m: _date_key(m.group(3), m.group(2)))
-    take(_NUMERIC_DATE, "date", lambda m: _date_key(m.group(1) or m.group(4), m.group(2) or m.group(5)))
-    take(_DAY_MONTH, "date", lambda m: _date_key(m.group(1), m.group(2)))
-    take(_MONTH_DAY, "date", lambda m: _date_key(m.group(2), m.group(1)))
-    take(
-        _PHONE,
-        "phone",
-        lambda m: digits[-8:] if len(digits := re.sub(r"\D", "", m.group(0))) >= 7 else None,
-    )
-    take(
-        _REFERENCE,
-        "reference",
-        lambda m: None if _UNIT.match(m.group(0).lstrip("#")) else m.group(0).lstrip("#").upper(),
-    )
-    take(_FIGURE, "figure", lambda m: _figure_key(m.group(0)))
-    return facts
-
-
-@dataclass(frozen=True)
-class Evidence:
-    keys: frozenset[tuple[str, str]]  # (kind, key)
-    digit_runs: frozenset[str]
-    text: str  # lower-cased, for references written another way
-
-    def supports(self, fact: Fact) -> bool:
-        if (fact.kind, fact.key) in self.keys:
-            return True
-        if fact.kind == "figure":
-            return fact.key.split(".")[0] in self.digit_runs
-        if fact.kind in ("reference", "email", "url"):
-            return fact.key.lower() in self.text
-        return False
-
-
-def evidence_from(texts: Iterable[str], received: Iterable[datetime | None] = ()) -> Evidence:
-    """What the draft may draw facts from: the texts, and the dates their messages arrived."""
-    keys: set[tuple[str, str]] = set()
-    runs: set[str] = set()
-    joined = []
-    for text in texts:
-        joined.append(text.lower())
-        runs.update(run.lstrip("0") or "0" for run in _DIGITS.findall(text))
-        for fact in extract_facts(text):
-            keys.add((fact.kind, fact.key))
-            if fact.kind == "phone":
-                keys.add(("figure", fact.key))
-    for moment in received:
-        if moment is not None:
-            keys.add(("date", f"{moment.day}-{moment.month}"))
-            runs.add(str(moment.year))
-    return Evidence(frozenset(keys), frozenset(runs), "\n".join(joined))
+    findings: tuple[Finding, ...] = ()
 
 
 _FACT_SENTENCES = {
-    "figure": "The figure {text} appears in no message the draft was built from.",
-    "date": "The date {text} appears in no message the draft was built from.",
-    "reference": "The reference {text} appears in no message the draft was built from.",
-    "email": "The address {text} appears in no message the draft was built from.",
-    "url": "The link {text} appears in no message the draft was built from.",
-    "phone": "The phone number {text} appears in no message the draft was built from.",
+    kind: f"The {name} {{text}} appears in no message the draft was built from."
+    for kind, name in KIND_NAMES.items()
 }
+_FACT_SENTENCES["iban"] = "The IBAN {text} appears in no message the draft was built from."
+_INVALID_IBAN = "The IBAN {text} fails the IBAN check digits: it was mistyped or altered."
 
 
 # --- language -------------------------------------------------------------------------------
@@ -253,21 +130,41 @@ def assess(
     body: str,
     *,
     language: str,
-    evidence: Evidence,
+    origins: Sequence[Origin],
     signatures: Mapping[str, str],
+    recipients: frozenset[str] = frozenset(),
+    correspondent_reasons: Sequence[str] = (),
     finish_reported: bool = True,
 ) -> Assessment:
     """The verdict on `body` (see the module docstring); `signatures` maps language -> text."""
-    reasons: list[str] = []
+    reasons: list[str] = list(correspondent_reasons)
+    findings: list[Finding] = []
     expected = signatures.get(language, "")
     letter = _without(body, expected)
 
     listed: set[tuple[str, str]] = set()
     for fact in extract_facts(letter):
-        if (fact.kind, fact.key) in listed or evidence.supports(fact):
+        judgement = judge(fact, origins, recipients)
+        if judgement is None:
+            code = f"unsupported_{fact.kind}"
+            sentence = _INVALID_IBAN if fact.kind == "iban" and not fact.valid else _FACT_SENTENCES[fact.kind]
+            sentence, refs = sentence.format(text=fact.text), ()
+        elif judgement.code:
+            code, sentence, refs = judgement.code, judgement.sentence, judgement.origins
+        else:
             continue
-        listed.add((fact.kind, fact.key))
-        reasons.append(f"unsupported_{fact.kind}: " + _FACT_SENTENCES[fact.kind].format(text=fact.text))
+        findings.append(Finding(code, fact.kind, fact.start, fact.end, refs))
+        if (code, fact.key) not in listed:
+            listed.add((code, fact.key))
+            reasons.append(f"{code}: {sentence}")
+
+    change = payment_change(letter)
+    if change is not None:
+        findings.append(Finding("unverified_payment_detail", "payment_change", change.start(), change.end()))
+        reasons.append(
+            "unverified_payment_detail: The draft speaks of changed payment details. A change asked for "
+            "by mail is how invoice fraud works: confirm it by phone on a number you already hold."
+        )
 
     letters = sum(character.isalpha() for character in letter)
     if letters >= MIN_LANGUAGE_LETTERS:
@@ -303,7 +200,7 @@ def assess(
         reasons.append("no_finish_reason: The endpoint did not say whether the reply was complete.")
 
     verdict = Verdict.READY if not reasons else Verdict.NEEDS_REVIEW
-    return Assessment(verdict=verdict.value, reasons=tuple(reasons))
+    return Assessment(verdict=verdict.value, reasons=tuple(reasons), findings=tuple(findings))
 
 
 def reason_codes(reasons: Iterable[str]) -> list[str]:

@@ -34,6 +34,7 @@ from django.conf import settings
 from opentelemetry import trace
 
 from answering.drafting import assess as assess_stage
+from answering.drafting.verdict import assess_draft
 from answering.drafting.classify import classify
 from answering.drafting.condense import condense
 from answering.drafting.fit import EXAMPLES, SOURCE, TAIL, Parts, budget_tokens, estimate_tokens, fit
@@ -51,7 +52,7 @@ from answering.drafting.generate import (
     thread_element,
 )
 from answering.drafting.mail import MailText, mail_text, thread_tail
-from answering.drafting.references import is_reference, search_references
+from answering.drafting.references import PREFIX, is_reference, search_references
 from answering.drafting.rerank import best_judged, rerank
 from answering.drafting.spend import Spend, StageRefused
 from answering.ledger import SPEND_REFUSED, period_ledger
@@ -86,6 +87,9 @@ class ComposedDraft:
     note: str
     model_alias: str
     tokens: dict[str, dict[str, int]]  # per stage {"prompt": n, "completion": n}
+    thread_ids: tuple[UUID, ...] = ()
+    reference_ids: tuple[int, ...] = ()
+    findings: tuple[dict, ...] = ()  # assess.Finding.as_json() of each flagged fact
 
 
 @dataclass(frozen=True)
@@ -211,31 +215,30 @@ def _compose(
 
     generated = generate(spend.model("generate", drafter), instruction, request)
     kept_tail = tail[plan.tail_from :]
-    evidence = assess_stage.evidence_from(
-        [
-            answered.sender,
-            answered.raw,
-            *(f"{mail.sender}\n{mail.raw}" for mail in kept_tail),
-            *(f"{passage.subject}\n{passage.extract}" for passage in kept_sources),
-            *signatures.values(),
-        ],
-        received=[answered.received_at, *(mail.received_at for mail in kept_tail)]
-        + [passage.received_at for passage in kept_sources],
+    thread_ids = tuple(UUID(mail.email_id) for mail in kept_tail)
+    source_ids = tuple(UUID(p.stored_email_id) for p in kept_sources if not is_reference(p))
+    reference_ids = tuple(
+        int(p.stored_email_id.removeprefix(PREFIX)) for p in kept_sources if is_reference(p)
     )
-    assessment = assess_stage.assess(
+    assessment = assess_draft(
+        email,
         generated.body,
         language=language,
-        evidence=evidence,
-        signatures=signatures,
+        thread_ids=thread_ids,
+        source_ids=source_ids,
+        reference_ids=reference_ids,
         finish_reported=not generated.note,
     )
     return ComposedDraft(
         body=generated.body,
         intent=classification.intent,
         language=language,
-        source_ids=tuple(UUID(p.stored_email_id) for p in kept_sources if not is_reference(p)),
+        source_ids=source_ids,
+        thread_ids=thread_ids,
+        reference_ids=reference_ids,
         verdict=assessment.verdict,
         reasons=assessment.reasons,
+        findings=tuple(finding.as_json() for finding in assessment.findings),
         note=_note(generated.note, condensed.cut, values, plan.dropped, answered_cut),
         model_alias=drafter.alias,
         tokens=_copy(spend.tokens),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from answering.drafting.assess import assess, evidence_from, extract_facts, reason_codes
+from answering.drafting.assess import assess, reason_codes
+from answering.drafting.facts import extract_facts
+from answering.drafting.provenance import plain_origin
 from answering.drafting.pipeline import ComposedDraft, compose_draft
 from answering.models import Verdict
 from tests.answering.drafting.support import GENERATE, LETTER, SIGNATURE_DE, SIGNATURE_EN
@@ -12,7 +14,7 @@ from tests.mailbox.factories import BASE_TIME
 from tests.providers.openai_server import text
 
 SIGNATURES = {"en": SIGNATURE_EN, "de": SIGNATURE_DE}
-EVIDENCE = evidence_from(
+EVIDENCE = plain_origin(
     [
         "Where is my order ZX-88120? I paid 1,250 euros. Petra Quist, petra@quist.example",
         "Order ZX-88120 left the warehouse on 10 March, delivery by 14 March. Track it at "
@@ -24,11 +26,11 @@ EVIDENCE = evidence_from(
 
 
 def codes(body: str, language: str = "en") -> list[str]:
-    return reason_codes(assess(body, language=language, evidence=EVIDENCE, signatures=SIGNATURES).reasons)
+    return reason_codes(assess(body, language=language, origins=[EVIDENCE], signatures=SIGNATURES).reasons)
 
 
 def test_a_grounded_letter_is_ready():
-    outcome = assess(LETTER, language="en", evidence=EVIDENCE, signatures=SIGNATURES)
+    outcome = assess(LETTER, language="en", origins=[EVIDENCE], signatures=SIGNATURES)
     assert outcome.verdict == Verdict.READY and outcome.reasons == ()
 
 
@@ -44,7 +46,8 @@ def test_facts_written_otherwise_still_match():
 @pytest.mark.parametrize(
     "sentence,code,listed",
     [
-        ("The table costs 1,450 euros.", "unsupported_figure", "1,450"),
+        ("The table costs 1,450 euros.", "unsupported_amount", "1,450 euros"),
+        ("The table costs 1,450.", "unsupported_figure", "1,450"),
         ("It will arrive on 21 March.", "unsupported_date", "21 March"),
         ("Your new order number is QX-55012.", "unsupported_reference", "QX-55012"),
         ("Write to sales@oak.example.", "unsupported_email", "sales@oak.example"),
@@ -54,7 +57,7 @@ def test_facts_written_otherwise_still_match():
 )
 def test_an_invented_fact_is_listed_by_kind(sentence, code, listed):
     body = f"Dear Ms Quist,\n\nyour order ZX-88120 left on 10 March. {sentence}\n\n" + SIGNATURE_EN
-    outcome = assess(body, language="en", evidence=EVIDENCE, signatures=SIGNATURES)
+    outcome = assess(body, language="en", origins=[EVIDENCE], signatures=SIGNATURES)
     assert outcome.verdict == Verdict.NEEDS_REVIEW
     assert reason_codes(outcome.reasons) == [code]
     assert f" {listed} appears in no message" in outcome.reasons[0]
@@ -62,7 +65,7 @@ def test_an_invented_fact_is_listed_by_kind(sentence, code, listed):
 
 def test_each_unsupported_fact_is_listed_once():
     body = "Dear Ms Quist,\n\nit costs 1,450 euros; yes, 1,450 euros, and 99 for delivery.\n\n" + SIGNATURE_EN
-    assert codes(body) == ["unsupported_figure", "unsupported_figure"]
+    assert codes(body) == ["unsupported_amount", "unsupported_figure"]
 
 
 def test_a_draft_in_another_language_than_classified_is_flagged():
@@ -78,9 +81,9 @@ def test_the_signature_must_be_the_classified_languages_and_end_the_draft():
     assert codes(letter + SIGNATURE_DE) == ["signature_mismatch"]
     assert codes(letter.rstrip()) == ["signature_mismatch"]
     assert codes(letter + SIGNATURE_DE + "\n\n" + SIGNATURE_EN) == ["signature_mismatch"]
-    no_french = assess(LETTER, language="fr", evidence=EVIDENCE, signatures=SIGNATURES).reasons
+    no_french = assess(LETTER, language="fr", origins=[EVIDENCE], signatures=SIGNATURES).reasons
     assert "signature_missing" in reason_codes(no_french)
-    assert assess(letter, language="en", evidence=EVIDENCE, signatures={}).reasons == ()
+    assert assess(letter, language="en", origins=[EVIDENCE], signatures={}).reasons == ()
 
 
 @pytest.mark.parametrize(
@@ -121,5 +124,5 @@ def test_assess_flags_an_invented_figure_in_a_composed_draft(model, shop):
     assert isinstance(result, ComposedDraft)
     assert result.verdict == Verdict.NEEDS_REVIEW
     assert result.reasons == (
-        "unsupported_figure: The figure 89 appears in no message the draft was built from.",
+        "unsupported_amount: The amount 89 euros appears in no message the draft was built from.",
     )

@@ -1,0 +1,189 @@
+"""Where each fact of a draft came from, and whether it may go to the draft's recipients.
+
+A draft is built from origins: the answered mail, its thread tail, the gathered sources,
+reference documents and the account's signatures. Each origin is read again from the
+database by its id (so the verdict after a reviewer's edit is computed from exactly what
+the first one was), with its external parties and the facts it holds.
+
+A fact of the draft found in no origin is unsupported (assess lists it by kind). A fact
+that is found is then judged by where it was found:
+
+- other_correspondent: an identifying fact (IBAN, BIC, phone, address, link, reference,
+  amount, a figure of three digits or more) found only in mail exchanged with parties
+  none of whom the reply goes to. The answered mail, mail exchanged with a recipient,
+  the firm's internal mail, reference documents and signatures may all supply facts; so
+  may outgoing mail that sent the fact to two or more parties (the firm's own data,
+  such as its bank account, which it gives everyone).
+- unverified_payment_detail: an IBAN, a BIC or a payment link found only in incoming
+  mail (the answered one or any other), never in the firm's outgoing mail, its reference
+  documents or its signatures. Internal incoming mail does not verify one: a sender name
+  is easily forged. A draft that confirms a change of payment details is flagged too.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from accounts.models import MailAccount
+from answering.drafting.correspondents import Correspondence, correspondence_of
+from answering.drafting.facts import KIND_NAMES, Evidence, Fact, evidence_from
+from answering.drafting.mail import mail_text
+from answering.models import ReferenceChunk
+from mailbox.models import Direction, Email
+
+ANSWERED, THREAD, SOURCE, REFERENCE, SIGNATURE = "answered", "thread", "source", "reference", "signature"
+# What of a source email counts as evidence: more than the extract the model was shown,
+# so a fact from another part of the same email is not mistaken for an invented one.
+SOURCE_EVIDENCE_CHARACTERS = 20_000
+
+_PAYMENT_CHANGE = re.compile(
+    r"\b(new|updated|changed|different|neue[nrs]?|geänderte[nrs]?|nouvelles?|nuevas?)\s+"
+    r"(bank(ing)?|account|payment|iban|konto|bankverbindung|kontoverbindung|zahlungs\w*|"
+    r"coordonnées|datos)\b(\s+(details|information|instructions|number|account))?"
+    r"|\b(bank|payment|account)\s+details\s+(have|has)\s+changed\b"
+    r"|\bBankverbindung\s+(hat\s+sich\s+)?geändert\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """One thing a draft was built from, with its facts and who it was exchanged with."""
+
+    role: str  # ANSWERED, THREAD, SOURCE, REFERENCE or SIGNATURE
+    ref: str  # an email id, "reference:<chunk id>", or "" for a signature
+    direction: str  # Direction value; "" for references and signatures
+    parties: frozenset[str]  # external parties (correspondents.party_of)
+    label: str
+    evidence: Evidence
+
+    @property
+    def is_firms_own(self) -> bool:
+        """Reference documents, signatures and mail that never left the firm."""
+        return self.role in (REFERENCE, SIGNATURE) or not self.parties
+
+    @property
+    def verifies_payment(self) -> bool:
+        return self.role in (REFERENCE, SIGNATURE) or self.direction == Direction.OUTGOING
+
+
+def plain_origin(texts: Iterable[str], received: Iterable[datetime | None] = ()) -> Origin:
+    """The firm's own text as one origin (tests, and evidence with no correspondent)."""
+    return Origin(REFERENCE, "", "", frozenset(), "", evidence_from(texts, received))
+
+
+def _email_origin(role: str, email: Email, text: str, found: Correspondence) -> Origin:
+    return Origin(
+        role,
+        str(email.pk),
+        email.direction,
+        found.parties,
+        found.label,
+        evidence_from([text], [email.received_at]),
+    )
+
+
+def origins_for(
+    email: Email,
+    *,
+    own: frozenset[str],
+    thread_ids: Sequence[str],
+    source_ids: Sequence[str],
+    reference_ids: Sequence[int],
+    max_answered: int,
+    max_thread: int,
+) -> list[Origin]:
+    """Every origin of a draft of `email`, read from the database by id (see the module docstring).
+
+    An id whose row is gone (expunged, erased) is left out: what is left may support less.
+    """
+    thread, sources = [_uuid(value) for value in thread_ids], [_uuid(value) for value in source_ids]
+    rows = Email.objects.in_bulk([email.pk, *thread, *sources])
+    held = correspondence_of(rows.values(), own)
+    answered = mail_text(email, max_answered)
+    origins = [_email_origin(ANSWERED, email, f"{answered.sender}\n{answered.raw}", held[str(email.pk)])]
+    for role, ids, limit in ((THREAD, thread, max_thread), (SOURCE, sources, SOURCE_EVIDENCE_CHARACTERS)):
+        for email_id in ids:
+            row = rows.get(email_id)
+            if row is not None:
+                mail = mail_text(row, limit)
+                origins.append(_email_origin(role, row, f"{mail.sender}\n{mail.raw}", held[str(row.pk)]))
+    for chunk in ReferenceChunk.objects.filter(pk__in=list(reference_ids)).select_related("document"):
+        origins.append(
+            Origin(
+                REFERENCE,
+                f"reference:{chunk.pk}",
+                "",
+                frozenset(),
+                chunk.document.title,
+                evidence_from([chunk.document.title, chunk.text], [chunk.document.uploaded_at]),
+            )
+        )
+    account: MailAccount = email.account
+    for text in account.drafting_signatures.values_list("text", flat=True):
+        origins.append(Origin(SIGNATURE, "", "", frozenset(), "", evidence_from([text])))
+    return origins
+
+
+def _uuid(value: object) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+# --- judging one fact -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judgement:
+    code: str  # "" when the fact may go; else a reason code
+    sentence: str
+    origins: tuple[str, ...]  # refs of the origins that hold the fact
+
+
+def _sent_to_many(fact: Fact, holding: Sequence[Origin]) -> bool:
+    """Whether the firm's outgoing mail gave this fact to two or more parties: its own data."""
+    parties = {
+        party for origin in holding if origin.direction == Direction.OUTGOING for party in origin.parties
+    }
+    return len(parties) >= 2
+
+
+def judge(fact: Fact, origins: Sequence[Origin], recipients: frozenset[str]) -> Judgement | None:
+    """None when no origin holds `fact` (it is unsupported); else where it may go."""
+    holding = [origin for origin in origins if origin.evidence.supports(fact)]
+    if not holding:
+        return None
+    refs = tuple(origin.ref for origin in holding if origin.ref)
+    kind = KIND_NAMES[fact.kind]
+    if fact.is_payment and not any(origin.verifies_payment for origin in holding):
+        return Judgement(
+            "unverified_payment_detail",
+            f"The {kind} {fact.text} is found only in incoming mail, never in the firm's own outgoing "
+            "mail or reference documents: confirm it through a channel you already know before sending.",
+            refs,
+        )
+    if fact.is_identifying:
+        allowed = any(
+            origin.role == ANSWERED or origin.is_firms_own or origin.parties & recipients
+            for origin in holding
+        )
+        if not allowed and not _sent_to_many(fact, holding):
+            labels = (
+                ", ".join(sorted({origin.label for origin in holding if origin.label}))
+                or "another correspondent"
+            )
+            return Judgement(
+                "other_correspondent",
+                f"The {kind} {fact.text} comes only from mail with {labels}, who will not receive "
+                "this reply.",
+                refs,
+            )
+    return Judgement("", "", refs)
+
+
+def payment_change(letter: str) -> re.Match[str] | None:
+    """The first place where `letter` speaks of changed payment details, if it does."""
+    return _PAYMENT_CHANGE.search(letter)
