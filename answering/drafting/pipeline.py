@@ -34,7 +34,6 @@ from django.conf import settings
 from opentelemetry import trace
 
 from answering.drafting import assess as assess_stage
-from answering.drafting.verdict import assess_draft
 from answering.drafting.classify import classify
 from answering.drafting.condense import condense
 from answering.drafting.fit import EXAMPLES, SOURCE, TAIL, Parts, budget_tokens, estimate_tokens, fit
@@ -55,6 +54,7 @@ from answering.drafting.mail import MailText, mail_text, thread_tail
 from answering.drafting.references import PREFIX, is_reference, search_references
 from answering.drafting.rerank import best_judged, rerank
 from answering.drafting.spend import Spend, StageRefused
+from answering.drafting.verdict import assess_draft
 from answering.ledger import SPEND_REFUSED, period_ledger
 from answering.models import AttemptOutcome
 from answering.relevance import RelevanceSettings

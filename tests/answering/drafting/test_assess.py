@@ -6,8 +6,8 @@ import pytest
 
 from answering.drafting.assess import assess, reason_codes
 from answering.drafting.facts import extract_facts
-from answering.drafting.provenance import plain_origin
 from answering.drafting.pipeline import ComposedDraft, compose_draft
+from answering.drafting.provenance import plain_origin
 from answering.models import Verdict
 from tests.answering.drafting.support import GENERATE, LETTER, SIGNATURE_DE, SIGNATURE_EN
 from tests.mailbox.factories import BASE_TIME
