@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.utils import timezone
 
 from accounts.models import DraftAppendMode, MailAccount
 from answering.drafting.capability import drafting_capability
@@ -173,8 +174,12 @@ def _store(account: MailAccount, email: Email, composed: ComposedDraft, summary:
         intent=composed.intent,
         language=composed.language,
         source_ids=list(composed.source_ids),
+        thread_ids=list(composed.thread_ids),
+        reference_ids=list(composed.reference_ids),
         verdict=composed.verdict,
         reasons=list(composed.reasons),
+        findings=list(composed.findings),
+        assessed_at=timezone.now(),
         note=composed.note,
         model_alias=composed.model_alias,
         tokens=dict(composed.tokens),
