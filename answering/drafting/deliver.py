@@ -2,7 +2,9 @@
 
 The account's append mode decides which drafts go there: `off` writes nothing, ever (not
 even a removal); `approved` writes approved and edited drafts; `every` writes pending
-ones too, as soon as the pipeline stores them (it calls deliver_draft()).
+ones too, as soon as the pipeline stores them (it calls deliver_draft()), but only those
+whose verdict is ready: a pending draft that needs review stays off the server until a
+reviewer approves it, in every mode.
 
 Never two copies. Each version of a draft gets a Message-ID minted from the draft's id
 and a random part, stored on the draft before the APPEND. A delivery first SEARCHes the
@@ -31,7 +33,7 @@ from django.utils import timezone
 
 from accounts.models import DraftAppendMode
 from answering.drafting.compose import compose_reply, is_version_of, mint_message_id, reply_sender
-from answering.models import Draft, DraftStatus
+from answering.models import Draft, DraftStatus, Verdict
 from audit.models import MutationKind, MutationOutcome, RequesterKind
 from audit.services.mutations import Mutation, message_id_hash, record_mutation
 from mailbox.models import Folder
@@ -77,7 +79,13 @@ class Delivery:
 
 
 def wants_copy(draft: Draft) -> bool:
-    """Whether the account's append mode wants this draft, in its status, in the Drafts folder."""
+    """Whether the account's append mode wants this draft, in its status, in the Drafts folder.
+
+    A pending draft that needs review never goes there, whatever the mode: a mail client
+    shows the Drafts folder as letters ready to send, and nobody has looked at this one.
+    """
+    if draft.status == DraftStatus.PENDING and draft.verdict != Verdict.READY:
+        return False
     return draft.status in _DELIVERED_STATUSES.get(draft.account.drafting_append_mode, set())
 
 
