@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from answering.drafting.facts import KIND_NAMES, extract_facts
+from answering.drafting.facts import KIND_NAMES, Fact, extract_facts
 from answering.drafting.provenance import Origin, judge, payment_change
 from answering.models import Verdict
 
@@ -135,6 +135,7 @@ def assess(
     recipients: frozenset[str] = frozenset(),
     correspondent_reasons: Sequence[str] = (),
     finish_reported: bool = True,
+    locate: Callable[[Fact], list[Origin]] | None = None,
 ) -> Assessment:
     """The verdict on `body` (see the module docstring); `signatures` maps language -> text."""
     reasons: list[str] = list(correspondent_reasons)
@@ -146,17 +147,22 @@ def assess(
     for fact in extract_facts(letter):
         judgement = judge(fact, origins, recipients)
         if judgement is None:
-            code = f"unsupported_{fact.kind}"
-            sentence = _INVALID_IBAN if fact.kind == "iban" and not fact.valid else _FACT_SENTENCES[fact.kind]
-            sentence, refs = sentence.format(text=fact.text), ()
-        elif judgement.code:
-            code, sentence, refs = judgement.code, judgement.sentence, judgement.origins
+            template = _INVALID_IBAN if fact.kind == "iban" and not fact.valid else _FACT_SENTENCES[fact.kind]
+            flags: tuple[tuple[str, str], ...] = (
+                (f"unsupported_{fact.kind}", template.format(text=fact.text)),
+            )
+            refs: tuple[str, ...] = ()
+            # Not given to the model, yet perhaps somebody's: where else the mailbox holds it.
+            elsewhere = judge(fact, locate(fact), recipients) if locate and fact.is_identifying else None
+            if elsewhere is not None:
+                flags, refs = flags + elsewhere.flags, elsewhere.origins
         else:
-            continue
-        findings.append(Finding(code, fact.kind, fact.start, fact.end, refs))
-        if (code, fact.key) not in listed:
-            listed.add((code, fact.key))
-            reasons.append(f"{code}: {sentence}")
+            flags, refs = judgement.flags, judgement.origins
+        for code, sentence in flags:
+            findings.append(Finding(code, fact.kind, fact.start, fact.end, refs))
+            if (code, fact.key) not in listed:
+                listed.add((code, fact.key))
+                reasons.append(f"{code}: {sentence}")
 
     change = payment_change(letter)
     if change is not None:

@@ -24,21 +24,25 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from accounts.models import MailAccount
+from accounts.services.scope import resolve_scope
 from answering.drafting.correspondents import Correspondence, correspondence_of
 from answering.drafting.facts import KIND_NAMES, Evidence, Fact, evidence_from
-from answering.drafting.mail import mail_text
+from answering.drafting.mail import mail_text, readable_folder_ids
 from answering.models import ReferenceChunk
 from mailbox.models import Direction, Email
+from mailbox.services.lexical_search import rank_lexical
 
 ANSWERED, THREAD, SOURCE, REFERENCE, SIGNATURE = "answered", "thread", "source", "reference", "signature"
 # What of a source email counts as evidence: more than the extract the model was shown,
 # so a fact from another part of the same email is not mistaken for an invented one.
 SOURCE_EVIDENCE_CHARACTERS = 20_000
+LOCATE_DEPTH = 5
+MAX_LOCATED_FACTS = 12
 
 _PAYMENT_CHANGE = re.compile(
     r"\b(new|updated|changed|different|neue[nrs]?|geänderte[nrs]?|nouvelles?|nuevas?)\s+"
@@ -138,12 +142,13 @@ def _uuid(value: object) -> uuid.UUID:
 
 @dataclass(frozen=True)
 class Judgement:
-    code: str  # "" when the fact may go; else a reason code
-    sentence: str
+    """Where a found fact came from, and what (if anything) is wrong with sending it."""
+
     origins: tuple[str, ...]  # refs of the origins that hold the fact
+    flags: tuple[tuple[str, str], ...] = ()  # (reason code, sentence); empty when it may go
 
 
-def _sent_to_many(fact: Fact, holding: Sequence[Origin]) -> bool:
+def _sent_to_many(holding: Sequence[Origin]) -> bool:
     """Whether the firm's outgoing mail gave this fact to two or more parties: its own data."""
     parties = {
         party for origin in holding if origin.direction == Direction.OUTGOING for party in origin.parties
@@ -152,36 +157,69 @@ def _sent_to_many(fact: Fact, holding: Sequence[Origin]) -> bool:
 
 
 def judge(fact: Fact, origins: Sequence[Origin], recipients: frozenset[str]) -> Judgement | None:
-    """None when no origin holds `fact` (it is unsupported); else where it may go."""
+    """None when no origin holds `fact` (it is unsupported); else where it came from and its flags."""
     holding = [origin for origin in origins if origin.evidence.supports(fact)]
     if not holding:
         return None
     refs = tuple(origin.ref for origin in holding if origin.ref)
     kind = KIND_NAMES[fact.kind]
+    flags = []
     if fact.is_payment and not any(origin.verifies_payment for origin in holding):
-        return Judgement(
-            "unverified_payment_detail",
-            f"The {kind} {fact.text} is found only in incoming mail, never in the firm's own outgoing "
-            "mail or reference documents: confirm it through a channel you already know before sending.",
-            refs,
+        flags.append(
+            (
+                "unverified_payment_detail",
+                f"The {kind} {fact.text} is found only in incoming mail, never in the firm's own "
+                "outgoing mail or reference documents: confirm it through a channel you already know "
+                "before sending.",
+            )
         )
     if fact.is_identifying:
         allowed = any(
             origin.role == ANSWERED or origin.is_firms_own or origin.parties & recipients
             for origin in holding
         )
-        if not allowed and not _sent_to_many(fact, holding):
-            labels = (
-                ", ".join(sorted({origin.label for origin in holding if origin.label}))
-                or "another correspondent"
+        if not allowed and not _sent_to_many(holding):
+            labels = ", ".join(sorted({o.label for o in holding if o.label})) or "another correspondent"
+            flags.append(
+                (
+                    "other_correspondent",
+                    f"The {kind} {fact.text} comes only from mail with {labels}, who will not receive "
+                    "this reply.",
+                )
             )
-            return Judgement(
-                "other_correspondent",
-                f"The {kind} {fact.text} comes only from mail with {labels}, who will not receive "
-                "this reply.",
-                refs,
-            )
-    return Judgement("", "", refs)
+    return Judgement(refs, tuple(flags))
+
+
+def locate_in_mailbox(email: Email, own: frozenset[str]) -> Callable[[Fact], list[Origin]]:
+    """A lookup of facts the draft's origins lack, in the rest of the mailbox tools may read.
+
+    A fact the model was not given may still be somebody's: copied from an earlier prompt,
+    or a source crowded out of this one. Each lookup is one lexical query over the
+    account's readable folders (junk left out), its best LOCATE_DEPTH hits verified
+    against the fact's normal form; at most MAX_LOCATED_FACTS lookups per draft.
+    """
+    scope = resolve_scope([email.account.account_id])
+    candidates = Email.objects.readable(scope, readable_folder_ids(email.account.account_id)).exclude(
+        pk=email.pk
+    )
+    budget = [MAX_LOCATED_FACTS]
+
+    def locate(fact: Fact) -> list[Origin]:
+        if budget[0] <= 0:
+            return []
+        budget[0] -= 1
+        hits = rank_lexical(candidates, fact.text, LOCATE_DEPTH)
+        rows = Email.objects.in_bulk([uuid.UUID(hit.email_id) for hit in hits])
+        held = correspondence_of(rows.values(), own)
+        found = []
+        for row in rows.values():
+            mail = mail_text(row, SOURCE_EVIDENCE_CHARACTERS)
+            origin = _email_origin(SOURCE, row, f"{mail.sender}\n{mail.raw}", held[str(row.pk)])
+            if origin.evidence.supports(fact):
+                found.append(origin)
+        return found
+
+    return locate
 
 
 def payment_change(letter: str) -> re.Match[str] | None:

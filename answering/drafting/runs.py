@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from accounts.models import DraftAppendMode, MailAccount
 from answering.drafting.capability import drafting_capability
-from answering.drafting.deliver import deliver_draft
+from answering.drafting.deliver import deliver_draft, wants_copy
 from answering.drafting.gate import messages_awaiting_a_draft
 from answering.drafting.pipeline import ComposedDraft, DraftRefused, compose_draft
 from answering.ledger import LEDGER_UNAVAILABLE, SPEND_REFUSED
@@ -197,8 +197,10 @@ def _store(account: MailAccount, email: Email, composed: ComposedDraft, summary:
         return
     summary.drafted += 1
     summary.last_outcome = "drafted"
-    if account.drafting_append_mode == DraftAppendMode.EVERY:
+    draft.account = account
+    if account.drafting_append_mode == DraftAppendMode.EVERY and wants_copy(draft):
         # After the commit: delivery writes the minted Message-ID first, then the server.
+        # A draft that needs review is not among them (deliver.wants_copy).
         transaction.on_commit(lambda: _deliver_new(draft, summary))
 
 

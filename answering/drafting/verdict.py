@@ -21,7 +21,7 @@ from answering.drafting.correspondents import (
     reply_to_reasons,
     thread_hijack_reasons,
 )
-from answering.drafting.provenance import origins_for
+from answering.drafting.provenance import locate_in_mailbox, origins_for
 from answering.models import Draft
 from mailbox.models import Email
 from mailfathom.config import MailFathomSettings
@@ -59,6 +59,7 @@ def assess_draft(
         recipients=recipient_parties(email, own),
         correspondent_reasons=[*reply_to_reasons(email, own), *thread_hijack_reasons(email, own)],
         finish_reported=finish_reported,
+        locate=locate_in_mailbox(email, own),
     )
 
 
