@@ -280,6 +280,8 @@ class Evidence:
         if fact.kind == "reference":
             before, after = _AROUND_A_WORD
             return re.search(before + re.escape(fact.key.lower()) + after, self.text) is not None
+        if fact.kind == "url" and fact.key.startswith("http"):
+            return ("url-without-scheme", fact.key.split(":", 1)[-1]) in self.keys
         if fact.kind == "phone":
             if fact.key.startswith("n:"):
                 return fact.key[2:] in self.national_phones
@@ -328,7 +330,10 @@ def evidence_from(texts: Iterable[str], received: Iterable[datetime | None] = ()
                 keys.add(("figure", value))
                 currencies.setdefault(value, set()).add(currency)
             elif fact.kind == "url":
-                keys.add(("url", fact.key.split(":", 1)[-1] if fact.key.startswith("http") else fact.key))
+                if fact.key.startswith("http"):  # supports the same link written without a scheme
+                    keys.add(("url", fact.key.split(":", 1)[-1]))
+                else:  # written without one: a draft may give it either scheme
+                    keys.add(("url-without-scheme", fact.key))
     for moment in received:
         if moment is not None:
             keys.add(("date", f"{moment.day}-{moment.month}"))
