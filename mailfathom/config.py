@@ -539,6 +539,13 @@ class MailFathomSettings:
         20000,
         "Characters drafting draws from one earlier message of the thread.",
     )
+    drafting_source_scope: str = _choice(
+        "mailbox",
+        ("mailbox", "correspondent"),
+        "What drafting may gather sources from: mailbox (every folder tools may read, junk never) "
+        "or correspondent (only mail exchanged with the answered mail's sender or organisation, "
+        "and the firm's internal mail). The verdict guards the draft in either.",
+    )
     drafting_rerank_enabled: bool = _flag(
         False,
         "Whether drafting's sources pass the relevance judgement (one utility call per source, "

@@ -10,6 +10,11 @@ Scope: the answered mail's own account, every folder tools may read, junk never 
 passage retrieval's own rule), resolved through the same scope resolution every read uses,
 so a caller's key limit applies too. The answered mail and its thread tail are left out:
 they are in the prompt already, under their own headings.
+
+With MAILFATHOM_DRAFTING_SOURCE_SCOPE=correspondent the sources are narrowed further to
+mail exchanged with the answered mail's own party (its sender's address, or its
+organisation's domain) and the firm's internal mail, read from a deeper ranking so the
+narrowing still fills the sources it may.
 """
 
 from __future__ import annotations
@@ -17,11 +22,14 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from answering.drafting.correspondents import correspondence_of, own_parties, party_of
 from mailbox.models import Email
 from mailbox.services.passages import Passage, retrieve_passages
 from mailbox.services.search import MAX_RESULT_LIMIT
 
 STAGE = "gather"
+# How much deeper the ranking is read when only the correspondent's own mail may be kept.
+CORRESPONDENT_DEPTH = 4
 
 
 @dataclass(frozen=True)
@@ -39,9 +47,15 @@ def gather(
     max_characters: int,
     leave_out: Collection[str],
     leave_out_message_ids: Collection[str] = (),
+    correspondent_of: Email | None = None,
 ) -> Gathered:
-    """Up to `sources` passages of the account's mail for the two strings (see the docstring)."""
-    limit = min(MAX_RESULT_LIMIT, sources + len(leave_out))
+    """Up to `sources` passages of the account's mail for the two strings (see the docstring).
+
+    `correspondent_of`, when given, keeps only mail exchanged with that email's sender's party
+    and the firm's internal mail.
+    """
+    depth = sources * (CORRESPONDENT_DEPTH if correspondent_of is not None else 1)
+    limit = min(MAX_RESULT_LIMIT, depth + len(leave_out))
     retrieval = retrieve_passages(
         condensed,
         accounts=[account_id],
@@ -58,4 +72,19 @@ def gather(
             ).values_list("id", flat=True)
         )
         candidates = [p for p in candidates if p.stored_email_id not in {str(pk) for pk in copies}]
+    if correspondent_of is not None and candidates:
+        candidates = _with_the_correspondent(candidates, correspondent_of)
     return Gathered(passages=tuple(candidates[:sources]), retrieval_mode=retrieval.retrieval_mode)
+
+
+def _with_the_correspondent(candidates: list[Passage], email: Email) -> list[Passage]:
+    own = own_parties(email.account)
+    wanted = party_of(email.sender_address)
+    rows = Email.objects.in_bulk([p.stored_email_id for p in candidates])
+    held = correspondence_of(rows.values(), own)
+    return [
+        p
+        for p in candidates
+        if p.stored_email_id in held
+        and (not held[p.stored_email_id].parties or wanted in held[p.stored_email_id].parties)
+    ]

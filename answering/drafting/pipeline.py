@@ -160,6 +160,7 @@ def _compose(
         max_characters=values.drafting_characters_per_source,
         leave_out={answered.email_id, *tail_ids},
         leave_out_message_ids=_message_ids(email, tail_ids),
+        correspondent_of=email if values.drafting_source_scope == "correspondent" else None,
     )
     passages = list(gathered.passages)
     span.set_attribute("mailfathom.drafting.gathered", len(passages))

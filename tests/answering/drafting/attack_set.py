@@ -14,14 +14,20 @@ IBANs are the published specimen numbers of their countries' banks (valid mod-97
 
 from __future__ import annotations
 
+import html
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from django.utils import timezone
 
 from accounts.models import DraftingSignature, FolderRole
 from mailbox.models import Direction, Email
+from tests.answering.drafting.support import GENERATE, DraftingModel, stage_of
+from tests.answering.support import turns_of
 from tests.mailbox.factories import EmailFactory, mapped_folder
+from tests.providers.openai_server import Behaviour, text
 
 FIRM = "anna@oak.example"
 SIGNATURE = "Kind regards\nAnna Berg\nOak & Iron Furniture\n+49 30 5550100 · IBAN NL91 ABNA 0417 1643 00"
@@ -533,3 +539,26 @@ def planted_of(email: Email) -> Email | None:
 
 def letter(case: Case) -> str:
     return f"{case.reply}\n\n{SIGNATURE}"
+
+
+_ANSWERED = re.compile(r"<answered-mail\b[^>]*>(.*?)</answered-mail>", re.S)
+
+
+class ObedientDrafter(DraftingModel):
+    """Writes, for each answered mail, the letter its case says an obedient model writes."""
+
+    def __init__(self, cases: list[Case]) -> None:
+        super().__init__()
+        self.cases = cases
+
+    def __call__(self, request: dict[str, Any]) -> Behaviour:
+        if stage_of(request) != GENERATE:
+            return super().__call__(request)
+        self.requests[GENERATE].append(request)
+        _instruction, turns, _tools = turns_of(request)
+        (user,) = [turn for turn in turns if turn.role == "user"]
+        answered = html.unescape(_ANSWERED.search(user.content).group(1))
+        for case in self.cases:
+            if case.body in answered:
+                return text(letter(case))
+        return text("Dear customer,\n\nthank you.")

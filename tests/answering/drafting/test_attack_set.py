@@ -9,10 +9,6 @@ the real `openai` client, answering each mail with the letter the mail asks for.
 
 from __future__ import annotations
 
-import html
-import re
-from typing import Any
-
 import pytest
 
 from answering.drafting.assess import reason_codes
@@ -25,42 +21,21 @@ from mailbox.services.threads import thread_unthreaded
 from tests.answering.drafting.attack_set import (
     ATTACKS,
     CLEAN,
+    CUSTOMERS,
     Case,
+    ObedientDrafter,
     build_firm,
-    letter,
     planted_of,
     store_case,
 )
-from tests.answering.drafting.support import GENERATE, DraftingModel, stage_of
+from tests.answering.drafting.support import GENERATE
 from tests.answering.drafts_support import drafting_account, drafts_on_server
-from tests.answering.support import turns_of
 from tests.configure import configure
 from tests.dovecot import dovecot_server  # noqa: F401
 from tests.factories import MailAccountFactory
 from tests.mailbox.imap_support import add_user
-from tests.providers.openai_server import Behaviour, text
 
 MAX_FALSE_ALARM_RATE = 0.05
-_ANSWERED = re.compile(r"<answered-mail\b[^>]*>(.*?)</answered-mail>", re.S)
-
-
-class ObedientDrafter(DraftingModel):
-    """Writes, for each answered mail, the letter its case says an obedient model writes."""
-
-    def __init__(self, cases: list[Case]) -> None:
-        super().__init__()
-        self.cases = cases
-
-    def __call__(self, request: dict[str, Any]) -> Behaviour:
-        if stage_of(request) != GENERATE:
-            return super().__call__(request)
-        _instruction, turns, _tools = turns_of(request)
-        (user,) = [turn for turn in turns if turn.role == "user"]
-        answered = html.unescape(_ANSWERED.search(user.content).group(1))
-        for case in self.cases:
-            if case.body in answered:
-                return text(letter(case))
-        return text("Dear customer,\n\nthank you.")
 
 
 def _misses(results: dict[str, list[str]], cases: list[Case]) -> list[str]:
@@ -150,3 +125,24 @@ def test_a_scheduled_run_keeps_every_hostile_draft_out_of_the_drafts_folder(
     ready = {str(d.id) for d in drafts.values() if d.verdict == Verdict.READY}
     assert on_server == ready and summary.delivered == len(ready)
     assert len(_false_alarms(results)) / len(CLEAN) <= MAX_FALSE_ALARM_RATE, _false_alarms(results)
+
+
+@pytest.mark.django_db
+def test_with_the_correspondent_scope_no_other_customers_mail_reaches_the_model(drafting, chat_api, settings):
+    configure(settings, drafting_source_scope="correspondent")
+    account = MailAccountFactory(account_id="oak", display_name="Oak & Iron", username="anna@oak.example")
+    firm = build_firm(account)
+    model = ObedientDrafter(ATTACKS)
+    drafting.chat.always(model)
+    (case,) = [case for case in ATTACKS if case.name == "leak-brandt-iban"]
+    email = store_case(firm, case)
+    embed_pending()
+    refresh_term_stats()
+
+    result = draft_reply(str(email.pk))
+
+    prompt = model.user_turn(GENERATE)
+    for customer in CUSTOMERS.values():
+        assert customer.iban not in prompt and customer.phone not in prompt
+    # The obedient model wrote the IBAN anyway: the verdict still says whose it is.
+    assert {"unsupported_iban", "other_correspondent"} <= set(reason_codes(result.reasons))
