@@ -1,0 +1,287 @@
+"""The drafting verdict on a labelled set: precision and recall of each provenance reason, and its cost.
+
+    .venv/bin/python bench/drafting_verdict.py [--repeat 5] [--scope mailbox|correspondent|both]
+
+The labelled set is the team's attack set (tests/answering/drafting/attack_set.py): hostile
+mails, each labelled with the reasons its draft must carry, and clean mails from the same
+correspondents, labelled with none. Each mail is put alone into the firm's mailbox (a
+scratch database of its own, re-created each run) and drafted by compose_draft against the
+scripted OpenAI-compatible server scripted as a model that obeys the mail; the verdict's
+reasons are then compared with the labels, per reason code.
+
+Cost: for each draft, the assessment (answering.drafting.verdict.assess_draft: origins read
+back by id, their parties, the correspondent checks, the mailbox lookups of facts the model
+was not given) is timed `repeat` times; the anchor is the text-only check the pipeline
+made before provenance (every origin's text as one piece of evidence, no parties, no
+lookups), timed the same way on the same draft. The ratio says what provenance adds.
+
+With `--corpus N` it also drafts replies to N non-bulk messages the corpus's reply pairs
+answer (the team corpus loaded as one account, lexical gather), the draft being the first
+words the real reply's author wrote (the pair's query), with the real reply moved to a
+folder hidden from tools: the rate at which the four provenance reasons flag ordinary
+replies a person actually sent (their false-alarm rate), and the sources a draft keeps
+under each scope.
+
+With `--scope both` the set runs under each source scope (MAILFATHOM_DRAFTING_SOURCE_SCOPE)
+and prints, beside the reasons, how many hostile prompts carried another correspondent's
+facts to the drafting endpoint and how many sources a clean draft was given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))
+
+from sync import recreate_database, setup_django  # noqa: E402
+
+DATABASE = "mailfathom_drafting_verdict"
+REASONS = ("other_correspondent", "unverified_payment_detail", "reply_to_mismatch", "thread_hijack")
+
+
+class UncountedLedger:
+    def admit(self) -> None:
+        pass
+
+    def charge(self, tokens: int) -> None:
+        pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeat", type=int, default=5, help="timings per draft (default 5)")
+    parser.add_argument("--scope", choices=("mailbox", "correspondent", "both"), default="both")
+    parser.add_argument("--corpus", type=int, default=0, help="also draft for N reply pairs of the corpus")
+    args = parser.parse_args()
+
+    setup_django(DATABASE)
+    recreate_database(DATABASE)
+    from django.conf import settings
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from tests.providers.openai_server import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer(dimensions=384) as server:
+        settings.MAILFATHOM = settings.MAILFATHOM.replace(
+            chat_provider="openai",
+            chat_alias="scripted",
+            chat_base_url=server.base_url,
+            chat_model="scripted",
+            chat_api_key="k",
+            embedding_provider="openai",
+            embedding_base_url=server.base_url,
+            embedding_model="text-embed",
+            embedding_api_key="k",
+        )
+        scopes = ("mailbox", "correspondent") if args.scope == "both" else (args.scope,)
+        for scope in scopes:
+            settings.MAILFATHOM = settings.MAILFATHOM.replace(drafting_source_scope=scope)
+            run(server, scope, args.repeat)
+        if args.corpus:
+            settings.MAILFATHOM = settings.MAILFATHOM.replace(embedding_provider="none")
+            corpus_run(args.corpus, scopes)
+
+
+def run(server, scope: str, repeat: int) -> None:
+    from answering.drafting import pipeline
+    from answering.drafting.assess import assess, reason_codes
+    from answering.drafting.provenance import plain_origin
+    from answering.drafting.verdict import assess_draft
+    from mailbox.models import Email
+    from mailbox.services.embedding import embed_pending
+    from mailbox.services.lexical_search import refresh_term_stats
+    from tests.answering.drafting.attack_set import (
+        ATTACKS,
+        CLEAN,
+        CUSTOMERS,
+        ObedientDrafter,
+        build_firm,
+        letter,
+        planted_of,
+        store_case,
+    )
+    from tests.answering.drafting.support import GENERATE
+    from tests.factories import MailAccountFactory
+
+    pipeline.period_ledger = UncountedLedger  # this measures the verdict, not spend
+    Email.objects.all().delete()
+    from accounts.models import MailAccount
+
+    MailAccount.objects.all().delete()
+    account = MailAccountFactory(
+        account_id=f"oak-{scope}", display_name="Oak & Iron", username="anna@oak.example"
+    )
+    firm = build_firm(account)
+    model = ObedientDrafter([*ATTACKS, *CLEAN])
+    server.chat.always(model)
+    labelled: list[tuple[frozenset[str], set[str]]] = []
+    ours: list[float] = []
+    anchor: list[float] = []
+    exposed = 0
+    clean_sources: list[int] = []
+    for position, case in enumerate([*ATTACKS, *CLEAN]):
+        email = store_case(firm, case, position=position)
+        embed_pending()
+        refresh_term_stats()
+        result = pipeline.compose_draft(Email.objects.select_related("account").get(pk=email.pk))
+        if isinstance(result, pipeline.DraftRefused):
+            raise SystemExit(f"{case.name}: refused at {result.stage} ({result.outcome})")
+        labelled.append((case.expected, set(reason_codes(result.reasons))))
+        prompt = model.user_turn(GENERATE)
+        if case.expected and any(
+            c.iban in prompt or c.phone in prompt or c.invoice in prompt
+            for c in CUSTOMERS.values()
+            if c.name not in case.body
+        ):
+            exposed += 1
+        if not case.expected:
+            clean_sources.append(len(result.source_ids))
+        body = letter(case)
+        stored = Email.objects.select_related("account").get(pk=email.pk)
+        for _ in range(repeat):
+            started = time.perf_counter()
+            assess_draft(
+                stored,
+                body,
+                language="en",
+                thread_ids=result.thread_ids,
+                source_ids=result.source_ids,
+                reference_ids=result.reference_ids,
+            )
+            ours.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            texts = [
+                f"{row.sender_address}\n{row.subject}\n{row.text_body}"
+                for row in Email.objects.filter(pk__in=[stored.pk, *result.thread_ids, *result.source_ids])
+            ]
+            signatures = dict(account.drafting_signatures.values_list("language", "text"))
+            assess(
+                body,
+                language="en",
+                origins=[plain_origin([*texts, *signatures.values()])],
+                signatures=signatures,
+            )
+            anchor.append(time.perf_counter() - started)
+        email.delete()
+        if (planted := planted_of(email)) is not None:
+            planted.delete()
+
+    hostile = sum(1 for expected, _ in labelled if expected)
+    print(f"\nsource scope {scope}: {hostile} hostile, {len(labelled) - hostile} clean drafts")
+    print(f"{'reason':<28} {'tp':>4} {'fp':>4} {'fn':>4} {'precision':>10} {'recall':>8}")
+    for code in REASONS:
+        tp = sum(1 for expected, got in labelled if code in expected and code in got)
+        fp = sum(1 for expected, got in labelled if code not in expected and code in got)
+        fn = sum(1 for expected, got in labelled if code in expected and code not in got)
+        precision = tp / (tp + fp) if tp + fp else float("nan")
+        recall = tp / (tp + fn) if tp + fn else float("nan")
+        print(f"{code:<28} {tp:>4} {fp:>4} {fn:>4} {precision:>10.3f} {recall:>8.3f}")
+    flagged = sum(1 for expected, got in labelled if expected and got)
+    alarms = sum(1 for expected, got in labelled if not expected and got)
+    print(
+        f"hostile drafts needing review: {flagged}/{hostile}; "
+        f"clean drafts flagged: {alarms}/{len(labelled) - hostile}"
+    )
+    print(
+        "hostile prompts carrying another customer's IBAN, phone or invoice to the model: "
+        f"{exposed}/{hostile}"
+    )
+    print(f"sources per clean draft: mean {statistics.mean(clean_sources):.1f}")
+    ours_ms, anchor_ms = statistics.median(ours) * 1000, statistics.median(anchor) * 1000
+    print(
+        f"assessment per draft: median {ours_ms:.1f} ms "
+        f"(p95 {sorted(ours)[int(0.95 * len(ours))] * 1000:.1f}); "
+        f"text-only anchor {anchor_ms:.1f} ms; ratio {ours_ms / anchor_ms:.1f}"
+    )
+
+
+def corpus_run(count: int, scopes: tuple[str, ...]) -> None:
+    import json
+
+    import retrieval
+    from django.conf import settings
+
+    from accounts.models import MailAccount
+    from answering.drafting import pipeline
+    from answering.drafting.assess import reason_codes
+    from mailbox.models import Email
+    from mailbox.services.lexical_search import refresh_term_stats
+    from tests.mailbox.factories import mapped_folder
+
+    corpus = next(
+        (parent / "shared" / "corpus" for parent in REPO.parents if (parent / "shared" / "corpus").exists()),
+        retrieval.CORPUS,
+    )
+    retrieval.CORPUS = corpus
+    started = time.perf_counter()
+    held = retrieval.load("corpus")
+    refresh_term_stats()
+    print(f"\ncorpus: {held} emails ({time.perf_counter() - started:.0f} s to load)")
+    account = MailAccount.objects.get(account_id="corpus")
+    hidden = mapped_folder(account, "hidden-replies", visible_to_tools=False)
+    pairs = [json.loads(line) for line in (corpus / "reply-pairs-dev.jsonl").read_text().splitlines()]
+    ids = dict(Email.objects.filter(account=account).values_list("message_id", "id"))
+    chosen = []
+    for pair in pairs:
+        target, reply = (
+            ids.get(pair["target_message_id"].strip("<>")),
+            ids.get(pair["reply_message_id"].strip("<>")),
+        )
+        if target and reply and not Email.objects.filter(pk=target, is_bulk=True).exists():
+            chosen.append((target, reply, pair["query"]))
+        if len(chosen) == count:
+            break
+    Email.objects.filter(pk__in=[reply for _, reply, _ in chosen]).update(folder=hidden)
+
+    class Reply:
+        body = ""
+
+        def __call__(self, request):
+            from tests.answering.drafting.support import stage_of
+            from tests.providers.openai_server import text
+
+            return text(
+                {"classify": '{"intent": "inquiry", "language": "en"}', "condense": "reply question"}.get(
+                    stage_of(request), self.body
+                )
+            )
+
+    from tests.providers.openai_server import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer(dimensions=384) as server:
+        settings.MAILFATHOM = settings.MAILFATHOM.replace(chat_base_url=server.base_url)
+        model = Reply()
+        server.chat.always(model)
+        for scope in scopes:
+            settings.MAILFATHOM = settings.MAILFATHOM.replace(drafting_source_scope=scope)
+            flagged: dict[str, int] = dict.fromkeys(REASONS, 0)
+            any_flag, sources, composed = 0, [], 0
+            for target, _reply, words in chosen:
+                model.body = words
+                result = pipeline.compose_draft(Email.objects.select_related("account").get(pk=target))
+                if isinstance(result, pipeline.DraftRefused):
+                    continue
+                composed += 1
+                codes = set(reason_codes(result.reasons)) & set(REASONS)
+                for code in codes:
+                    flagged[code] += 1
+                any_flag += bool(codes)
+                sources.append(len(result.source_ids))
+            print(f"corpus, source scope {scope}: {composed} real replies as drafts (non-bulk targets)")
+            for code in REASONS:
+                print(f"  {code:<28} {flagged[code]:>4}  ({flagged[code] / max(composed, 1):.1%})")
+            print(f"  any of the four: {any_flag} ({any_flag / max(composed, 1):.1%}); "
+                  f"sources per draft: mean {statistics.mean(sources or [0]):.2f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
