@@ -1,32 +1,40 @@
-"""The review queue: drafts listed (pending first), and one review page per draft.
+"""The review queue: drafts listed (pending first, oldest mail first), and one review page per draft.
 
-The list shows no mail content, so the model's view permission opens it. The review page
-shows the answered mail and the draft side by side, and takes the draft's change
-permission (`answering.change_draft`) and the permission to read mail
-(`mailbox.view_mail_content`) even to look at. Approve, save-edit-and-approve,
-discard and deliver-again call the use cases in answering.drafting.review; no page adds or
-deletes a draft (the drafting run makes them; discarding is how one is dropped).
+The list opens with the model's view permission. Its rows show the answered mail's
+received time, the verdict and the count of reasons; the answered mail's subject and
+sender are mail content, shown (and loaded) only for a user who also holds the permission
+to read mail (`mailbox.view_mail_content`). The review page shows the answered mail, where
+the reply will go, what the draft was built from and the draft with its flagged facts
+marked; it takes the draft's change permission (`answering.change_draft`) and the
+permission to read mail even to look at. Save edit, approve (with each open reason
+acknowledged when the draft needs review), save-edit-and-approve, discard and
+deliver-again call the use cases in answering.drafting.review; no page adds or deletes a
+draft (the drafting run makes them; discarding is how one is dropped).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.db.models import Case, F, Func, IntegerField, QuerySet, Value, When
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils import formats, timezone
+from django.utils.html import format_html
 from django.utils.translation import ngettext
 
 from accounts.models import DraftAppendMode
+from answering import review_page
 from answering.drafting import review
 from answering.drafting.deliver import is_delivered, wants_copy
-from answering.models import Draft, DraftStatus
+from answering.models import Draft, DraftStatus, Verdict
 from mailbox.admin_emails import MAIL_CONTENT_PERMISSION
 from mailbox.models import ParticipantRole
 from mailfathom.errors import MailFathomError
@@ -34,10 +42,27 @@ from mailfathom.errors import MailFathomError
 TEMPLATE = "admin/answering/draft/review.html"
 ACTIONS = {
     "_approve": "approve",
+    "_save": "save",
     "_save_and_approve": "save_and_approve",
     "_discard": "discard",
     "_deliver_again": "deliver_again",
 }
+EDITS = ("save", "save_and_approve")
+SUBJECT_CHARACTERS = 80
+SENDER_CHARACTERS = 48
+NO_SUBJECT = "(no subject)"
+# The answered mail's columns a queue row never shows (its body, the index) and, without
+# the permission to read mail, those it shows only with it.
+UNSHOWN = ("email__text_body", "email__search_vector", "email__participants_text", "email__references")
+CONTENT = (
+    "email__subject",
+    "email__sender_name",
+    "email__sender_address",
+    "email__message_id",
+    "email__in_reply_to",
+)
+METADATA_LIST = ["received", "status", "verdict_badge", "reason_count", "account", "intent", "on_server"]
+CONTENT_LIST = ["received", "subject", "sender", *METADATA_LIST[1:]]
 
 
 class ReviewForm(forms.Form):
@@ -57,23 +82,62 @@ def server_state(draft: Draft) -> str:
         return f"in the Drafts folder (UID {draft.remote_uid})"
     if wants_copy(draft):
         return "not in the Drafts folder yet: deliver again"
+    if draft.status == DraftStatus.PENDING and draft.verdict != Verdict.READY:
+        return "not written to the Drafts folder (a draft that needs review goes there only once approved)"
     return "not written to the Drafts folder (only approved drafts are)"
+
+
+def verdict_badge_html(verdict: str, label: str) -> str:
+    """The verdict as a badge whose colours are readable in both admin themes (verdict_style.html)."""
+    mark = "\u2713" if verdict == Verdict.READY else "!"
+    return format_html(
+        '<span class="verdict-badge verdict-{}"><span aria-hidden="true">{}</span> {}</span>',
+        verdict,
+        mark,
+        label,
+    )
+
+
+def _cut(text: str, characters: int) -> str:
+    return text if len(text) <= characters else text[: characters - 1] + "\u2026"
+
+
+def _may_read_mail(request: HttpRequest) -> bool:
+    return request.user.has_perm(MAIL_CONTENT_PERMISSION)
+
+
+class ReasonCount(Func):
+    """The number of reasons stored on a draft (0 for anything but a JSON array)."""
+
+    template = (
+        "jsonb_array_length(CASE WHEN jsonb_typeof(%(expressions)s) = 'array' "
+        "THEN %(expressions)s ELSE '[]'::jsonb END)"
+    )
+    output_field = IntegerField()
 
 
 @admin.register(Draft)
 class DraftAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "status", "account", "intent", "verdict", "language", "on_server"]
-    list_display_links = ["created_at"]
-    list_filter = ["status", "verdict", "intent", "account"]
-    list_select_related = ["account"]
+    list_filter = ["status", "verdict", "account", "intent"]
+    list_select_related = ["account", "email"]
     actions = ["deliver_again"]
     show_full_result_count = False
+
+    def get_list_display(self, request: HttpRequest) -> list[str]:
+        return list(CONTENT_LIST if _may_read_mail(request) else METADATA_LIST)
+
+    def get_list_display_links(self, request: HttpRequest, list_display: Sequence[str]) -> list[str]:
+        return ["received"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Draft]:
+        hidden = UNSHOWN if _may_read_mail(request) else UNSHOWN + CONTENT
+        return super().get_queryset(request).defer(*hidden).annotate(reason_total=ReasonCount(F("reasons")))
 
     def get_ordering(self, request: HttpRequest) -> list[Any]:
         pending_first = Case(
             When(status=DraftStatus.PENDING, then=Value(0)), default=Value(1), output_field=IntegerField()
         )
-        return [pending_first.asc(), "created_at", "id"]
+        return [pending_first.asc(), "email__received_at", "id"]
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
@@ -85,6 +149,36 @@ class DraftAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+    # --- columns ---------------------------------------------------------------------------
+
+    @admin.display(description="received", ordering="email__received_at")
+    def received(self, draft: Draft) -> str:
+        return formats.date_format(timezone.localtime(draft.email.received_at), "Y-m-d H:i")
+
+    @admin.display(description="subject", ordering="email__subject")
+    def subject(self, draft: Draft) -> str:
+        subject = draft.email.subject.strip()
+        return format_html(
+            '<span title="{}">{}</span>', subject, _cut(subject, SUBJECT_CHARACTERS) or NO_SUBJECT
+        )
+
+    @admin.display(description="from", ordering="email__sender_address")
+    def sender(self, draft: Draft) -> str:
+        email = draft.email
+        if email.sender_name and email.sender_address:
+            shown = f"{email.sender_name} <{email.sender_address}>"
+        else:
+            shown = email.sender_name or email.sender_address
+        return format_html('<span title="{}">{}</span>', shown, _cut(shown, SENDER_CHARACTERS) or "-")
+
+    @admin.display(description="verdict", ordering="verdict")
+    def verdict_badge(self, draft: Draft) -> str:
+        return verdict_badge_html(draft.verdict, draft.get_verdict_display())
+
+    @admin.display(description="reasons", ordering="reason_total")
+    def reason_count(self, draft: Draft) -> int:
+        return getattr(draft, "reason_total", len(draft.reasons or []))
 
     @admin.display(description="Drafts folder")
     def on_server(self, draft: Draft) -> str:
@@ -141,9 +235,7 @@ class DraftAdmin(admin.ModelAdmin):
         # before the Drafts folder is written, so a failed delivery keeps it.
         draft = self._draft(object_id)
         # The page shows the answered mail: reviewing needs the right to read mail too.
-        if not self.has_change_permission(request, draft) or not request.user.has_perm(
-            MAIL_CONTENT_PERMISSION
-        ):
+        if not self.has_change_permission(request, draft) or not _may_read_mail(request):
             raise PermissionDenied
         if request.method == "POST":
             return self._review(request, draft)
@@ -164,9 +256,10 @@ class DraftAdmin(admin.ModelAdmin):
         action = next((name for key, name in ACTIONS.items() if key in request.POST), None)
         if action is None:
             return HttpResponseRedirect(request.path)
-        form = ReviewForm(request.POST) if action == "save_and_approve" else None
+        acknowledged = request.POST.getlist("acknowledged")
+        form = ReviewForm(request.POST) if action in EDITS else None
         if form is not None and not form.is_valid():
-            return self._render(request, draft, form)
+            return self._render(request, draft, form, acknowledged=acknowledged)
         if action == "approve" and _normalized(request.POST.get("body")) not in (
             None,
             _normalized(draft.body),
@@ -174,14 +267,18 @@ class DraftAdmin(admin.ModelAdmin):
             # Approving as it stands would silently drop what the reviewer typed.
             changed = ReviewForm(request.POST)
             changed.is_valid()
-            changed.add_error(None, "The text was changed: use “Save edit and approve” to keep the change.")
-            return self._render(request, draft, changed)
+            changed.add_error(
+                None, "The text was changed: use “Save edit” or “Save edit and approve” to keep it."
+            )
+            return self._render(request, draft, changed, acknowledged=acknowledged)
+        body = form.cleaned_data["body"] if form is not None else ""
         try:
             if action == "approve":
-                result = review.approve_draft(draft.pk, request.user)
+                result = review.approve_draft(draft.pk, request.user, acknowledged)
+            elif action == "save":
+                result = review.save_draft_edit(draft.pk, request.user, body)
             elif action == "save_and_approve":
-                body = form.cleaned_data["body"]  # type: ignore[union-attr]
-                result = review.edit_and_approve_draft(draft.pk, request.user, body)
+                result = review.edit_and_approve_draft(draft.pk, request.user, body, acknowledged)
             elif action == "discard":
                 result = review.discard_draft(draft.pk, request.user)
             else:
@@ -189,15 +286,40 @@ class DraftAdmin(admin.ModelAdmin):
         except MailFathomError as error:
             if form is not None and error.code == review.BODY_REFUSED:
                 form.add_error("body", error.message)
-                return self._render(request, draft, form)
+                return self._render(request, draft, form, acknowledged=acknowledged)
+            if error.code == review.ACKNOWLEDGEMENT_REQUIRED:
+                return self._acknowledgement_refused(request, draft, form, acknowledged, error)
             self.message_user(request, str(error), messages.ERROR)
             return HttpResponseRedirect(request.path)
         self._report(request, action, result)
         return HttpResponseRedirect(request.path)
 
+    def _acknowledgement_refused(
+        self,
+        request: HttpRequest,
+        draft: Draft,
+        form: ReviewForm | None,
+        acknowledged: list[str],
+        error: MailFathomError,
+    ) -> TemplateResponse:
+        """The page again, with what was typed kept and the reasons that version must have acknowledged."""
+        if form is None:
+            form = ReviewForm(initial={"body": draft.body})
+            reasons = review.open_reasons(draft)
+            edited = False
+        else:
+            body = form.cleaned_data["body"]
+            reasons = review.assessment_of(draft.pk, body)
+            edited = _normalized(body) != _normalized(draft.body)
+        form.add_error(None, str(error))
+        return self._render(
+            request, draft, form, acknowledge=reasons, acknowledged=acknowledged, acknowledge_edited=edited
+        )
+
     def _report(self, request: HttpRequest, action: str, result: review.ReviewResult) -> None:
         done = {
             "approve": "The draft is approved.",
+            "save": _changes(result),
             "save_and_approve": "The edit is saved and the draft approved.",
             "discard": "The draft is discarded.",
             "deliver_again": "The Drafts folder was checked.",
@@ -218,14 +340,29 @@ class DraftAdmin(admin.ModelAdmin):
             done += f" {delivery.removed} earlier copy removed from the Drafts folder."
             if not delivery.expunged:
                 done += " The server lacks UIDPLUS: it is marked deleted until the mail client expunges."
-        self.message_user(request, done, messages.SUCCESS)
+        needs_review = action == "save" and result.draft.verdict != Verdict.READY
+        self.message_user(request, done, messages.WARNING if needs_review else messages.SUCCESS)
 
-    def _render(self, request: HttpRequest, draft: Draft, form: ReviewForm) -> TemplateResponse:
+    def _render(
+        self,
+        request: HttpRequest,
+        draft: Draft,
+        form: ReviewForm,
+        *,
+        acknowledge: list[str] | None = None,
+        acknowledged: Sequence[str] = (),
+        acknowledge_edited: bool = False,
+    ) -> TemplateResponse:
         email = draft.email
-        people = {role: [] for role in ParticipantRole.values}
+        people: dict[str, list[Any]] = {role: [] for role in ParticipantRole.values}
         for person in email.participants.order_by("role", "position"):
             people[person.role].append(person)
-        sources = list(draft.source_ids)
+        sources = review_page.sources_of(draft)
+        pending = draft.status == DraftStatus.PENDING
+        can_edit = draft.status != DraftStatus.DISCARDED
+        if acknowledge is None:
+            acknowledge = review.open_reasons(draft) if can_edit else []
+        ticked = set(acknowledged)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -235,18 +372,42 @@ class DraftAdmin(admin.ModelAdmin):
             "to": people[ParticipantRole.TO],
             "cc": people[ParticipantRole.CC],
             "reply_to": people[ParticipantRole.REPLY_TO],
+            "recipients": review_page.recipients_of(email, people),
+            "verdict_badge": verdict_badge_html(draft.verdict, draft.get_verdict_display()),
+            "needs_review": draft.verdict != Verdict.READY,
             "reasons": [_reason_text(reason) for reason in draft.reasons or []],
+            "acknowledge": [(reason, reason in ticked) for reason in acknowledge],
+            "acknowledge_edited": acknowledge_edited,
+            "acknowledgements": [entry for entry in draft.acknowledgements or [] if isinstance(entry, dict)],
             "sources": sources,
+            "marked_body": review_page.marked_body(draft, sources),
+            "flagged": len(draft.findings or []),
             "form": form,
             "server_state": server_state(draft),
-            "can_approve": draft.status == DraftStatus.PENDING,
-            "can_edit": draft.status != DraftStatus.DISCARDED,
-            "can_discard": draft.status == DraftStatus.PENDING,
+            "can_approve": pending,
+            "can_save": pending,
+            "can_edit": can_edit,
+            "can_discard": pending,
             "can_deliver": wants_copy(draft),
             "changelist_url": reverse("admin:answering_draft_changelist"),
             "has_view_permission": True,
         }
         return TemplateResponse(request, TEMPLATE, context)
+
+
+def _changes(result: review.ReviewResult) -> str:
+    """What a saved edit did to the verdict, by reason code."""
+    verdict = result.draft.get_verdict_display()
+    if not result.added and not result.cleared:
+        return f"The edit is saved. The verdict stayed the same: {verdict}."
+    parts = []
+    if result.added:
+        parts.append(f"added: {review_page.code_summary(result.added)}")
+    if result.cleared:
+        parts.append(f"cleared: {review_page.code_summary(result.cleared)}")
+    changed = "; ".join(parts)
+    changed = changed[0].upper() + changed[1:]
+    return f"The edit is saved and judged again. {changed}. The verdict is now {verdict}."
 
 
 def _normalized(body: str | None) -> str | None:
