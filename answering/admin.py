@@ -304,7 +304,8 @@ class DraftAdmin(admin.ModelAdmin):
     ) -> TemplateResponse:
         """The page again, with what was typed kept and the reasons that version must have acknowledged."""
         if form is None:
-            form = ReviewForm(initial={"body": draft.body})
+            form = ReviewForm({"body": draft.body})
+            form.is_valid()
             reasons = review.open_reasons(draft)
             edited = False
         else:

@@ -166,28 +166,36 @@ def _links(origins: Iterable[object], sources: Mapping[str, Source], answered: s
 def marked_body(draft: Draft, sources: Sequence[Source]) -> SafeString:
     """The stored body as HTML, escaped, each flagged fact in a <mark> followed by links to its origins.
 
-    Findings are taken in order of their start; one overlapping an earlier one, or whose
-    offsets do not fit the body, is skipped.
+    Findings on the same span (an IBAN both unverified and another correspondent's) are
+    one mark naming both codes. A finding overlapping an earlier span, or whose offsets do
+    not fit the body, is left unmarked.
     """
     body = draft.body or ""
     by_ref = {source.ref: source for source in sources}
     answered = str(draft.email_id)
-    spans = [(span, finding) for finding in draft.findings or [] if (span := _valid(finding, len(body)))]
-    spans.sort(key=lambda pair: (pair[0][0], -pair[0][1]))
+    spans: dict[tuple[int, int], tuple[list[str], list[object]]] = {}
+    for finding in draft.findings or []:
+        span = _valid(finding, len(body))
+        if span is None:
+            continue
+        codes, origins = spans.setdefault(span, ([], []))
+        code = str(finding.get("code", ""))
+        if code not in codes:
+            codes.append(code)
+        origins.extend(finding.get("origins") or [])
     parts: list[str] = []
     position = 0
-    for (start, end), finding in spans:
+    for (start, end), (codes, origins) in sorted(spans.items(), key=lambda item: (item[0][0], -item[0][1])):
         if start < position:
             continue
-        code = str(finding.get("code", ""))
         parts.append(escape(body[position:start]))
         parts.append(
             format_html(
                 '<mark class="finding" data-code="{}" title="{}">{}</mark>{}',
-                code,
-                code,
+                " ".join(codes),
+                ", ".join(codes),
                 body[start:end],
-                _links(finding.get("origins") or [], by_ref, answered),
+                _links(origins, by_ref, answered),
             )
         )
         position = end
