@@ -130,9 +130,7 @@ def sources_of(draft: Draft) -> list[Source]:
 # --- the draft's text with its findings marked ----------------------------------------------
 
 
-def _valid(finding: object, length: int) -> tuple[int, int] | None:
-    if not isinstance(finding, dict):
-        return None
+def _valid(finding: Mapping[str, object], length: int) -> tuple[int, int] | None:
     start, end = finding.get("start"), finding.get("end")
     if (
         not isinstance(start, int)
@@ -175,6 +173,8 @@ def marked_body(draft: Draft, sources: Sequence[Source]) -> SafeString:
     answered = str(draft.email_id)
     spans: dict[tuple[int, int], tuple[list[str], list[object]]] = {}
     for finding in draft.findings or []:
+        if not isinstance(finding, dict):
+            continue
         span = _valid(finding, len(body))
         if span is None:
             continue
