@@ -12,7 +12,8 @@ Two checks of the answered mail are made here, before its reply is judged:
   Reply-To), or to a domain that looks like one the mailbox corresponds with
   (confusable characters, or one or two letters away) without being it;
 - thread_hijack: the mail claims (In-Reply-To, References) a conversation held in this
-  mailbox whose earlier participants do not include its sender's party.
+  mailbox, one the firm's own side wrote or was addressed in, whose earlier participants
+  do not include its sender's party.
 
 Reasons name parties by domain or display name, never a fact; logs carry codes only.
 """
@@ -192,6 +193,16 @@ def reply_to_reasons(email: Email, own: frozenset[str]) -> list[str]:
     return reasons
 
 
+def _took_part(earlier: list[Email], own: frozenset[str]) -> bool:
+    """Whether the firm's own side sent one of `earlier` or was addressed by name in one."""
+    if any(party_of(row.sender_address) in own for row in earlier):
+        return True
+    addresses = Participant.objects.filter(email__in=[row.pk for row in earlier]).values_list(
+        "address", flat=True
+    )
+    return any(party_of(address) in own for address in addresses)
+
+
 def thread_hijack_reasons(email: Email, own: frozenset[str]) -> list[str]:
     """thread_hijack when `email` claims a stored conversation its sender took no part in."""
     claimed = {value for value in (email.in_reply_to, *email.references) if value}
@@ -207,6 +218,10 @@ def thread_hijack_reasons(email: Email, own: frozenset[str]) -> list[str]:
     )
     if not earlier:
         return []  # a conversation this mailbox never held cannot be judged
+    if not _took_part(earlier, own):
+        # A thread the firm only overheard (a mailing list, a copy forwarded to it) is open to
+        # whoever joins it; a hijack takes over a conversation the firm itself was part of.
+        return []
     held = correspondence_of(earlier, own)
     parties = frozenset().union(*(found.parties for found in held.values()))
     if not parties or sender in parties:

@@ -1,0 +1,93 @@
+"""thread_hijack judged on stored threads: a conversation the firm was part of, or one it only overheard."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from accounts.models import FolderRole
+from answering.drafting.correspondents import own_parties, thread_hijack_reasons
+from mailbox.models import Direction
+from tests.factories import MailAccountFactory
+from tests.mailbox.factories import EmailFactory, mapped_folder
+
+FIRM = "anna@oak.example"
+
+
+@pytest.fixture
+def firm():
+    account = MailAccountFactory(account_id="oak", username=FIRM)
+    return (
+        account,
+        mapped_folder(account, "inbox", FolderRole.INBOX),
+        mapped_folder(account, "sent", FolderRole.SENT),
+    )
+
+
+def _earlier(folder, *, to, sender="jo@client.example", direction=Direction.INCOMING):
+    return EmailFactory(
+        folder=folder,
+        direction=direction,
+        message_id="<start@client.example>",
+        subject="Invoice 4711",
+        sender_address=sender,
+        to=[("", address) for address in to],
+        received_at=timezone.now() - timedelta(days=2),
+    )
+
+
+def _joining(folder, sender):
+    return EmailFactory(
+        folder=folder,
+        message_id="<joins@elsewhere.example>",
+        in_reply_to="<start@client.example>",
+        references=["<start@client.example>"],
+        subject="Re: Invoice 4711",
+        sender_address=sender,
+        to=[("", FIRM)],
+        received_at=timezone.now(),
+    )
+
+
+def _reasons(account, email):
+    return thread_hijack_reasons(email, own_parties(account))
+
+
+@pytest.mark.django_db
+def test_a_stranger_in_a_conversation_the_firm_was_addressed_in_is_a_hijack(firm):
+    account, inbox, _ = firm
+    _earlier(inbox, to=[FIRM])
+    reasons = _reasons(account, _joining(inbox, "billing@client-payments.example"))
+    assert len(reasons) == 1 and reasons[0].startswith("thread_hijack:")
+    assert "client-payments.example" in reasons[0]
+
+
+@pytest.mark.django_db
+def test_a_stranger_in_a_conversation_the_firm_wrote_is_a_hijack(firm):
+    account, inbox, sent = firm
+    _earlier(sent, to=["jo@client.example"], sender=FIRM, direction=Direction.OUTGOING)
+    assert _reasons(account, _joining(inbox, "someone@gmail.com"))
+
+
+@pytest.mark.django_db
+def test_a_new_voice_in_a_thread_the_firm_only_overheard_is_not(firm):
+    # A list thread: the firm received it through the list's address, never by its own.
+    account, inbox, _ = firm
+    _earlier(inbox, to=["users@lists.example"])
+    assert _reasons(account, _joining(inbox, "newcomer@elsewhere.example")) == []
+
+
+@pytest.mark.django_db
+def test_the_same_organisation_and_the_firm_itself_may_join(firm):
+    account, inbox, _ = firm
+    _earlier(inbox, to=[FIRM])
+    assert _reasons(account, _joining(inbox, "colleague@mail.client.example")) == []
+    assert _reasons(account, _joining(inbox, "ben@oak.example")) == []
+
+
+@pytest.mark.django_db
+def test_a_thread_the_mailbox_never_held_cannot_be_judged(firm):
+    account, inbox, _ = firm
+    assert _reasons(account, _joining(inbox, "stranger@elsewhere.example")) == []
