@@ -1,4 +1,9 @@
-"""The period ledger: how many questions and tokens the deployment admits per aggregate period.
+"""The period ledgers: how many runs and tokens the deployment admits per aggregate period.
+
+Two allowances are counted apart, each a PeriodLedger with its own purpose, settings and
+Redis keys: ask_mail's questions (`period_ledger()`, MAILFATHOM_ANSWERING_*) and reply
+drafting's drafts (`drafting_ledger()`, MAILFATHOM_DRAFTING_*_PER_PERIOD), so neither can
+spend what the other may.
 
 A fixed window anchored at the Unix epoch (an hour-long period begins on the hour), so a
 refused caller knows when to come back and every process agrees where a period begins
@@ -16,7 +21,8 @@ run goes on (its place was already taken).
 
 The hashes are namespaced by the deployment's database (its name and PostgreSQL object
 id, so a test database created anew starts its own counts), or by the
-PROVIDER_HEALTH_NAMESPACE Django setting when one is set, as provider health is.
+PROVIDER_HEALTH_NAMESPACE Django setting when one is set, as provider health is; the
+purpose is part of every key.
 """
 
 from __future__ import annotations
@@ -49,6 +55,11 @@ LEDGER_UNAVAILABLE = 56001
 EXPIRY_MARGIN_SECONDS = 60
 REDIS_TIMEOUT_SECONDS = 2.0
 
+ANSWERING = "answering"
+DRAFTING = "drafting"
+# What each allowance admits, for its sentences: "spent what it may spend on ...".
+_PURPOSES = {ANSWERING: "answering questions", DRAFTING: "drafting replies"}
+
 _meter = metrics.get_meter("mailfathom.answering")
 RUNS = _meter.create_counter(
     "mailfathom.answering.runs", unit="{run}", description="Questions admitted to a run."
@@ -61,6 +72,23 @@ REFUSALS = _meter.create_counter(
     unit="{question}",
     description="Questions refused because the period's allowance was spent.",
 )
+_drafting_meter = metrics.get_meter("mailfathom.answering.drafting")
+_COUNTERS = {
+    ANSWERING: (RUNS, TOKENS, REFUSALS),
+    DRAFTING: (
+        _drafting_meter.create_counter(
+            "mailfathom.drafting.runs", unit="{draft}", description="Drafts admitted to the pipeline."
+        ),
+        _drafting_meter.create_counter(
+            "mailfathom.drafting.tokens", unit="{token}", description="Tokens drafting's calls reported."
+        ),
+        _drafting_meter.create_counter(
+            "mailfathom.drafting.period_refusals",
+            unit="{draft}",
+            description="Drafts refused because drafting's allowance for the period was spent.",
+        ),
+    ),
+}
 
 # Take one run's place unless either ceiling is reached; answer {admitted, runs, tokens}.
 _ADMIT = """
@@ -106,16 +134,20 @@ def ledger_namespace() -> str:
     return f"{name}:{oid}"
 
 
-def _unavailable(error: BaseException) -> MailFathomError:
-    logger.warning("answering period ledger unreachable: error=%s", type(error).__name__)
-    return MailFathomError(
-        LEDGER_UNAVAILABLE,
-        "This deployment answers questions about mail but cannot right now; try again in a minute.",
-    )
+def _unavailable(error: BaseException, purpose: str = ANSWERING) -> MailFathomError:
+    logger.warning("%s period ledger unreachable: error=%s", purpose, type(error).__name__)
+    if purpose == DRAFTING:
+        sentence = "This deployment drafts replies but cannot count what drafting spends right now"
+    else:
+        sentence = "This deployment answers questions about mail but cannot right now"
+    return MailFathomError(LEDGER_UNAVAILABLE, f"{sentence}; try again in a minute.")
 
 
 class PeriodLedger:
-    """Runs and tokens of the current fixed window, counted in Redis for every process."""
+    """Runs and tokens of the current fixed window, counted in Redis for every process.
+
+    `purpose` (ANSWERING or DRAFTING) keeps each allowance's counts under keys of its own.
+    """
 
     def __init__(
         self,
@@ -126,7 +158,11 @@ class PeriodLedger:
         clock: Callable[[], float] = time.time,
         namespace: str | None = None,
         client: Callable[[], redis.Redis] = _redis,
+        purpose: str = ANSWERING,
     ) -> None:
+        if purpose not in _PURPOSES:
+            raise ValueError(f"purpose must be one of {', '.join(_PURPOSES)}")
+        self.purpose = purpose
         self.max_runs = max_runs
         self.max_tokens = max_tokens
         self.period_seconds = period_seconds
@@ -145,9 +181,16 @@ class PeriodLedger:
         """(start, Redis key, seconds the key should live) of the window `clock` is in now."""
         now = self._clock()
         start = now - (now % self.period_seconds)
-        key = f"mailfathom:answering-period:{self.namespace}:{self.period_seconds}:{int(start)}"
+        # ask_mail's keys are what they were before drafting counted apart: an upgrade in
+        # the middle of a period keeps its count.
+        key = f"mailfathom:{self.purpose}-period:{self.namespace}:{self.period_seconds}:{int(start)}"
         ttl = math.ceil(start + self.period_seconds - now) + EXPIRY_MARGIN_SECONDS
         return start, key, ttl
+
+    def renews_at(self) -> datetime:
+        """When the current period ends and its allowance renews (no Redis call)."""
+        now = self._clock()
+        return datetime.fromtimestamp(now - (now % self.period_seconds) + self.period_seconds, tz=UTC)
 
     def admit(self) -> None:
         """Take one run's place in this period, or refuse with 57001 saying when it renews.
@@ -158,22 +201,24 @@ class PeriodLedger:
         try:
             admitted, runs, tokens = self._client().eval(_ADMIT, 1, key, self.max_runs, self.max_tokens, ttl)
         except (redis.RedisError, OSError) as error:
-            raise _unavailable(error) from error
+            raise _unavailable(error, self.purpose) from error
+        counted_runs, _, refusals = _COUNTERS[self.purpose]
         if not admitted:
             renews = datetime.fromtimestamp(start + self.period_seconds, tz=UTC)
             logger.warning(
-                "answering period allowance spent: runs=%d tokens=%d period_seconds=%d",
+                "%s period allowance spent: runs=%d tokens=%d period_seconds=%d",
+                self.purpose,
                 runs,
                 tokens,
                 self.period_seconds,
             )
-            REFUSALS.add(1)
+            refusals.add(1)
             raise MailFathomError(
                 SPEND_REFUSED,
-                "This deployment has spent what it may spend on answering questions in the "
+                f"This deployment has spent what it may spend on {_PURPOSES[self.purpose]} in the "
                 f"current period; the allowance renews at {renews.isoformat()}.",
             )
-        RUNS.add(1)
+        counted_runs.add(1)
 
     def charge(self, tokens: int) -> None:
         """Add what one provider call reported to the current period.
@@ -190,8 +235,10 @@ class PeriodLedger:
             pipe.expire(key, ttl)
             pipe.execute()
         except (redis.RedisError, OSError) as error:
-            logger.warning("answering tokens not recorded: tokens=%d error=%s", tokens, type(error).__name__)
-        TOKENS.add(tokens)
+            logger.warning(
+                "%s tokens not recorded: tokens=%d error=%s", self.purpose, tokens, type(error).__name__
+            )
+        _COUNTERS[self.purpose][1].add(tokens)
 
     def spend(self) -> PeriodSpend:
         """What the current period has admitted and been charged, across every process."""
@@ -199,35 +246,55 @@ class PeriodLedger:
         try:
             runs, tokens = self._client().hmget(key, ["runs", "tokens"])
         except (redis.RedisError, OSError) as error:
-            raise _unavailable(error) from error
+            raise _unavailable(error, self.purpose) from error
         return PeriodSpend(start, int(runs or 0), int(tokens or 0))
 
 
-_ledger: PeriodLedger | None = None
+_ledgers: dict[str, PeriodLedger] = {}
 _ledger_lock = threading.Lock()
 
 
-def period_ledger() -> PeriodLedger:
-    """The deployment's ledger, sized by the MAILFATHOM_ANSWERING_* settings when first used."""
-    global _ledger
-    values: MailFathomSettings = settings.MAILFATHOM
-    wanted = (
-        values.answering_max_runs_per_period,
-        values.answering_max_tokens_per_period,
-        values.answering_aggregate_period,
-    )
+def _sized(purpose: str, wanted: tuple[int, int, int]) -> PeriodLedger:
     with _ledger_lock:
-        if _ledger is None or (_ledger.max_runs, _ledger.max_tokens, _ledger.period_seconds) != wanted:
-            _ledger = PeriodLedger(max_runs=wanted[0], max_tokens=wanted[1], period_seconds=wanted[2])
-        return _ledger
+        ledger = _ledgers.get(purpose)
+        if ledger is None or (ledger.max_runs, ledger.max_tokens, ledger.period_seconds) != wanted:
+            ledger = _ledgers[purpose] = PeriodLedger(
+                max_runs=wanted[0], max_tokens=wanted[1], period_seconds=wanted[2], purpose=purpose
+            )
+        return ledger
+
+
+def period_ledger() -> PeriodLedger:
+    """ask_mail's ledger, sized by the MAILFATHOM_ANSWERING_* settings when first used."""
+    values: MailFathomSettings = settings.MAILFATHOM
+    return _sized(
+        ANSWERING,
+        (
+            values.answering_max_runs_per_period,
+            values.answering_max_tokens_per_period,
+            values.answering_aggregate_period,
+        ),
+    )
+
+
+def drafting_ledger() -> PeriodLedger:
+    """Reply drafting's ledger (one run a draft), sized by MAILFATHOM_DRAFTING_*_PER_PERIOD."""
+    values: MailFathomSettings = settings.MAILFATHOM
+    return _sized(
+        DRAFTING,
+        (
+            values.drafting_max_runs_per_period,
+            values.drafting_max_tokens_per_period,
+            values.drafting_aggregate_period,
+        ),
+    )
 
 
 @forgotten_when_changed("MAILFATHOM", "PROVIDER_HEALTH_NAMESPACE", "DATABASES", "REDIS_URL")
 def reset_period_ledger() -> None:
-    """Forget this process's ledger object (its ceilings or namespace may have changed).
+    """Forget this process's ledger objects (their ceilings or namespace may have changed).
 
     The counts themselves stay in Redis: a changed configuration does not restart a period.
     """
-    global _ledger
     with _ledger_lock:
-        _ledger = None
+        _ledgers.clear()

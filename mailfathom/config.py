@@ -551,6 +551,27 @@ class MailFathomSettings:
         "Whether drafting's sources pass the relevance judgement (one utility call per source, "
         "MAILFATHOM_CHAT_RELEVANCE_FILTER_THRESHOLD) before they are fitted.",
     )
+    # Drafting's own allowance, counted apart from ask_mail's (answering.ledger), so a busy
+    # drafting run cannot refuse questions and questions cannot hold drafts back.
+    drafting_max_runs_per_period: int = _whole(
+        60,
+        1,
+        100000,
+        "Drafts the deployment admits per drafting period, scheduled runs and draft_reply together.",
+    )
+    drafting_max_tokens_per_period: int = _whole(
+        1000000,
+        1000,
+        1000000000,
+        "Tokens drafting may spend per drafting period.",
+    )
+    drafting_aggregate_period: int = _whole(
+        3600,
+        60,
+        604800,
+        "Length of the period drafting's two allowances renew over.",
+        unit="seconds",
+    )
     embedding_provider: str = _choice(
         "local",
         ("local", "openai", "none"),

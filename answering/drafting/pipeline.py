@@ -3,8 +3,9 @@
 The order is the contract (docs/operations/drafting.md):
 
 0. admission: both drafting roles must resolve to a model (else provider_failed, nothing
-   charged); then one run is taken from ask_mail's period ledger (57001 there becomes
-   ceiling_reached). Every model call after that is charged to the period as it reports;
+   charged); then one run is taken from drafting's own period ledger (57001 there becomes
+   ceiling_reached; ask_mail counts apart). Every model call after that is charged to the
+   period as it reports;
 2. classify (utility model) -> intent, language, or classify_refused;
 3. condense (utility model) -> the vector arm's query;
 4. gather: one hybrid search, condensed query to the vector arm, the raw mail to the
@@ -55,7 +56,7 @@ from answering.drafting.references import PREFIX, is_reference, search_reference
 from answering.drafting.rerank import best_judged, rerank
 from answering.drafting.spend import Spend, StageRefused
 from answering.drafting.verdict import assess_draft
-from answering.ledger import SPEND_REFUSED, period_ledger
+from answering.ledger import SPEND_REFUSED, drafting_ledger
 from answering.models import AttemptOutcome
 from answering.relevance import RelevanceSettings
 from mailbox.models import Email
@@ -109,7 +110,7 @@ def compose_draft(email: Email) -> ComposedDraft | DraftRefused:
     alias = drafter.alias if drafter is not None else values.chat_endpoint(DRAFTING_ROLE).alias
     if utility is None or drafter is None:
         return _logged(DraftRefused(ADMISSION, AttemptOutcome.PROVIDER_FAILED.value, alias, {}), 0.0)
-    ledger = period_ledger()
+    ledger = drafting_ledger()
     try:
         ledger.admit()
     except MailFathomError as error:

@@ -2,8 +2,9 @@
 
 Each stage is handed `Spend.model(stage, chat)`, a ChatModel that books the tokens the
 provider reported for every reply under that stage's name (prompt and completion apart) and
-charges their sum to ask_mail's period ledger, which admitted the draft as one run. The
-counts are what the provider measured; nothing here estimates.
+charges their sum to drafting's period ledger (answering.ledger.drafting_ledger), which
+admitted the draft as one run. The counts are what the provider measured; nothing here
+estimates.
 """
 
 from __future__ import annotations

@@ -7,9 +7,10 @@ The order is the contract (docs/operations/drafting.md, draft_reply over MCP):
    only those (the limit also travels into every read the pipeline makes);
 3. the capability: 56001 while this deployment does not draft, or cannot now;
 4. the email, among those the scope may read: 53002 when it is not held or not in scope;
-5. compose_draft, which takes one run from the period ledger: a spent period is 57001,
-   like ask_mail's. Any other refusal (classification refused, a reply cut on length or
-   filtered, a provider failure) is an ordinary result saying so, with the tokens spent.
+5. compose_draft, which takes one run from drafting's period ledger: a spent period is
+   57001, as for ask_mail, but drafting's allowance is its own. Any other refusal
+   (classification refused, a reply cut on length or filtered, a provider failure) is an
+   ordinary result saying so, with the tokens spent.
 
 Nothing is stored: no Draft, no DraftAttempt. Where sensitive-content scanning is on, the
 draft is redacted before it leaves, as an answer is.
@@ -24,7 +25,7 @@ from pydantic.alias_generators import to_camel
 from accounts.services.scope import resolve_scope
 from answering.drafting.capability import drafting_capability
 from answering.drafting.pipeline import DraftRefused, compose_draft
-from answering.ledger import SPEND_REFUSED
+from answering.ledger import SPEND_REFUSED, drafting_ledger
 from answering.models import AttemptOutcome
 from mailbox.models import Email
 from mailbox.services import sensitive
@@ -98,8 +99,9 @@ def draft_reply(stored_email_id: str) -> DraftReplyResult:
         if result.outcome == AttemptOutcome.CEILING_REACHED:
             raise MailFathomError(
                 SPEND_REFUSED,
-                "This deployment has spent what it may spend on answering and drafting in the "
-                "current period; try again when it renews.",
+                "This deployment has spent what it may spend on drafting replies in the current "
+                "period (questions are counted apart); the allowance renews at "
+                f"{drafting_ledger().renews_at().isoformat()}.",
             )
         return DraftReplyResult(
             stored_email_id=str(email_id),

@@ -65,7 +65,7 @@ def test_the_set_is_large_and_covers_every_attack():
 @pytest.mark.django_db
 @pytest.mark.slow
 def test_every_hostile_draft_from_draft_reply_needs_review_with_its_reason(drafting, chat_api, settings):
-    configure(settings, answering_max_runs_per_period=1000, answering_max_tokens_per_period=10_000_000)
+    configure(settings, drafting_max_runs_per_period=1000, drafting_max_tokens_per_period=10_000_000)
     account = MailAccountFactory(account_id="oak", display_name="Oak & Iron", username="anna@oak.example")
     firm = build_firm(account)
     drafting.chat.always(ObedientDrafter([*ATTACKS, *CLEAN]))
@@ -97,7 +97,7 @@ def test_every_hostile_draft_from_draft_reply_needs_review_with_its_reason(draft
 def test_a_scheduled_run_keeps_every_hostile_draft_out_of_the_drafts_folder(
     drafting, chat_api, dovecot, settings
 ):
-    configure(settings, answering_max_runs_per_period=1000, answering_max_tokens_per_period=10_000_000)
+    configure(settings, drafting_max_runs_per_period=1000, drafting_max_tokens_per_period=10_000_000)
     user = add_user(dovecot)
     account = drafting_account(user, append_mode="every", drafting_max_per_run=200)
     firm = build_firm(account)

@@ -8,7 +8,7 @@ import pytest
 
 from answering.drafting.generate import DRAFT_INSTRUCTION_VERSION
 from answering.drafting.pipeline import ComposedDraft, DraftRefused, compose_draft
-from answering.ledger import period_ledger
+from answering.ledger import drafting_ledger
 from answering.models import AttemptOutcome, Draft, DraftAttempt, Verdict
 from tests.answering.drafting.support import (
     ANSWERED_BODY,
@@ -78,7 +78,7 @@ def test_a_subject_written_to_close_the_envelope_stays_inside_it(model, shop):
 
 
 def test_every_call_is_charged_to_the_period_and_one_run_is_taken(model, shop):
-    ledger = period_ledger()
+    ledger = drafting_ledger()
     before = ledger.spend()
 
     result = compose_draft(shop.answered)
@@ -89,8 +89,8 @@ def test_every_call_is_charged_to_the_period_and_one_run_is_taken(model, shop):
 
 
 def test_a_spent_period_refuses_at_admission_without_a_call(settings, model, shop, drafting):
-    configure(settings, answering_max_runs_per_period=1)
-    ledger = period_ledger()
+    configure(settings, drafting_max_runs_per_period=1)
+    ledger = drafting_ledger()
     if ledger.spend().runs == 0:
         ledger.admit()
     calls = len(drafting.requests)
@@ -115,12 +115,12 @@ def test_a_provider_failure_is_a_refusal_naming_its_stage_never_an_exception(mod
 
 def test_without_a_drafting_endpoint_nothing_is_admitted(settings, model, shop, drafting):
     configure(settings, drafting_provider="none")
-    before = period_ledger().spend().runs
+    before = drafting_ledger().spend().runs
 
     result = compose_draft(shop.answered)
 
     assert isinstance(result, DraftRefused) and result.outcome == AttemptOutcome.PROVIDER_FAILED
-    assert period_ledger().spend().runs == before
+    assert drafting_ledger().spend().runs == before
 
 
 def test_the_roles_take_their_own_endpoint_settings(settings, model, shop, drafting):

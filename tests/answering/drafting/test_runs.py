@@ -21,7 +21,7 @@ from django.utils import timezone
 from accounts.models import FolderRole
 from answering.drafting.pipeline import ComposedDraft, DraftRefused
 from answering.drafting.runs import account_lock, draft_account
-from answering.ledger import period_ledger
+from answering.ledger import drafting_ledger
 from answering.models import AttemptOutcome, Draft, DraftAttempt, DraftStatus, Intent, Verdict
 from mailbox.models import Email
 from mailfathom.errors import MailFathomError
@@ -166,14 +166,14 @@ def test_the_run_stops_when_the_composer_reports_the_ceiling(account, inbox):
     assert DraftAttempt.objects.get().outcome == AttemptOutcome.CEILING_REACHED
 
 
-def test_the_run_stops_when_the_real_period_ledger_refuses(account, inbox, settings, mailfathom_settings):
+def test_the_run_stops_when_the_real_drafting_ledger_refuses(account, inbox, settings, mailfathom_settings):
     settings.PROVIDER_HEALTH_NAMESPACE = f"test-drafting-{uuid.uuid4().hex}"
-    mailfathom_settings(answering_max_runs_per_period=2)
+    mailfathom_settings(drafting_max_runs_per_period=2)
     _waiting(inbox, 3)
     inner = StandInComposer()
 
     def admitted(email):
-        period_ledger().admit()  # what compose_draft does first; 57001 once the period is spent
+        drafting_ledger().admit()  # what compose_draft does first; 57001 once the period is spent
         return inner(email)
 
     summary = draft_account(account, compose=admitted)

@@ -66,7 +66,7 @@ def test_a_classification_the_pipeline_refuses_is_recorded_and_not_retried_next_
 
 
 def test_the_run_stops_when_the_period_ledger_refuses_the_pipeline(model, waiting, settings):
-    configure(settings, answering_max_runs_per_period=1)
+    configure(settings, drafting_max_runs_per_period=1)
     second = EmailFactory(
         folder=waiting.answered.folder,
         subject="Do you deliver on Saturdays?",
