@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models.functions import Lower
 
 from accounts import crypto
+from accounts.signals import drafting_switched_on
 from mailfathom.hosts import is_loopback_host
 from mailfathom.text import has_control_character
 
@@ -170,9 +171,22 @@ class MailAccount(models.Model):
         return self.display_name or self.account_id
 
     def save(self, *args: object, **kwargs: object) -> None:
-        if self._identifier_changed():
+        stored = self._stored()
+        if stored is not None and stored[0] != self.account_id:
             raise ValidationError(IDENTIFIER_IMMUTABLE)
         super().save(*args, **kwargs)  # type: ignore[arg-type]
+        update_fields = kwargs.get("update_fields")
+        written = update_fields is None or "drafting_enabled" in update_fields  # type: ignore[operator]
+        # An existing account switched on; a new one drafts once its first synchronization
+        # stores mail (there is nothing to draft before).
+        if stored is not None and not stored[1] and self.drafting_enabled and written:
+            drafting_switched_on.send(sender=type(self), account_pk=self.pk)
+
+    def _stored(self) -> tuple[str, bool] | None:
+        """(account_id, drafting_enabled) as saved, or None for an account not saved yet."""
+        if self.pk is None:
+            return None
+        return type(self).objects.filter(pk=self.pk).values_list("account_id", "drafting_enabled").first()
 
     # --- credential -----------------------------------------------------------------
 
@@ -189,10 +203,8 @@ class MailAccount(models.Model):
     # --- invariants -----------------------------------------------------------------
 
     def _identifier_changed(self) -> bool:
-        if self.pk is None:
-            return False
-        stored = type(self).objects.filter(pk=self.pk).values_list("account_id", flat=True).first()
-        return stored is not None and stored != self.account_id
+        stored = self._stored()
+        return stored is not None and stored[0] != self.account_id
 
     def clean(self) -> None:
         errors: dict[str, str] = {}

@@ -8,11 +8,15 @@ class AnsweringConfig(AppConfig):
     verbose_name = "Answering"
 
     def ready(self) -> None:
+        from accounts.signals import drafting_switched_on
         from answering.drafting import checks  # noqa: F401 (registers the drafting checks)
-        from answering.receivers import queue_drafting_after_synchronization
+        from answering.receivers import queue_drafting_after_switch_on, queue_drafting_after_synchronization
         from mailbox.signals import synchronization_finished
 
         synchronization_finished.connect(
             queue_drafting_after_synchronization,
             dispatch_uid="answering.queue_drafting_after_synchronization",
+        )
+        drafting_switched_on.connect(
+            queue_drafting_after_switch_on, dispatch_uid="answering.queue_drafting_after_switch_on"
         )

@@ -123,6 +123,54 @@ class DraftAttempt(models.Model):
         return f"{self.stage}: {self.outcome}"
 
 
+class RunTrigger(models.TextChoices):
+    SCHEDULE = "schedule", "Schedule"
+    SYNCHRONIZATION = "synchronization", "New mail synchronized"
+    DRAFT_NOW = "draft_now", "Draft now (admin)"
+    COMMAND = "command", "manage.py draft"
+    SWITCHED_ON = "switched_on", "Drafting switched on"
+
+
+class DraftRun(models.Model):
+    """One drafting run over one account: what started it and what it did, in counts only.
+
+    Written by answering.drafting.runs.draft_account when the run begins and again when it
+    ends; a row whose ended_at stays empty is a run that never finished (its worker died).
+    """
+
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="+")
+    trigger = models.CharField(max_length=16, choices=RunTrigger.choices)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    considered = models.PositiveIntegerField(default=0)
+    drafted = models.PositiveIntegerField(default=0)
+    # {AttemptOutcome value: count} of the emails this run refused.
+    refused = models.JSONField(default=dict, blank=True)
+    already_drafted = models.PositiveIntegerField(default=0)
+    vanished = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    delivered = models.PositiveIntegerField(default=0)
+    delivery_failed = models.PositiveIntegerField(default=0)
+    stopped_by = models.CharField(max_length=16, blank=True, default="")  # "ledger", "provider"
+    skipped = models.CharField(max_length=200, blank=True, default="")  # why nothing ran
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["account", "-started_at"], name="draft_run_latest")]
+
+    def __str__(self) -> str:
+        return f"{self.trigger} at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def refused_total(self) -> int:
+        return sum(self.refused.values())
+
+    @property
+    def seconds(self) -> float | None:
+        """How long the run took; None while it runs (or if it never finished)."""
+        return None if self.ended_at is None else (self.ended_at - self.started_at).total_seconds()
+
+
 class ReferenceDocument(models.Model):
     """A document an operator uploads for one account's drafts: a price list, a policy, an FAQ.
 

@@ -8,18 +8,25 @@ from celery import shared_task
 
 from accounts.models import MailAccount
 from answering.drafting.runs import draft_account
+from answering.models import RunTrigger
 
 logger = logging.getLogger(__name__)
 
 
 @shared_task(name="answering.draft_account", ignore_result=True)
-def draft_account_task(account_pk: int) -> dict:
-    """One drafting run over one account; a vanished account is logged and skipped."""
+def draft_account_task(account_pk: int, trigger: str = RunTrigger.SCHEDULE) -> dict:
+    """One drafting run over one account; a vanished account is logged and skipped.
+
+    `trigger` (a RunTrigger value) is what the run's record says started it; an unknown
+    value is recorded as the schedule's rather than refused.
+    """
     account = MailAccount.objects.filter(pk=account_pk).first()
     if account is None:
         logger.info("drafting: account %s no longer exists; skipped", account_pk)
         return {"skipped": "account no longer exists"}
-    summary = draft_account(account)
+    if trigger not in RunTrigger.values:
+        trigger = RunTrigger.SCHEDULE
+    summary = draft_account(account, trigger=trigger)
     return {
         "account": summary.account_id,
         "drafted": summary.drafted,

@@ -20,10 +20,10 @@ The partial index email_awaiting_draft (mailbox.models) serves the window scan.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import FolderRole, MailAccount
@@ -121,6 +121,28 @@ def awaiting_a_draft(account: MailAccount, now: datetime | None = None) -> Query
     for condition in CONDITIONS.values():
         rows = rows.filter(condition(account, now))
     return rows.order_by("received_at", "id")
+
+
+def count_awaiting_a_draft(accounts: Iterable[MailAccount], *, now: datetime | None = None) -> dict[int, int]:
+    """How many emails wait for a draft, by account primary key, in one query.
+
+    The same conditions as awaiting_a_draft, applied to each account with its own window;
+    an account with nothing waiting is counted 0.
+    """
+    now = now or timezone.now()
+    accounts = list(accounts)
+    counts = {account.pk: 0 for account in accounts}
+    if not accounts:
+        return counts
+    admitted = Q()
+    for account in accounts:
+        each = Q(account_id=account.pk)
+        for condition in CONDITIONS.values():
+            each &= condition(account, now)
+        admitted |= each
+    rows = Email.objects.filter(admitted).order_by().values("account_id").annotate(waiting=Count("pk"))
+    counts.update({row["account_id"]: row["waiting"] for row in rows})
+    return counts
 
 
 def messages_awaiting_a_draft(

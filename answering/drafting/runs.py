@@ -8,6 +8,11 @@ stops early when the period ledger refuses (the rest waits for the next period),
 a provider failure has made drafting unavailable (the rest waits for the endpoint). It
 does not start at all while drafting is unavailable.
 
+Every run is recorded as a DraftRun row (what triggered it, when it began and ended, and
+its counts), written when it begins and when it ends: the status page reads the latest.
+A caller may pass a `progress` callback, called with a mailfathom.progress.Progress after
+each email (`manage.py draft` draws it as a bar).
+
 One run per account at a time: a session-level PostgreSQL advisory lock, taken without
 waiting, so a second worker that starts while one runs returns at once ("another run holds
 the account"); the lock goes with the session if the worker dies. Under the lock the
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
@@ -33,10 +38,11 @@ from answering.drafting.deliver import deliver_draft, wants_copy
 from answering.drafting.gate import messages_awaiting_a_draft
 from answering.drafting.pipeline import ComposedDraft, DraftRefused, compose_draft
 from answering.ledger import LEDGER_UNAVAILABLE, SPEND_REFUSED
-from answering.models import AttemptOutcome, Draft, DraftAttempt, DraftStatus
+from answering.models import AttemptOutcome, Draft, DraftAttempt, DraftRun, DraftStatus, RunTrigger
 from mailbox.models import Email
 from mailfathom.capability import CapabilityState
 from mailfathom.errors import MailFathomError
+from mailfathom.progress import Progress, ProgressCallback
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +67,11 @@ class RunSummary:
     delivery_failed: int = 0  # kept in the queue, not on the server (Deliver again retries)
     last_outcome: str = ""  # of the email handled last: "drafted" or an AttemptOutcome value
     skipped: str = ""  # why nothing ran
+    run_pk: int | None = None  # the DraftRun row that records this run
+
+    @property
+    def refused_total(self) -> int:
+        return sum(self.refused.values())
 
 
 @contextmanager
@@ -77,36 +88,67 @@ def account_lock(account_pk: int) -> Iterator[bool]:
                 cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_DRAFTING_LOCK, account_pk])
 
 
-def draft_account(account: MailAccount, *, compose: Composer | None = None) -> RunSummary:
+def draft_account(
+    account: MailAccount,
+    *,
+    compose: Composer | None = None,
+    trigger: str = RunTrigger.SCHEDULE,
+    progress: ProgressCallback | None = None,
+) -> RunSummary:
     """Draft replies for the account's oldest waiting emails (see the module docstring).
 
     Nothing runs for an account that is not served or has drafting off, nor while drafting
     is not available (no endpoint declared, or one failed within the last minute): the
     emails wait, and no attempt is recorded for them. A caller passing its own `compose`
-    vouches for it; the capability is read for the pipeline's compose_draft only.
+    vouches for it; the capability is read for the pipeline's compose_draft only. The run
+    is recorded with `trigger` (a RunTrigger value) whether it drafted or was skipped.
     """
     summary = RunSummary(account_id=account.account_id)
+    record = DraftRun.objects.create(account=account, trigger=trigger, started_at=timezone.now())
+    summary.run_pk = record.pk
+    try:
+        _run(account, compose, summary, progress)
+    except BaseException:
+        # A run that fails (a database error) or is interrupted (Ctrl-C) keeps what it did
+        # until then; the original error is the one that propagates.
+        with suppress(DatabaseError):
+            _record(record, summary)
+        raise
+    _record(record, summary)
+    return summary
+
+
+def _run(
+    account: MailAccount, compose: Composer | None, summary: RunSummary, progress: ProgressCallback | None
+) -> None:
     if not MailAccount.objects.served().filter(pk=account.pk, drafting_enabled=True).exists():
         summary.skipped = "drafting is off for this account"
-        return summary
+        return
     if compose is None:
         capability = drafting_capability()
         if capability.state != CapabilityState.AVAILABLE:
             summary.skipped = f"drafting is {capability.state.value}: {capability.reason}"
             logger.info("drafting %s: skipped, %s", summary.account_id, summary.skipped)
-            return summary
+            return
         compose, watch_provider = compose_draft, True
     else:
         watch_provider = False
     with account_lock(account.pk) as held:
         if not held:
             summary.skipped = "another run holds the account"
-            return summary
+            return
         account.refresh_from_db()
         aliases: set[str] = set()
-        for email in messages_awaiting_a_draft(account, account.drafting_max_per_run):
+        waiting = messages_awaiting_a_draft(account, account.drafting_max_per_run)
+        label = f"drafting {account.account_id}"
+        if progress is not None:
+            progress(Progress(label, 0, len(waiting)))
+        for email in waiting:
             summary.considered += 1
-            if not _draft_one(account, email, compose, summary, aliases):
+            goes_on = _draft_one(account, email, compose, summary, aliases)
+            if progress is not None:
+                progress(Progress(label, summary.considered, len(waiting)))
+            if not goes_on:
                 break
             if watch_provider and summary.last_outcome == AttemptOutcome.PROVIDER_FAILED:
                 # An endpoint that failed now withholds drafting for a minute: stop rather
@@ -114,21 +156,36 @@ def draft_account(account: MailAccount, *, compose: Composer | None = None) -> R
                 if drafting_capability().state != CapabilityState.AVAILABLE:
                     summary.stopped_by = "provider"
                     break
-    refused = sum(summary.refused.values())
     logger.info(
         "drafting %s: %d considered, %d drafted, %d refused, %d already drafted, %d vanished, "
         "%d failed%s; alias %s",
         summary.account_id,
         summary.considered,
         summary.drafted,
-        refused,
+        summary.refused_total,
         summary.already_drafted,
         summary.vanished,
         summary.failed,
         f"; stopped by the {summary.stopped_by}" if summary.stopped_by else "",
         ",".join(sorted(aliases)) or "-",
     )
-    return summary
+
+
+def _record(record: DraftRun, summary: RunSummary) -> None:
+    """Write the run's counts to its DraftRun row (a failing database is left to the caller)."""
+    DraftRun.objects.filter(pk=record.pk).update(
+        ended_at=timezone.now(),
+        considered=summary.considered,
+        drafted=summary.drafted,
+        refused=dict(summary.refused),
+        already_drafted=summary.already_drafted,
+        vanished=summary.vanished,
+        failed=summary.failed,
+        delivered=summary.delivered,
+        delivery_failed=summary.delivery_failed,
+        stopped_by=summary.stopped_by,
+        skipped=summary.skipped[:200],
+    )
 
 
 def _draft_one(

@@ -22,6 +22,7 @@ from django.utils.translation import ngettext
 
 from accounts.admin import MailAccountAdmin
 from accounts.models import MailAccount
+from answering.services.draft_now import queue_drafting, why_not_drafting
 from mailbox import tasks
 from mailbox.services.sync_status import AccountStatus, SyncState, account_status, account_statuses
 from mailfathom import moments
@@ -57,7 +58,7 @@ class SyncedMailAccountAdmin(MailAccountAdmin):
     class Media:
         css = {"all": ["mailfathom/account_list.css"]}
 
-    actions = ["synchronize_now"]
+    actions = ["synchronize_now", "draft_now"]
     change_form_template = "admin/accounts/mailaccount/change_form_with_sync.html"
 
     # --- the list: statuses for the page's rows, read once ----------------------------
@@ -198,6 +199,33 @@ class SyncedMailAccountAdmin(MailAccountAdmin):
                 queued,
             )
             % {"count": queued},
+            messages.SUCCESS,
+        )
+
+    @admin.action(description="Draft now", permissions=["sync"])
+    def draft_now(self, request: HttpRequest, queryset: QuerySet[MailAccount]) -> None:
+        """Queue a drafting run for each selected account that would draft; say why not for the rest."""
+        ready = []
+        for account in queryset:
+            reason = why_not_drafting(account)
+            if reason:
+                self.message_user(request, reason, messages.WARNING)
+            else:
+                ready.append(account)
+        if not ready:
+            return
+        queued = queue_drafting([account.pk for account in ready])
+        names = ", ".join(str(account) for account in ready)
+        self.message_user(
+            request,
+            ngettext(
+                "Queued %(count)d drafting run (%(names)s); its drafts appear in the review queue "
+                "once a worker has run it, and the System status page shows what it did.",
+                "Queued %(count)d drafting runs (%(names)s); their drafts appear in the review queue "
+                "once a worker has run them, and the System status page shows what they did.",
+                queued,
+            )
+            % {"count": queued, "names": names},
             messages.SUCCESS,
         )
 
