@@ -1,7 +1,7 @@
-"""How much of the answering period's allowance is used: runs and tokens of the ceilings.
+"""How much of a period's allowance is used: runs and tokens of the ceilings.
 
-Read by the status page. The counts are the shared ledger's (answering.ledger), so every
-web and Celery process's questions are in them.
+Read by the status page, for ask_mail's questions and for drafting's drafts, each from its
+own shared ledger (answering.ledger), so every web and Celery process's runs are in them.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from answering.ledger import period_ledger
+from answering.ledger import PeriodLedger, drafting_ledger, period_ledger
+from mailfathom.config import DRAFTING_ROLES
 from mailfathom.errors import MailFathomError
 
 
@@ -33,8 +34,16 @@ class PeriodUse:
 
 def read_period_use() -> PeriodUse:
     """The current period's runs and tokens against the ceilings; counts None if Redis is down."""
-    ledger = period_ledger()
-    chat = settings.MAILFATHOM.endpoint("chat").configured
+    return _read(period_ledger(), settings.MAILFATHOM.endpoint("chat").configured)
+
+
+def read_drafting_use() -> PeriodUse:
+    """Drafting's period: drafts and tokens against its own ceilings; counts None if Redis is down."""
+    values = settings.MAILFATHOM
+    return _read(drafting_ledger(), all(values.chat_endpoint(role).configured for role in DRAFTING_ROLES))
+
+
+def _read(ledger: PeriodLedger, chat: bool) -> PeriodUse:
     try:
         spend = ledger.spend()
     except MailFathomError:

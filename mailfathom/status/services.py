@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import redis
 from django.utils import timezone
 
+from answering.services.drafting_status import DraftingStatus, drafting_status
 from answering.services.period_use import PeriodUse, read_period_use
 from mailbox.services import coverage_status, embedding
 from mailbox.services.coverage_status import DayCount, EmbeddingProgress
@@ -47,6 +48,7 @@ class SystemStatus:
     embedding_switch: embedding.ProfileSwitch | None  # the model changed and reembed has not run
     answering: PeriodUse
     stored_per_day: list[DayCount]
+    drafting: DraftingStatus  # its own section: templates/admin/status/drafting.html
 
     @property
     def folders(self) -> int:
@@ -84,7 +86,7 @@ def processes_seen(now: float | None = None) -> list[ProcessSeen] | None:
 
 
 def system_status() -> SystemStatus:
-    """What synchronization, embedding, answering and the workers are doing now."""
+    """What synchronization, embedding, answering, drafting and the workers are doing now."""
     now = timezone.now()
     counts = coverage_status.count_mail(now=now)
     return SystemStatus(
@@ -96,4 +98,5 @@ def system_status() -> SystemStatus:
         embedding_switch=embedding.pending_switch(),
         answering=read_period_use(),
         stored_per_day=counts.per_day,
+        drafting=drafting_status(now),
     )
