@@ -127,7 +127,7 @@ def run(count: int) -> None:
     from answering.drafting.mail import mail_text
     from mailbox.models import Email
 
-    pipeline.period_ledger = UncountedLedger  # this measures prompts, not spend
+    pipeline.drafting_ledger = UncountedLedger  # this measures prompts, not spend
     pairs = [json.loads(line) for line in (CORPUS / "reply-pairs-dev.jsonl").read_text().splitlines()]
     by_message_id = dict(Email.objects.filter(account__account_id="drafting").values_list("message_id", "id"))
     targets = [
