@@ -63,6 +63,9 @@ def main() -> None:
     args = parser.parse_args()
 
     setup_django(DATABASE)
+    import logging
+
+    logging.disable(logging.WARNING)  # the per-draft log lines drown the figures
     recreate_database(DATABASE)
     from django.conf import settings
     from django.core.management import call_command
@@ -112,7 +115,10 @@ def run(server, scope: str, repeat: int) -> None:
     from tests.answering.drafting.support import GENERATE
     from tests.factories import MailAccountFactory
 
-    pipeline.period_ledger = UncountedLedger  # this measures the verdict, not spend
+    # This measures the verdict, not spend: whichever ledger the pipeline admits through counts nothing.
+    for name in ("period_ledger", "drafting_ledger"):
+        if hasattr(pipeline, name):
+            setattr(pipeline, name, UncountedLedger)
     Email.objects.all().delete()
     from accounts.models import MailAccount
 
@@ -124,6 +130,7 @@ def run(server, scope: str, repeat: int) -> None:
     model = ObedientDrafter([*ATTACKS, *CLEAN])
     server.chat.always(model)
     labelled: list[tuple[frozenset[str], set[str]]] = []
+    names: list[str] = []
     ours: list[float] = []
     anchor: list[float] = []
     exposed = 0
@@ -136,6 +143,7 @@ def run(server, scope: str, repeat: int) -> None:
         if isinstance(result, pipeline.DraftRefused):
             raise SystemExit(f"{case.name}: refused at {result.stage} ({result.outcome})")
         labelled.append((case.expected, set(reason_codes(result.reasons))))
+        names.append(case.name)
         prompt = model.user_turn(GENERATE)
         if case.expected and any(
             c.iban in prompt or c.phone in prompt or c.invoice in prompt
@@ -185,6 +193,13 @@ def run(server, scope: str, repeat: int) -> None:
         precision = tp / (tp + fp) if tp + fp else float("nan")
         recall = tp / (tp + fn) if tp + fn else float("nan")
         print(f"{code:<28} {tp:>4} {fp:>4} {fn:>4} {precision:>10.3f} {recall:>8.3f}")
+        missed = [
+            name
+            for name, (expected, got) in zip(names, labelled, strict=True)
+            if code in expected and code not in got
+        ]
+        if missed:
+            print(f"{'':<28} missed: {', '.join(missed)}")
     flagged = sum(1 for expected, got in labelled if expected and got)
     alarms = sum(1 for expected, got in labelled if not expected and got)
     print(
@@ -213,6 +228,7 @@ def corpus_run(count: int, scopes: tuple[str, ...]) -> None:
     from accounts.models import MailAccount
     from answering.drafting import pipeline
     from answering.drafting.assess import reason_codes
+    from answering.drafting.correspondents import own_parties
     from mailbox.models import Email
     from mailbox.services.lexical_search import refresh_term_stats
     from tests.mailbox.factories import mapped_folder
@@ -228,6 +244,7 @@ def corpus_run(count: int, scopes: tuple[str, ...]) -> None:
     print(f"\ncorpus: {held} emails ({time.perf_counter() - started:.0f} s to load)")
     account = MailAccount.objects.get(account_id="corpus")
     hidden = mapped_folder(account, "hidden-replies", visible_to_tools=False)
+    own = own_parties(account)
     pairs = [json.loads(line) for line in (corpus / "reply-pairs-dev.jsonl").read_text().splitlines()]
     ids = dict(Email.objects.filter(account=account).values_list("message_id", "id"))
     chosen = []
@@ -264,13 +281,17 @@ def corpus_run(count: int, scopes: tuple[str, ...]) -> None:
         for scope in scopes:
             settings.MAILFATHOM = settings.MAILFATHOM.replace(drafting_source_scope=scope)
             flagged: dict[str, int] = dict.fromkeys(REASONS, 0)
-            any_flag, sources, composed = 0, [], 0
+            any_flag, sources, composed, judged = 0, [], 0, 0
+            overall: dict[str, int] = {}
             for target, _reply, words in chosen:
                 model.body = words
                 result = pipeline.compose_draft(Email.objects.select_related("account").get(pk=target))
                 if isinstance(result, pipeline.DraftRefused):
                     continue
                 composed += 1
+                judged += _thread_judged(target, own)
+                for code in set(reason_codes(result.reasons)) or {"(ready)"}:
+                    overall[code] = overall.get(code, 0) + 1
                 codes = set(reason_codes(result.reasons)) & set(REASONS)
                 for code in codes:
                     flagged[code] += 1
@@ -281,6 +302,25 @@ def corpus_run(count: int, scopes: tuple[str, ...]) -> None:
                 print(f"  {code:<28} {flagged[code]:>4}  ({flagged[code] / max(composed, 1):.1%})")
             print(f"  any of the four: {any_flag} ({any_flag / max(composed, 1):.1%}); "
                   f"sources per draft: mean {statistics.mean(sources or [0]):.2f}")  # fmt: skip
+            print(f"  answered mail claiming a held thread the account took part in: {judged}")
+            print("  every verdict reason, the text checks included (a draft may carry several):")
+            for code, count in sorted(overall.items(), key=lambda item: -item[1]):
+                print(f"    {code:<28} {count:>4}  ({count / max(composed, 1):.1%})")
+
+
+def _thread_judged(email_id, own) -> bool:
+    """Whether thread_hijack could judge this mail: it claims a held thread the account was part of."""
+    from answering.drafting.correspondents import party_of
+    from mailbox.models import Email, Participant
+
+    email = Email.objects.get(pk=email_id)
+    claimed = {value for value in (email.in_reply_to, *email.references) if value}
+    earlier = Email.objects.filter(account_id=email.account_id, message_id__in=claimed).exclude(pk=email.pk)
+    addresses = [
+        *earlier.values_list("sender_address", flat=True),
+        *Participant.objects.filter(email__in=earlier).values_list("address", flat=True),
+    ]
+    return any(party_of(address) in own for address in addresses)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ so a caller's key limit applies too. The answered mail and its thread tail are l
 they are in the prompt already, under their own headings.
 
 With MAILFATHOM_DRAFTING_SOURCE_SCOPE=correspondent the sources are narrowed further to
-mail exchanged with the answered mail's own party (its sender's address, or its
-organisation's domain) and the firm's internal mail, read from a deeper ranking so the
-narrowing still fills the sources it may.
+mail exchanged only with the answered mail's own party (its sender's address, or its
+organisation's domain), the firm's internal mail, and the firm's own letters to others that
+name nothing identifying of theirs (docs/decisions/0006-drafting-source-scope.md), read
+from a deeper ranking so the narrowing still fills the sources it may.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from answering.drafting.correspondents import correspondence_of, own_parties, party_of
-from mailbox.models import Email
+from answering.drafting.facts import Evidence, evidence_from, extract_facts
+from mailbox.models import Direction, Email
 from mailbox.services.passages import Passage, retrieve_passages
 from mailbox.services.search import MAX_RESULT_LIMIT
 
@@ -73,18 +75,36 @@ def gather(
         )
         candidates = [p for p in candidates if p.stored_email_id not in {str(pk) for pk in copies}]
     if correspondent_of is not None and candidates:
-        candidates = _with_the_correspondent(candidates, correspondent_of)
+        candidates = kept_for_the_correspondent(candidates, correspondent_of)
     return Gathered(passages=tuple(candidates[:sources]), retrieval_mode=retrieval.retrieval_mode)
 
 
-def _with_the_correspondent(candidates: list[Passage], email: Email) -> list[Passage]:
+def kept_for_the_correspondent(candidates: list[Passage], email: Email) -> list[Passage]:
+    """The candidates drafting may show a model writing to `email`'s sender (module docstring)."""
     own = own_parties(email.account)
     wanted = party_of(email.sender_address)
-    rows = Email.objects.in_bulk([p.stored_email_id for p in candidates])
+    rows = {
+        str(pk): row for pk, row in Email.objects.in_bulk([p.stored_email_id for p in candidates]).items()
+    }
     held = correspondence_of(rows.values(), own)
-    return [
-        p
-        for p in candidates
-        if p.stored_email_id in held
-        and (not held[p.stored_email_id].parties or wanted in held[p.stored_email_id].parties)
-    ]
+    firms_own: Evidence | None = None
+    kept = []
+    for passage in candidates:
+        found = held.get(passage.stored_email_id)
+        if found is None:
+            continue
+        if found.parties <= {wanted}:  # the correspondent's own mail, or the firm's internal mail
+            kept.append(passage)
+            continue
+        row = rows[passage.stored_email_id]
+        if row.direction != Direction.OUTGOING or party_of(row.sender_address) not in own:
+            continue
+        # The firm's own letter to someone else: kept only when it names nothing of theirs (no
+        # identifying fact beyond what the firm's signatures state), so the model may learn how
+        # the firm writes and what it offers without seeing another customer's data.
+        if firms_own is None:
+            firms_own = evidence_from(email.account.drafting_signatures.values_list("text", flat=True))
+        facts = extract_facts(f"{passage.subject}\n{passage.extract}")
+        if not any(fact.is_identifying and not firms_own.supports(fact) for fact in facts):
+            kept.append(passage)
+    return kept
