@@ -4,6 +4,7 @@ Import from here; the submodules are internal.
 """
 
 from mailbox.parsing.bulk import DEFAULT_BULK_LOCAL_PARTS, is_bulk
+from mailbox.parsing.envelope import HEADER_BLOCK_BYTES, header_block, parse_envelope
 from mailbox.parsing.filenames import normalize_file_name
 from mailbox.parsing.limits import ParseLimits
 from mailbox.parsing.message import attachment_bytes, parse_message
@@ -12,14 +13,17 @@ from mailbox.parsing.sanitize import sanitized_html
 
 __all__ = [
     "DEFAULT_BULK_LOCAL_PARTS",
+    "HEADER_BLOCK_BYTES",
     "Address",
     "AttachmentInfo",
     "BulkHeaders",
     "ParseLimits",
     "ParsedMessage",
     "attachment_bytes",
+    "header_block",
     "is_bulk",
     "normalize_file_name",
+    "parse_envelope",
     "parse_message",
     "sanitized_html",
 ]

@@ -8,23 +8,19 @@ importing the same archive again stores nothing new.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from accounts.models import MailAccount, normalize_alias
 from mailbox.archive import ArchivedMessage, archive_bytes, read_archive
 from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email
-from mailbox.parsing import parse_message
+from mailbox.parsing import header_block
 from mailbox.services.store import IncomingMessage, fill_content, store_messages
 from mailbox.sync.folder_state import ensure_folders
 from mailfathom.errors import MailFathomError
 from mailfathom.progress import Progress, ProgressCallback
 
 BATCH_SIZE = 200
-HEADER_BYTES = 256 * 1024  # enough for any real header block; bounds the work for oversize messages
-_HEADER_END = re.compile(rb"\r?\n\r?\n")
 IMPORT_TARGET_UNKNOWN = 62001
 
 
@@ -124,16 +120,10 @@ def _incoming(archived: ArchivedMessage, limit: int) -> IncomingMessage:
         uidvalidity=IMPORTED_UIDVALIDITY,
         uid=content_uid(archived.raw),
         size=len(archived.raw),
-        # Content kept out is not parsed in store_messages, so read its Date header here.
-        received_at=_header_date(archived.raw) if too_big else None,
+        received_at=None,  # the Date header, read by store_messages from content or envelope
         flags=archived.flags,
         raw=None if too_big else archived.raw,
         withheld=Availability.EXCEEDED_SIZE_LIMIT if too_big else "",
+        # Only the header block of content kept out is parsed, for its envelope.
+        headers=header_block(archived.raw) if too_big else None,
     )
-
-
-def _header_date(raw: bytes) -> datetime | None:
-    """Return the Date header of a message without parsing its body (bounded work)."""
-    head = raw[:HEADER_BYTES]
-    end = _HEADER_END.search(head)
-    return parse_message(head[: end.end()] if end else head).sent_at

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from accounts.models import FolderRole
 from mailbox.models import Availability, Direction, Email, Folder, Participant, RawMessage
-from mailbox.parsing import ParsedMessage, is_bulk, parse_message
+from mailbox.parsing import ParsedMessage, is_bulk, parse_envelope, parse_message
 from mailbox.services import suppression, threads
 from mailbox.services.copy_rows import copy_rows
 from mailbox.sync.failures import LeaseLost
@@ -41,6 +41,9 @@ class IncomingMessage:
     flags: tuple[str, ...] = ()
     raw: bytes | None = None
     withheld: str = ""  # an Availability value when raw is deliberately absent
+    # The header block of a message whose content is withheld (bounded by the source to
+    # HEADER_BLOCK_BYTES): its envelope is stored from it.
+    headers: bytes | None = None
 
 
 @dataclass
@@ -133,7 +136,10 @@ def store_messages(
     result = StoreResult()
     prepared: list[tuple[IncomingMessage, ParsedMessage | None]] = []
     for message in messages:
-        parsed = parse_message(message.raw) if message.raw is not None else None
+        if message.raw is not None:
+            parsed = parse_message(message.raw)
+        else:
+            parsed = parse_envelope(message.headers) if message.headers else None
         prepared.append((message, parsed))
 
     with transaction.atomic():
@@ -171,13 +177,17 @@ def store_messages(
                     parsed_for_row = parsed
             else:
                 parsed_for_row = None
-            email = _email_row(folder, message, parsed_for_row, availability, now)
-            if parsed_for_row is not None:
-                email.is_bulk = is_bulk(parsed_for_row, local_parts)
-                email.direction = _direction(parsed_for_row, own_address, is_sent_folder)
-                if parsed_for_row.defects:
+            # Content kept out (over the size limit, or no headroom) still has its envelope.
+            envelope = parsed_for_row or parsed
+            email = _email_row(folder, message, parsed_for_row, availability, now, envelope)
+            if envelope is not None:
+                if parsed_for_row is None:
+                    _apply_envelope(email, envelope)
+                email.is_bulk = is_bulk(envelope, local_parts)
+                email.direction = _direction(envelope, own_address, is_sent_folder)
+                if parsed_for_row is not None and parsed_for_row.defects:
                     result.defective += 1
-                participants.extend(_participants(email, parsed_for_row))
+                participants.extend(_participants(email, envelope))
             elif is_sent_folder:
                 email.direction = Direction.OUTGOING
             if raw_row is not None:
@@ -268,13 +278,16 @@ def _email_row(
     parsed: ParsedMessage | None,
     availability: str,
     now: datetime,
+    envelope: ParsedMessage | None = None,
 ) -> Email:
+    """The row for `message`: its content from `parsed`, else its envelope alone."""
+    envelope = parsed or envelope
     email = Email(
         account_id=folder.account_id,
         folder=folder,
         uidvalidity=message.uidvalidity,
         uid=message.uid,
-        received_at=message.received_at or (parsed.sent_at if parsed else None) or now,
+        received_at=message.received_at or (envelope.sent_at if envelope else None) or now,
         size_bytes=message.size,
         flags=list(message.flags),
         flags_observed=True,
@@ -288,7 +301,8 @@ def _email_row(
     return email
 
 
-def _apply_parsed(email: Email, parsed: ParsedMessage) -> None:
+def _apply_envelope(email: Email, parsed: ParsedMessage) -> None:
+    """Set what the header block says: ids, subject, date, sender, the people on it."""
     email.message_id = parsed.message_id[:998]
     email.in_reply_to = parsed.in_reply_to[:998]
     email.references = [reference[:998] for reference in parsed.references]
@@ -296,6 +310,11 @@ def _apply_parsed(email: Email, parsed: ParsedMessage) -> None:
     email.sent_at = parsed.sent_at
     email.sender_address = parsed.sender.address[:320] if parsed.sender else ""
     email.sender_name = parsed.sender.display_name[:998] if parsed.sender else ""
+    email.participants_text = _participants_text(parsed)
+
+
+def _apply_parsed(email: Email, parsed: ParsedMessage) -> None:
+    _apply_envelope(email, parsed)
     email.attachment_count = len(parsed.attachments)
     email.inline_count = parsed.inline_count
     email.attachment_total_bytes = parsed.attachment_total_size
@@ -304,7 +323,6 @@ def _apply_parsed(email: Email, parsed: ParsedMessage) -> None:
     email.unexpanded_tnef = parsed.unexpanded_tnef
     email.parse_defects = list(parsed.defects)
     email.text_body = parsed.text_body.replace("\x00", "")
-    email.participants_text = _participants_text(parsed)
 
 
 def _participants_text(parsed: ParsedMessage) -> str:

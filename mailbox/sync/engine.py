@@ -23,6 +23,7 @@ from imapclient import IMAPClient
 from accounts.models import MailAccount
 from accounts.services.imap import open_client
 from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email, Folder, RepairRequest
+from mailbox.parsing import HEADER_BLOCK_BYTES
 from mailbox.services.store import IncomingMessage, fill_content, store_messages
 from mailbox.services.suppression import suppressed_uids
 from mailbox.signals import synchronization_finished
@@ -265,11 +266,21 @@ def _byte_bounded(uids: list[int], meta: dict, limit: int) -> Iterable[list[int]
         yield batch
 
 
+_HEADER_FETCH = f"BODY.PEEK[HEADER]<0.{HEADER_BLOCK_BYTES}>"
+_HEADER_ANSWER = b"BODY[HEADER]<0>"
+
+
 def _fetch_bodies(client: IMAPClient, folder: Folder, uids: list[int], meta: dict) -> list[IncomingMessage]:
-    """Fetch the bodies of the batch's messages under the size limit (BODY.PEEK: no \\Seen)."""
+    """Fetch the bodies of the batch's messages under the size limit (BODY.PEEK: no \\Seen).
+
+    Of a message over the limit only the header block is fetched, at most
+    HEADER_BLOCK_BYTES of it (a partial fetch), so its envelope is stored.
+    """
     limit = folder.account.max_message_bytes
     small = [uid for uid in uids if uid in meta and int(meta[uid][b"RFC822.SIZE"]) <= limit]
+    large = [uid for uid in uids if uid in meta and int(meta[uid][b"RFC822.SIZE"]) > limit]
     bodies = client.fetch(small, ["BODY.PEEK[]"]) if small else {}
+    heads = client.fetch(large, [_HEADER_FETCH]) if large else {}
     messages = []
     for uid in uids:
         if uid not in meta:
@@ -287,9 +298,18 @@ def _fetch_bodies(client: IMAPClient, folder: Folder, uids: list[int], meta: dic
                 flags=_flags(info[b"FLAGS"]),
                 raw=raw,
                 withheld="" if raw is not None else Availability.EXCEEDED_SIZE_LIMIT,
+                headers=_header_answer(heads.get(uid, {})) if raw is None else None,
             )
         )
     return messages
+
+
+def _header_answer(answer: dict) -> bytes | None:
+    """The header bytes of a partial header FETCH, whatever the server named the item."""
+    value = answer.get(_HEADER_ANSWER)
+    if value is None:  # some servers answer the partial without its origin, or as BODY[HEADER]
+        value = next((v for k, v in answer.items() if k.startswith(b"BODY[HEADER]")), None)
+    return bytes(value)[:HEADER_BLOCK_BYTES] if isinstance(value, bytes | bytearray) else None
 
 
 def _flags(raw: Iterable[Any]) -> tuple[str, ...]:

@@ -451,6 +451,31 @@ def test_message_over_the_size_limit_is_stored_envelope_only(tmp_path):
     assert not RawMessage.objects.filter(email=email).exists()
     assert email.text_body == "" and email.attachment_count is None
     assert _emails(account).get(size_bytes=len(small)).availability == Availability.AVAILABLE
+    # The envelope, read from the header block alone, says which message it was.
+    assert (email.subject, email.sender_address, email.sender_name) == (
+        "message 2",
+        "sender2@example.org",
+        "Sender 2",
+    )
+    assert email.message_id == "import-2@example.org"
+    assert list(email.participants.values_list("role", "address")) == [("to", "alice@example.org")]
+
+
+def test_oversize_message_envelope_is_read_from_a_bounded_header_block(tmp_path):
+    """A header block longer than its cap is cut there: the fields before the cut are kept."""
+    from mailbox.parsing import HEADER_BLOCK_BYTES
+
+    account = MailAccountFactory(max_message_bytes=4096)
+    FolderMappingFactory(account=account, alias="archive")
+    padding = "".join(f"X-Padding-{n}: {'p' * 70}\n" for n in range(HEADER_BLOCK_BYTES // 80 + 10))
+    head = _message(3, "unused").split(b"\n\n")[0] + b"\n" + padding.encode()
+    path = _write(tmp_path / "huge-header.eml", head + b"Subject: after the cap\n\nbody\n")
+
+    _import(account, path)
+
+    email = _emails(account).get()
+    assert email.availability == Availability.EXCEEDED_SIZE_LIMIT
+    assert (email.subject, email.message_id) == ("message 3", "import-3@example.org")
 
 
 def test_second_import_of_an_oversize_message_reports_nothing_new(tmp_path):

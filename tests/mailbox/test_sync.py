@@ -133,6 +133,14 @@ def test_message_over_the_size_limit_is_recorded_from_its_envelope_only(user):
     assert big.size_bytes > 5000
     assert big.attachment_count is None
     assert not RawMessage.objects.filter(email=big).exists()
+    # Its envelope comes from the header block, fetched alone (BODY.PEEK[HEADER]<0.n>).
+    assert (big.subject, big.sender_address, big.message_id) == (
+        "message 1",
+        "sender1@example.org",
+        "m1@example.org",
+    )
+    assert big.sent_at is not None and big.sent_at.isoformat() == "2026-11-02T10:00:00+00:00"
+    assert big.text_body == ""
     assert small.availability == Availability.AVAILABLE
     assert small.subject == "message 2", (small.parse_defects, small.text_body, small.sender_address)
 
