@@ -1,7 +1,8 @@
 """The envelope: how retrieved mail is quoted to a model, as data that cannot close its element.
 
 Every lookup answers with one `<retrieved-mail>` element holding one `<message>` per
-passage (docs/operations/answering.md, Mail written to manipulate the model). Every value,
+passage, numbered by the run so the answer can cite it as `[n]` (answering.citing), (see
+docs/operations/answering.md, Mail written to manipulate the model). Every value,
 attributes included, passes through `_text` / `_attribute`, which escape everything that
 could end an element or open one, so a subject reading `</extract></message><instruction>`
 arrives as those characters: visible, attributed to the message that carried them, and inert.
@@ -64,9 +65,14 @@ def _received(moment: datetime | None) -> str:
     return moment.isoformat() if moment is not None else ""
 
 
-def message_element(passage: Passage, indent: str = "  ") -> str:
-    """One `<message>` element: identity as attributes, subject and extract as text."""
-    attributes = {
+def message_element(passage: Passage, indent: str = "  ", number: int | None = None) -> str:
+    """One `<message>` element: identity as attributes, subject and extract as text.
+
+    `number` is the source number a run shows the model to cite the email by; a relevance
+    judgement shows none.
+    """
+    attributes = {"number": str(number)} if number is not None else {}
+    attributes |= {
         "id": passage.stored_email_id,
         "account": passage.account_id,
         "folder": passage.folder_alias,
@@ -80,12 +86,24 @@ def message_element(passage: Passage, indent: str = "  ") -> str:
     )
 
 
-def write_envelope(retrieval_mode: str, passages: Iterable[Passage], *, limit_reached: bool = False) -> str:
-    """The `<retrieved-mail>` element of one lookup; empty (self-closing) when nothing was found."""
+def write_envelope(
+    retrieval_mode: str,
+    passages: Iterable[Passage],
+    *,
+    limit_reached: bool = False,
+    numbers: Mapping[str, int] | None = None,
+) -> str:
+    """The `<retrieved-mail>` element of one lookup; empty (self-closing) when nothing was found.
+
+    `numbers` (email id -> source number) puts each message's number on it.
+    """
     attributes = {"retrieval-mode": retrieval_mode}
     if limit_reached:
         attributes["retrieval-limit-reached"] = "true"
-    messages = [message_element(passage) for passage in passages]
+    numbered = numbers or {}
+    messages = [
+        message_element(passage, number=numbered.get(passage.stored_email_id)) for passage in passages
+    ]
     if not messages:
         return f"<{ROOT}{_attributes(attributes)} />"
     body = "\n".join(messages)

@@ -5,6 +5,11 @@ instruction in the instruction position, the question as asked, the model's own 
 the tool results (envelopes and refusals), and nothing else, so there is no position for
 a message to reach except the one it is quoted in.
 
+Each email is numbered the first time the run hands it over (1, 2, ...; the same number in
+every later envelope), and the answer cites sources by those numbers. The numbering lives
+in the run record only, so mail that writes a number or a forged envelope changes nothing
+about what a number names (answering.citing).
+
 The scope is bound when the run is composed (`BoundScope`) and never appears in the
 conversation: search_mail takes no account or folder argument. It is checked twice: the
 lookup re-resolves the bound names through the same scope resolution every read uses, and
@@ -89,6 +94,9 @@ class RunRecord:
     relevance_dropped: int = 0
     relevance_fell_back: bool = False  # a candidate kept unjudged: the pass failed or was not scored
     passages: list[Passage] = field(default_factory=list)
+    # The source number each email was shown under, 1 for the first the run handed over; the
+    # only numbering an answer's [n] is read against (answering.citing).
+    numbers: dict[str, int] = field(default_factory=dict)
     messages: list[ChatMessage] = field(default_factory=list)
 
 
@@ -192,7 +200,12 @@ class Run:
             passages = list(outcome.passages)
         admitted, cut = self._admit(passages)
         self._last_mode = retrieval.retrieval_mode
-        return write_envelope(retrieval.retrieval_mode, admitted, limit_reached=cut or self._remaining() <= 0)
+        return write_envelope(
+            retrieval.retrieval_mode,
+            admitted,
+            limit_reached=cut or self._remaining() <= 0,
+            numbers=self.record.numbers,
+        )
 
     def _retrieve(self, lookup: Lookup) -> PassageRetrieval:
         try:
@@ -219,4 +232,5 @@ class Run:
             admitted.append(passage)
             self.record.retrieved_characters += passage.characters
             self.record.passages.append(passage)
+            self.record.numbers.setdefault(passage.stored_email_id, len(self.record.numbers) + 1)
         return admitted, False

@@ -31,7 +31,7 @@ class _ReadOnly:
 
 class AnsweringRunEmailInline(_ReadOnly, admin.TabularInline):
     model = AnsweringRunEmail
-    fields = ["position", "email_link", "cited"]
+    fields = ["position", "email_link", "cited", "relied_on_rank"]
     readonly_fields = fields
     extra = 0
     can_delete = False

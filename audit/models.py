@@ -68,6 +68,12 @@ class AnsweringRunEmail(models.Model):
     email = models.ForeignKey(Email, on_delete=models.CASCADE, related_name="answering_runs")
     position = models.PositiveIntegerField(help_text="0 for the first email the run reached.")
     cited = models.BooleanField(default=False)
+    relied_on_rank = models.PositiveIntegerField(
+        "relied-on rank",
+        null=True,
+        blank=True,
+        help_text="1 for the first source the answer cited by its number; empty when it cited none of it.",
+    )
 
     class Meta:
         verbose_name = "retrieved email"

@@ -17,8 +17,11 @@ The order is the contract (the refusals are listed in docs/errors.md):
    answer (docs/operations/compliance.md).
 
 Citations are read from what the run retrieved, one per email in first-reached order,
-never parsed from the model's text; none carries an extract. Logs carry the endpoint alias
-and counts only: no question, answer, query or passage.
+never parsed from the model's text; none carries an extract. reliedOn is the part of them
+the answer cites by source number ([n]), read from the published answer against the run's
+own numbering (answering.citing): the model's claim checked against what it was given,
+always a subset of citations. Logs carry the endpoint alias and counts only: no question,
+answer, query or passage.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from opentelemetry import trace
 
 from accounts.services.scope import ResolvedScope, resolve_scope
 from answering.capability import admit_question
+from answering.citing import Reliance, relied_on
 from answering.instructions import INSTRUCTION_VERSION
 from answering.ledger import PeriodLedger, period_ledger
 from answering.relevance import RelevanceSettings
@@ -67,9 +71,14 @@ class Citation(WireModel):
     received_at: datetime
 
 
+class ReliedOnCitation(Citation):
+    source_number: int
+
+
 class AnswerResult(WireModel):
     answer: str
     citations: list[Citation]
+    relied_on: list[ReliedOnCitation]
     answer_truncated: bool
     citations_truncated: bool
     retrieval_truncated: bool
@@ -174,9 +183,10 @@ def _answer(
         # Anything that is not an Exception (a cancelled request) leaves the run cancelled.
         audited = RunOutcome.CANCELLED
         result: AnswerResult | None = None
+        reliance: Reliance | None = None
         try:
             outcome = run.answer(question)
-            result = _response(outcome.answer, run.record)
+            result, reliance = _response(outcome.answer, run.record)
             outcome_tag = "answered"
             audited = RunOutcome.ANSWERED if result.answer.strip() else RunOutcome.ANSWER_EMPTY
             return result
@@ -193,7 +203,7 @@ def _answer(
             audited = RunOutcome.FAILED
             raise
         finally:
-            _publish(span, run.record, outcome_tag, chat.alias, time.monotonic() - started)
+            _publish(span, run.record, result, reliance, outcome_tag, chat.alias, time.monotonic() - started)
             record_run(_audit(scope, chat.alias, run.record, result, audited, started_at))
 
 
@@ -208,6 +218,11 @@ def _audit(
     """What the trail keeps of this run: the emails it handed over, by account, and how it ended."""
     account_pks = {account.account_id: account.account_pk for account in scope.accounts}
     cited = {citation.stored_email_id for citation in result.citations} if result is not None else set()
+    ranks = (
+        {source.stored_email_id: rank for rank, source in enumerate(result.relied_on, start=1)}
+        if result is not None
+        else {}
+    )
     emails: dict[str, RetrievedEmail] = {}
     for passage in record.passages:
         if passage.stored_email_id not in emails and passage.account_id in account_pks:
@@ -215,6 +230,7 @@ def _audit(
                 account_pk=account_pks[passage.account_id],
                 email_id=passage.stored_email_id,
                 cited=passage.stored_email_id in cited,
+                relied_on_rank=ranks.get(passage.stored_email_id),
             )
     return RunAudit(
         run_id=uuid.uuid4(),
@@ -230,8 +246,18 @@ def _audit(
     )
 
 
-def _publish(span: trace.Span, record: RunRecord, outcome: str, alias: str, seconds: float) -> None:
+def _publish(
+    span: trace.Span,
+    record: RunRecord,
+    result: AnswerResult | None,
+    reliance: Reliance | None,
+    outcome: str,
+    alias: str,
+    seconds: float,
+) -> None:
     emails = len({passage.stored_email_id for passage in record.passages})
+    relied = len(result.relied_on) if result is not None else 0
+    unmatched = reliance.unmatched if reliance is not None else 0
     for key, value in (
         ("outcome", outcome),
         ("provider_calls", record.provider_calls),
@@ -245,11 +271,13 @@ def _publish(span: trace.Span, record: RunRecord, outcome: str, alias: str, seco
         ("relevance_judged", record.relevance_judged),
         ("relevance_dropped", record.relevance_dropped),
         ("out_of_scope_dropped", record.out_of_scope_dropped),
+        ("relied_on", relied),
+        ("unmatched_citations", unmatched),
     ):
         span.set_attribute(f"mailfathom.answering.{key}", value)
     logger.info(
         "ask_mail run: endpoint=%s outcome=%s calls=%d tokens=%d lookups=%d passages=%d emails=%d "
-        "retrieval_truncated=%s seconds=%.2f",
+        "relied_on=%d unmatched_citations=%d retrieval_truncated=%s seconds=%.2f",
         alias,
         outcome,
         record.provider_calls,
@@ -257,6 +285,8 @@ def _publish(span: trace.Span, record: RunRecord, outcome: str, alias: str, seco
         record.lookups,
         len(record.passages),
         emails,
+        relied,
+        unmatched,
         record.retrieval_truncated,
         seconds,
     )
@@ -283,7 +313,7 @@ def citations_of(passages: Iterable[Passage]) -> list[Citation]:
     return list(seen.values())
 
 
-def _response(answer: str, record: RunRecord) -> AnswerResult:
+def _response(answer: str, record: RunRecord) -> tuple[AnswerResult, Reliance]:
     values: MailFathomSettings = settings.MAILFATHOM
     max_answer = values.answering_max_answer_characters
     max_citations = values.answering_max_citations
@@ -292,10 +322,22 @@ def _response(answer: str, record: RunRecord) -> AnswerResult:
         # Guarded before the cut, so what one response carries is bounded with every
         # placeholder already in it; a detector that fails refuses the question (82001).
         answer = sensitive.redact(answer)
-    return AnswerResult(
+    published = citations[:max_citations]
+    # Read from the answer as published: a marker cut off with the answer's end, or naming an
+    # email cut from citations, claims nothing the response can show.
+    reliance = relied_on(answer[:max_answer], record.numbers)
+    by_id = {citation.stored_email_id: citation for citation in published}
+    reliance_shown = [
+        ReliedOnCitation(**by_id[email_id].model_dump(), source_number=number)
+        for number, email_id in zip(reliance.numbers, reliance.email_ids, strict=True)
+        if email_id in by_id
+    ]
+    result = AnswerResult(
         answer=answer[:max_answer],
-        citations=citations[:max_citations],
+        citations=published,
+        relied_on=reliance_shown,
         answer_truncated=len(answer) > max_answer,
         citations_truncated=len(citations) > max_citations,
         retrieval_truncated=record.retrieval_truncated,
     )
+    return result, reliance

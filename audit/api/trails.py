@@ -32,6 +32,11 @@ from audit.models import AnsweringRunEmail, AnsweringRunEntry, MutationKind, Run
 class RetrievedEmailSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField(source="email_id")
     cited = serializers.BooleanField()
+    reliedOn = serializers.SerializerMethodField()  # noqa: N815
+    reliedOnRank = serializers.IntegerField(source="relied_on_rank", allow_null=True)  # noqa: N815
+
+    def get_reliedOn(self, row: AnsweringRunEmail) -> bool:  # noqa: N802
+        return row.relied_on_rank is not None
 
 
 class AnsweringEntrySerializer(serializers.Serializer[Any]):
@@ -236,6 +241,7 @@ ANSWERING_EXPORT = export.ExportSpec(
         "relevance_fell_back",
         "email_ids",
         "cited_email_ids",
+        "relied_on_email_ids",
     ),
     renamed=(("account__account_id", "accountId"),),
 )
@@ -261,12 +267,22 @@ MUTATION_EXPORT = export.ExportSpec(
 
 
 def answering_export_rows(queryset: QuerySet[AnsweringRunEntry]) -> QuerySet[AnsweringRunEntry]:
-    """One row per entry; its emails as space-separated ids in the order the run reached them."""
+    """One row per entry; its emails as space-separated ids in the order the run reached them.
+
+    The relied-on ids are in the order the answer first cited them instead.
+    """
     email = Cast("emails__email_id", TextField())
     return queryset.annotate(
         email_ids=StringAgg(email, " ", order_by="emails__position", default=""),
         cited_email_ids=StringAgg(
             email, " ", order_by="emails__position", filter=Q(emails__cited=True), default=""
+        ),
+        relied_on_email_ids=StringAgg(
+            email,
+            " ",
+            order_by="emails__relied_on_rank",
+            filter=Q(emails__relied_on_rank__isnull=False),
+            default="",
         ),
     ).order_by("-ended_at", "-id")
 

@@ -46,7 +46,8 @@ class RetrievedEmail:
 
     account_pk: int
     email_id: str
-    cited: bool
+    cited: bool  # among the response's citations
+    relied_on_rank: int | None = None  # 1 for the first source the answer cites by number
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ def _append(run: RunAudit) -> int:
                     email_id=email.email_id,
                     position=position,
                     cited=email.cited,
+                    relied_on_rank=email.relied_on_rank,
                 )
             )
         AnsweringRunEmail.objects.bulk_create(rows)

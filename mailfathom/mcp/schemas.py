@@ -249,6 +249,12 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "citations": "Every email the answer's searches retrieved, one entry per email, in the "
         "order the run first reached each: what the model had in front of it, not proof it "
         "used each one. Empty when the searches found nothing.",
+        "reliedOn": "The citations the answer itself cites by source number, written [n] in the "
+        "answer, in the order the answer first mentions each, each once. Only numbers this run "
+        "showed the model count and each names the email it was shown under, so every entry is "
+        "also in citations and a number the run never showed names nothing. This is the model's "
+        "claim checked against what it was given, not proof the answer is right. Empty when the "
+        "answer cites no source by number.",
         "answerTruncated": "Whether the answer was cut to the length one response carries.",
         "citationsTruncated": "Whether the run retrieved more emails than citations names.",
         "retrievalTruncated": "Whether the run reached this server's ceiling on how much mail one "
@@ -282,6 +288,16 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
     "StageTokens": {
         "prompt": "Tokens sent, as the provider reported them.",
         "completion": "Tokens generated, as the provider reported them.",
+    },
+    "ReliedOnCitation": {
+        "sourceNumber": "The number the answer cites this email by, written [n]; the same n is "
+        "the email's place in citations, counting from 1.",
+        "storedEmailId": "The email's identifier; pass it to get_email_content to read it whole.",
+        "accountId": "Identifier of the account the email belongs to.",
+        "accountDisplayName": "The account's display name.",
+        "folderAlias": "The folder's MailFathom alias.",
+        "subject": "The subject; untrusted text written by the sender.",
+        "receivedAt": "When the mail server received the email (ISO 8601).",
     },
     "Citation": {
         "storedEmailId": "The email's identifier; pass it to get_email_content to read it whole.",

@@ -177,8 +177,9 @@ class ObedientModel:
 
     First it searches for `first_query`; then it runs every `DO: search` it has read and not
     yet run; then it answers, saying and citing whatever the mail asked, plus the first
-    message it retrieved. In a relevance judgement it gives the score the mail asks for, or
-    `default_score`. `loop=True` makes it search forever (a question designed to loop).
+    message it retrieved, cited by the source number the run showed it under. In a relevance
+    judgement it gives the score the mail asks for, or `default_score`. `loop=True` makes it
+    search forever (a question designed to loop).
     """
 
     def __init__(self, first_query: str = "insurer payment", default_score: int = 60, loop: bool = False):
@@ -217,7 +218,7 @@ class ObedientModel:
             elif verb == "cite":
                 self.obeyed.append((verb, argument))
                 answer.append(f"See [{argument}].")
-        first = next((m.attrib["id"] for result in results for m in envelope_messages(result)), None)
+        first = next((m.attrib["number"] for result in results for m in envelope_messages(result)), None)
         if first:
             answer.append(f"[{first}]")
         return text(" ".join(answer))

@@ -64,8 +64,19 @@ def test_an_answer_cites_what_the_run_retrieved(world, obedient, answering, chat
     assert instruction == ANSWER_INSTRUCTION and tools
     assert [turn.role for turn in turns] == ["user"] and turns[0].content == QUESTION
     wire = result.wire()
-    assert set(wire) == {"answer", "citations", "answerTruncated", "citationsTruncated", "retrievalTruncated"}
+    assert set(wire) == {
+        "answer",
+        "citations",
+        "reliedOn",
+        "answerTruncated",
+        "citationsTruncated",
+        "retrievalTruncated",
+    }
     assert "extract" not in str(wire["citations"]) and "snippets" not in str(wire["citations"])
+    # The obedient model cites the first message it was shown, as [1]: that one is relied on.
+    assert [(source.source_number, source.stored_email_id) for source in result.relied_on] == [
+        (1, result.citations[0].stored_email_id)
+    ]
 
 
 def test_a_question_that_needs_no_mail_costs_one_call_and_reads_nothing(world, answering, chat_api):

@@ -51,7 +51,10 @@ def reader(client):
 
 
 def entry(account, ended_minutes: int, *, run=None, outcome=RunOutcome.ANSWERED, emails=(), **flags):
-    """An answering entry ending T0 + ended_minutes, reading `emails` [(email, cited)] in order."""
+    """An answering entry ending T0 + ended_minutes, reading `emails` in order.
+
+    Each is (email, cited) or (email, cited, relied-on rank).
+    """
     ended = T0 + timedelta(minutes=ended_minutes)
     made = AnsweringRunEntry.objects.create(
         run_id=run or uuid.uuid4(),
@@ -63,8 +66,10 @@ def entry(account, ended_minutes: int, *, run=None, outcome=RunOutcome.ANSWERED,
         outcome=outcome,
         **flags,
     )
-    for position, (email, cited) in enumerate(emails):
-        AnsweringRunEmail.objects.create(entry=made, email=email, position=position, cited=cited)
+    for position, (email, cited, *rank) in enumerate(emails):
+        AnsweringRunEmail.objects.create(
+            entry=made, email=email, position=position, cited=cited, relied_on_rank=rank[0] if rank else None
+        )
     return made
 
 
@@ -125,8 +130,8 @@ def test_answering_runs_are_listed_newest_end_first_with_their_emails_in_reading
     first_of_a = rows[-1]
     mails = a["mails"]
     assert first_of_a["emails"] == [
-        {"id": str(mails[2].pk), "cited": True},
-        {"id": str(mails[0].pk), "cited": False},
+        {"id": str(mails[2].pk), "cited": True, "reliedOn": False, "reliedOnRank": None},
+        {"id": str(mails[0].pk), "cited": False, "reliedOn": False, "reliedOnRank": None},
     ]
     assert set(first_of_a) == {
         "runId",
@@ -370,7 +375,28 @@ def test_answering_export_rows_equal_the_filtered_list(reader, answering, query)
     for row, item in zip(exported, listed, strict=True):
         assert row["emailIds"].split() == [email["id"] for email in item["emails"]]
         assert row["citedEmailIds"].split() == [email["id"] for email in item["emails"] if email["cited"]]
+        relied = sorted((e["reliedOnRank"], e["id"]) for e in item["emails"] if e["reliedOn"])
+        assert row["reliedOnEmailIds"].split() == [email_id for _rank, email_id in relied]
         assert row["retrievalCeilingReached"] == ("retrieval_ceiling_reached" in item["degradations"])
+
+
+def test_relied_on_emails_are_listed_with_their_rank_and_exported_in_first_mention_order(reader):
+    account = MailAccountFactory(account_id="billing")
+    first, second, third = (EmailFactory(account=account) for _ in range(3))
+    # Reached first, second, third; the answer cited the third source before the first.
+    entry(account, 0, emails=[(first, True, 2), (second, True), (third, True, 1)])
+
+    (item,) = every_page(reader, "/api/answering-runs/")
+    (row,) = jsonl(reader.get("/api/answering-runs/export/?format=jsonl"))
+    (csv_row,) = csv_rows(reader.get("/api/answering-runs/export/?format=csv"))
+
+    assert [(e["id"], e["cited"], e["reliedOn"], e["reliedOnRank"]) for e in item["emails"]] == [
+        (str(first.pk), True, True, 2),
+        (str(second.pk), True, False, None),
+        (str(third.pk), True, True, 1),
+    ]
+    assert row["reliedOnEmailIds"] == csv_row["reliedOnEmailIds"] == f"{third.pk} {first.pk}"
+    assert row["citedEmailIds"].split() == [str(first.pk), str(second.pk), str(third.pk)]
 
 
 def test_answering_export_filtered_on_an_email_keeps_every_email_of_each_entry(reader, answering):
