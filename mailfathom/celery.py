@@ -6,10 +6,11 @@ import socket
 from celery import Celery, bootsteps
 from celery.signals import beat_init, before_task_publish, worker_init
 
-from mailfathom import heartbeat
+from mailfathom import broker, heartbeat
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mailfathom.settings")
 
+broker.install()  # before any connection: the Redis transport that outlives an outage
 app = Celery("mailfathom")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()

@@ -132,6 +132,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker outlives a broker outage of any length: it reconnects every few seconds, for ever
+# (Celery gives up after 100 attempts by default), through mailfathom.broker's consumer and
+# transport (docs/operations/deployment.md, "When a process or a server dies").
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CONSUMER = "mailfathom.broker:Consumer"
 CELERY_BEAT_SCHEDULE = {
     "sync-due-accounts": {"task": "mailbox.sync_due_accounts", "schedule": 60.0},
     "start-push-watchers": {"task": "mailbox.start_push_watchers", "schedule": 60.0},

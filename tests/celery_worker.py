@@ -2,7 +2,8 @@
 
 The worker runs the product's settings (mailfathom.settings) pointed at this test session's
 database (tests use transaction=True, so what the worker commits is what the test reads).
-`env` adds settings of the test's own (MAILFATHOM_IMAP_CA_FILE, say).
+`env` adds settings of the test's own (MAILFATHOM_IMAP_CA_FILE, say); `arguments` replace the
+solo pool (the push worker's `--queues push --pool threads`, say).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from django.conf import settings
@@ -21,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class Worker:
-    def __init__(self, log: Path, **env: str) -> None:
+    def __init__(self, log: Path, arguments: Sequence[str] = ("--pool", "solo"), **env: str) -> None:
         environment = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "mailfathom.settings",
@@ -43,8 +45,7 @@ class Worker:
                 "-A",
                 "mailfathom",
                 "worker",
-                "--pool",
-                "solo",
+                *arguments,
                 "--loglevel",
                 "INFO",
                 "--without-heartbeat",

@@ -1,0 +1,89 @@
+"""The Redis broker transport and the worker's consumer, made to outlive a broker outage.
+
+kombu 5.7's Redis channel needs its transport's `client` (the kombu Connection) to build a
+connection pool. When the broker drops, Celery's consumer first collects the connection,
+which detaches the transport (`transport.client = None`), then closes it; closing the
+channel rebuilds its pool to put unacknowledged messages back, and the worker dies of
+`AttributeError: 'NoneType' object has no attribute 'hostname'`: an error no caller treats
+as a connection error. A late acknowledgement through the closed channel fails the same
+way. Here a channel keeps what it was opened with, so both meet the broker itself: a
+connection error while it is down (the message stays in Redis's unacked set, which kombu
+restores after the visibility timeout), success once it is back.
+
+The consumer reconnects on a short fixed backoff (Celery's default grows to 30 s between
+attempts, so a one-minute outage cost up to another half-minute), forever: the worker
+outlives any outage instead of giving up after 100 attempts.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+from typing import Any
+
+import kombu.transport
+from celery.worker.consumer import Consumer as CeleryConsumer
+from kombu.transport import redis
+
+# Seconds between reconnection attempts: 1, 2, 3, then every RECONNECT_INTERVAL_MAX.
+RECONNECT_INTERVAL_START = 1.0
+RECONNECT_INTERVAL_STEP = 1.0
+RECONNECT_INTERVAL_MAX = 3.0
+
+
+class _OpenedWith:
+    """The channel as `_connparams` reads it, with the transport it was opened on."""
+
+    def __init__(self, channel: Channel) -> None:
+        self._channel = channel
+        self.connection = SimpleNamespace(
+            client=channel.opened_with, default_port=channel.opened_default_port, cycle=None
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._channel, name)
+
+
+class Channel(redis.Channel):
+    def __init__(self, connection: Any, *args: Any, **kwargs: Any) -> None:
+        # Kept before kombu can let go of them: the kombu Connection (host, port,
+        # credentials) and the transport's default port.
+        self.opened_with = connection.client
+        self.opened_default_port = connection.default_port
+        super().__init__(connection, *args, **kwargs)
+
+    def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
+        transport = self.connection
+        if transport is not None and transport.client is not None:
+            return super()._connparams(asynchronous=asynchronous)
+        # Detached by a lost connection: only restoring or acknowledging messages builds
+        # a pool now, and it should reach the broker (or fail as a connection error).
+        return redis.Channel._connparams(_OpenedWith(self), asynchronous=asynchronous)  # type: ignore[arg-type]
+
+
+class Transport(redis.Transport):
+    Channel = Channel
+
+
+def install() -> None:
+    """Serve the `redis://`, `rediss://` and `redis+socket://` broker URLs with Transport.
+
+    An alias rather than `broker_transport`: a URL such as `redis+socket://` names its
+    transport itself, which kombu prefers to the setting.
+    """
+    for alias in ("redis", "rediss"):
+        kombu.transport.TRANSPORT_ALIASES[alias] = f"{__name__}:Transport"
+        kombu.transport._transport_cache.pop(alias, None)  # noqa: SLF001 (resolved before install)
+
+
+class Consumer(CeleryConsumer):
+    """Celery's consumer, reconnecting every few seconds for as long as the broker is away."""
+
+    def ensure_connected(self, conn):  # type: ignore[no-untyped-def]
+        conn.ensure_connection = functools.partial(
+            conn.ensure_connection,
+            interval_start=RECONNECT_INTERVAL_START,
+            interval_step=RECONNECT_INTERVAL_STEP,
+            interval_max=RECONNECT_INTERVAL_MAX,
+        )
+        return super().ensure_connected(conn)
