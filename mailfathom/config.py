@@ -660,6 +660,13 @@ class MailFathomSettings:
         "How long one /mcp request may take before it is abandoned with 504.",
         unit="seconds",
     )
+    mcp_body_timeout: int = _whole(
+        30,
+        1,
+        300,
+        "How long a client may take to send one /mcp request body before it is cut with 408.",
+        unit="seconds",
+    )
     mcp_max_concurrent_calls: int = _whole(
         8,
         1,

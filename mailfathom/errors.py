@@ -11,6 +11,13 @@ from __future__ import annotations
 CALLER_CATEGORY = range(51000, 58000)
 UNDESCRIBED = 54001
 UNDESCRIBED_MESSAGE = "The request failed for a reason this server does not describe."
+# A dependency (the database, Redis) could not be reached: nothing was done, and the same
+# request may succeed in a few seconds (docs/errors.md, docs/operations/mcp-endpoint.md).
+DEPENDENCY_UNAVAILABLE = 54003
+DEPENDENCY_UNAVAILABLE_MESSAGE = (
+    "This server cannot reach a service it depends on right now, so the request was not served; "
+    "send it again in a few seconds."
+)
 
 
 class MailFathomError(Exception):

@@ -19,6 +19,8 @@ admin.site.site_title = "MailFathom"
 admin.site.login_form = ThrottledAdminLoginForm
 # The index leads with a link to System status (docs/operations/status.md).
 admin.site.index_template = "admin/mailfathom_index.html"
+# A database or Redis outage is a 503 page with Retry-After, not a 500 and a traceback.
+handler500 = "mailfathom.outage.server_error"
 
 urlpatterns = [
     # There is no public site: "/" and admin's "View site" lead to admin.

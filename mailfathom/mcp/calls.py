@@ -9,7 +9,8 @@ create a time series (a name spelled like ours but unknown is caller text all th
 
 Outcomes: ok; refused (a caller-category code, published as it stands, or a Refusal: the
 JSON-RPC error an unknown tool gets); failed (54001, whose detail is logged here in full,
-correlated by the call's trace id); cancelled and protocol_error, which are recorded and
+correlated by the call's trace id); unavailable (54003: a dependency could not be reached,
+one warning line and no traceback); cancelled and protocol_error, which are recorded and
 re-raised, never converted.
 
 The instruments use the OpenTelemetry API only. Until the deployment installs an SDK
@@ -38,6 +39,7 @@ logger = logging.getLogger("mailfathom.mcp.calls")
 PLACEHOLDER = "(unrecognized)"
 
 OK, REFUSED, FAILED, CANCELLED, PROTOCOL_ERROR = "ok", "refused", "failed", "cancelled", "protocol_error"
+UNAVAILABLE = "unavailable"  # 54003: the database or Redis could not be reached
 
 _meter = metrics.get_meter("mailfathom.mcp")
 CALLS = _meter.create_counter(

@@ -6,11 +6,16 @@ From the outside in:
    with 504 (its use case finishes in its worker thread; the answer is dropped).
 2. The posture gate: with `api-key`, a request without a valid, unrevoked key in
    `Authorization: Bearer` is 401 with no detail, and an admitted one reads only the
-   accounts its key may read; with `none` and no override, a request that did not arrive
-   on a loopback address, or that carries a reverse proxy's forwarding headers, is 403,
-   whatever address uvicorn was bound to.
-3. The SDK app: Host and Origin checked against the configured allow-lists (421 / 403,
-   DNS-rebinding protection), the body limit (413), then the JSON-RPC exchange.
+   accounts its key may read; a key that cannot be checked because the database is
+   unreachable is 503 with Retry-After and 54003 (mailfathom.outage). With `none` and no
+   override, a request that did not arrive on a loopback address, or that carries a
+   reverse proxy's forwarding headers, is 403, whatever address uvicorn was bound to.
+3. The body screen (mailfathom.mcp.jsonrpc): the body read within
+   MAILFATHOM_MCP_BODY_TIMEOUT (408) and the body limit (413); a message no answer would
+   follow (an unusable id, a request sent without one) is -32600.
+4. The SDK app, its JSON-RPC errors rewritten so none quotes caller input: Host and
+   Origin checked against the configured allow-lists (421 / 403, DNS-rebinding
+   protection), then the JSON-RPC exchange.
 
 The transport runs stateless with JSON responses: every POST is answered by one JSON
 document, so any worker process can serve any request and a timeout can still become a
@@ -34,9 +39,12 @@ from accounts.services.mcp_keys import recently_refused, recently_verified, veri
 from accounts.services.scope import limited_to_accounts
 from mailfathom import config
 from mailfathom.config import MailFathomSettings
+from mailfathom.errors import DEPENDENCY_UNAVAILABLE, DEPENDENCY_UNAVAILABLE_MESSAGE, MailFathomError
 from mailfathom.hosts import is_loopback_host
 from mailfathom.mcp.execution import UseCaseRunner
-from mailfathom.mcp.server import build_server
+from mailfathom.mcp.jsonrpc import BodyScreen, PlainErrors, answer_error
+from mailfathom.mcp.server import OWN_ERROR_MESSAGES, build_server
+from mailfathom.outage import RETRY_AFTER_SECONDS, note, outage_of
 
 logger = logging.getLogger("mailfathom.mcp")
 
@@ -98,6 +106,13 @@ class NoEventStream:
         await self.app(scope, receive, send)
 
 
+async def answer_unavailable(send: Any) -> None:
+    """503 with Retry-After and a JSON-RPC error carrying 54003: a dependency is unreachable."""
+    unavailable = MailFathomError(DEPENDENCY_UNAVAILABLE, DEPENDENCY_UNAVAILABLE_MESSAGE)
+    retry = ((b"retry-after", str(RETRY_AFTER_SECONDS).encode()),)
+    await answer_error(send, 503, DEPENDENCY_UNAVAILABLE, str(unavailable), retry)
+
+
 KEY_CHECK_WORKERS = 2
 
 
@@ -127,7 +142,15 @@ class BearerKeyGate:
         token = token.strip()
         grant = None
         if scheme.lower() == "bearer" and well_formed(token) and not recently_refused(token):
-            grant = recently_verified(token) or await self.checks.run(verify, token)
+            try:
+                grant = recently_verified(token) or await self.checks.run(verify, token)
+            except Exception as error:
+                outage = outage_of(error)
+                if outage is None:
+                    raise
+                note("mcp key check", outage)
+                await answer_unavailable(send)
+                return
         if grant is None:
             logger.info("mcp: request refused: no valid API key")
             await _answer(send, 401, "unauthorized", ((b"www-authenticate", b"Bearer"),))
@@ -182,6 +205,7 @@ def build_mcp_app() -> ASGIApp:
             allowed_origins=config.listed(values.mcp_allowed_origins),
         ),
     )
+    app = BodyScreen(PlainErrors(app, OWN_ERROR_MESSAGES), values.mcp_body_timeout, values.mcp_max_body_bytes)
     posture = values.mcp_auth
     if posture == API_KEY:
         app = BearerKeyGate(app)

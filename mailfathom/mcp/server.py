@@ -26,11 +26,18 @@ from mcp_types import (
     TextContent,
 )
 
-from mailfathom.errors import UNDESCRIBED, MailFathomError, published
+from mailfathom.errors import (
+    DEPENDENCY_UNAVAILABLE,
+    DEPENDENCY_UNAVAILABLE_MESSAGE,
+    UNDESCRIBED,
+    MailFathomError,
+    published,
+)
 from mailfathom.mcp import calls
 from mailfathom.mcp.arguments import convert_arguments
 from mailfathom.mcp.execution import UseCaseRunner
 from mailfathom.mcp.tools import TOOLS, ToolSpec
+from mailfathom.outage import note, outage_of
 
 logger = logging.getLogger("mailfathom.mcp")
 
@@ -39,6 +46,9 @@ SERVER_VERSION = "0.1.0"
 # The protocol's answer to an unknown tool is a JSON-RPC invalid-params error. The name is
 # not repeated: it is the caller's own text, and tools/list says what is published.
 UNKNOWN_TOOL_MESSAGE = "Unknown tool: the name is not one this server publishes (see tools/list)."
+# JSON-RPC error messages this server writes itself: the edge passes them as they are
+# (mailfathom.mcp.jsonrpc.PlainErrors rewrites every other one).
+OWN_ERROR_MESSAGES = frozenset({UNKNOWN_TOOL_MESSAGE})
 
 INSTRUCTIONS = (
     "MailFathom serves a read-only local copy of IMAP mailboxes. Start with list_accounts to "
@@ -76,13 +86,26 @@ class Bridge:
     ) -> ListToolsResult:
         """Every tool, less any whose advertisement rule reads false right now.
 
-        The rules are read beside the call slots, so a full server still lists its tools.
+        The rules are read beside the call slots, so a full server still lists its tools. A
+        rule that cannot be read because a dependency is down reads false: a tool that needs
+        the dependency cannot answer either, and the listing still answers.
         """
         listed = []
         for tool in self.tools:
-            if tool.advertised is None or await self.runner.read(tool.advertised):
+            if tool.advertised is None or await self._advertised(tool):
                 listed.append(self.descriptors[tool.name])
         return ListToolsResult(tools=listed)
+
+    async def _advertised(self, tool: ToolSpec) -> bool:
+        assert tool.advertised is not None
+        try:
+            return bool(await self.runner.read(tool.advertised))
+        except Exception as error:
+            outage = outage_of(error)
+            if outage is None:
+                raise
+            note("mcp tools/list", outage)
+            return False
 
     def input_schema(self, name: str) -> Mapping[str, Any] | None:
         descriptor = self.descriptors.get(name)
@@ -96,7 +119,8 @@ class Bridge:
         A tool is called whether or not it was listed: an advertisement rule is not
         authorization, and the use case answers for itself. An unknown tool is the
         protocol's invalid-params error, recorded as refused (docs/operations/mcp-endpoint.md).
-        A call that finds every slot taken is refused with 54002. Cancellation propagates.
+        A call that finds every slot taken is refused with 54002, one that finds the database
+        or Redis unreachable with 54003 (retry). Cancellation propagates.
         """
         tool = self.by_name.get(params.name)
         if tool is None:
@@ -108,13 +132,22 @@ class Bridge:
         except MailFathomError as error:
             shown = published(error)
             if shown is not error:
-                return self._failed("mcp: internal failure", exc_info=error)
+                return self._unavailable(error) or self._failed("mcp: internal failure", exc_info=error)
             calls.settle(calls.REFUSED, error.code)
             return error_result(error)
         except Exception as error:
-            return self._failed("mcp: undiagnosed failure", exc_info=error)
+            return self._unavailable(error) or self._failed("mcp: undiagnosed failure", exc_info=error)
         calls.settle(calls.OK)
         return success_result(payload)
+
+    def _unavailable(self, error: BaseException) -> CallToolResult | None:
+        """54003 for a call that met an unreachable dependency (one warning line, no traceback)."""
+        outage = outage_of(error)
+        if outage is None:
+            return None
+        note("mcp tools/call", outage)
+        calls.settle(calls.UNAVAILABLE, DEPENDENCY_UNAVAILABLE)
+        return error_result(MailFathomError(DEPENDENCY_UNAVAILABLE, DEPENDENCY_UNAVAILABLE_MESSAGE))
 
     def _failed(self, message: str, exc_info: BaseException) -> CallToolResult:
         record = calls.current_call()
