@@ -23,7 +23,11 @@ def health(request: HttpRequest) -> JsonResponse:
             for name, part in report.parts.items()
         },
     }
-    return JsonResponse(body, status=report.http_status)
+    response = JsonResponse(body, status=report.http_status)
+    # A 503 here is the report doing its job: the part that is down was logged as a warning,
+    # so Django's request logger does not add an error line for it.
+    response._has_been_logged = report.http_status >= 500  # type: ignore[attr-defined]
+    return response
 
 
 def favicon(request: HttpRequest) -> HttpResponse:

@@ -269,3 +269,8 @@ def sync_overview(*, now: datetime | None = None) -> SyncOverview:
         synchronizing_folders=rows["synchronizing"],
         enabled=settings.MAILFATHOM.sync_enabled,
     )
+
+
+def push_mode_accounts() -> int:
+    """How many accounts synchronization works on ask for push (IMAP IDLE watchers)."""
+    return MailAccount.objects.synchronized().filter(sync_mode=SyncMode.PUSH).count()

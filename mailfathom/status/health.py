@@ -2,9 +2,14 @@
 
 Required parts (the database and Redis) decide whether the deployment can serve at all: if
 either is down the overall status is "unavailable" and /health answers 503. The others
-(the worker, beat, the last synchronization, the embedding backlog) report "ok" or what is
-wrong with them, and a part that is not ok makes the overall status "degraded", still 200:
-a load balancer should keep sending requests to a web process whose worker is late.
+(the worker, the push worker, beat, the last synchronization, the embedding backlog) report
+"ok" or what is wrong with them, and a part that is not ok makes the overall status
+"degraded", still 200: a load balancer should keep sending requests to a web process whose
+worker is late.
+
+The push worker (the IDLE watchers' queue) is a part only where it is needed: while no
+account synchronization works on is in push mode it reads "inactive", since nothing is
+lost while it is down; otherwise its heartbeat decides, as the worker's does.
 
 Figures are counts and ages in seconds only: nothing names an account, a folder or a mail.
 """
@@ -91,17 +96,37 @@ def _seen_part(seen: heartbeat.Seen, now: float) -> Part:
     return Part(status, detail={"lastSeenSecondsAgo": None if age is None else round(age)})
 
 
-def _processes(redis_part: Part, now: float) -> dict[str, Part]:
+def _processes(redis_part: Part, database_part: Part, now: float) -> dict[str, Part]:
+    unknown = {"worker": Part(UNKNOWN), "pushWorker": Part(UNKNOWN), "beat": Part(UNKNOWN)}
     if redis_part.status != OK:
-        return {"worker": Part(UNKNOWN), "beat": Part(UNKNOWN)}
+        return unknown
     try:
         seen = heartbeat.last_seen()
     except (redis.RedisError, OSError):
-        return {"worker": Part(UNKNOWN), "beat": Part(UNKNOWN)}
+        return unknown
     worker = _seen_part(seen[heartbeat.worker_role("celery")], now)
-    push_age = seen[heartbeat.worker_role("push")].age(now)
-    worker.detail["pushWorkerLastSeenSecondsAgo"] = None if push_age is None else round(push_age)
-    return {"worker": worker, "beat": _seen_part(seen[heartbeat.BEAT], now)}
+    push = _seen_part(seen[heartbeat.worker_role("push")], now)
+    # Kept beside the pushWorker part for readers of the earlier shape.
+    worker.detail["pushWorkerLastSeenSecondsAgo"] = push.detail["lastSeenSecondsAgo"]
+    return {
+        "worker": worker,
+        "pushWorker": _push_worker(push, database_part),
+        "beat": _seen_part(seen[heartbeat.BEAT], now),
+    }
+
+
+def _push_worker(seen: Part, database_part: Part) -> Part:
+    """The push worker's heartbeat part, "inactive" while no account is in push mode."""
+    if database_part.status != OK:
+        # Whether push is in use cannot be read; a live worker is still worth saying.
+        return seen if seen.status == OK else Part(UNKNOWN, detail=seen.detail)
+    in_use = _read_or_unknown(lambda: Part(OK, detail={"pushAccounts": sync_status.push_mode_accounts()}))
+    if in_use.status == UNKNOWN:
+        return seen if seen.status == OK else Part(UNKNOWN, detail=seen.detail)
+    detail = {**seen.detail, **in_use.detail}
+    if not in_use.detail["pushAccounts"]:
+        return Part(INACTIVE, detail=detail)
+    return Part(seen.status, detail=detail)
 
 
 def _last_sync(now: float) -> Part:
@@ -127,7 +152,7 @@ def check_health() -> HealthReport:
     now = time.time()
     database = _database()
     redis_part = _redis()
-    parts = {"database": database, "redis": redis_part, **_processes(redis_part, now)}
+    parts = {"database": database, "redis": redis_part, **_processes(redis_part, database, now)}
     for name, read in (("lastSync", lambda: _last_sync(now)), ("embeddingBacklog", _embedding_backlog)):
         parts[name] = _read_or_unknown(read) if database.status == OK else Part(UNKNOWN)
     return HealthReport(parts)

@@ -18,6 +18,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.models import SyncMode
 from mailbox.models import Folder
 from mailbox.sync.folder_state import ensure_folders
 from mailfathom import heartbeat
@@ -27,7 +28,7 @@ from tests.support import free_port, isolated_provider_health
 pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
-PARTS = {"database", "redis", "worker", "beat", "lastSync", "embeddingBacklog"}
+PARTS = {"database", "redis", "worker", "pushWorker", "beat", "lastSync", "embeddingBacklog"}
 
 
 @pytest.fixture(autouse=True)
@@ -85,6 +86,39 @@ def test_a_stale_beat_and_failing_folders_are_named(client):
     assert "pending" in body["parts"]["embeddingBacklog"]
 
 
+def test_the_push_worker_is_inactive_while_no_account_uses_push(client):
+    MailAccountFactory(sync_mode=SyncMode.POLLING)
+    heartbeat.record(heartbeat.worker_role("celery"), "w")
+    heartbeat.record(heartbeat.BEAT, "b")
+
+    status, body = _health(client)
+
+    assert body["parts"]["pushWorker"]["status"] == "inactive"
+    assert body["parts"]["pushWorker"]["pushAccounts"] == 0
+    assert status == 200 and body["status"] == "ok", body
+
+
+@pytest.mark.parametrize(
+    ("last_seen", "expected"),
+    [(None, "never-seen"), (time.time() - 600, "stale"), (time.time(), "ok")],
+    ids=["never started", "dead for ten minutes", "alive"],
+)
+def test_a_push_mode_account_makes_the_push_worker_a_part(client, last_seen, expected):
+    MailAccountFactory(sync_mode=SyncMode.PUSH)
+    heartbeat.record(heartbeat.worker_role("celery"), "w")
+    heartbeat.record(heartbeat.BEAT, "b")
+    if last_seen is not None:
+        heartbeat.record(heartbeat.worker_role("push"), "p", at=last_seen)
+
+    status, body = _health(client)
+
+    push = body["parts"]["pushWorker"]
+    assert push["status"] == expected and push["required"] is False and push["pushAccounts"] == 1
+    assert status == 200
+    assert body["status"] == ("ok" if expected == "ok" else "degraded")
+    assert body["parts"]["worker"]["status"] == "ok"  # the default queue's worker is its own part
+
+
 def test_redis_down_is_503_and_the_parts_needing_it_are_unknown(client, settings, tmp_path):
     settings.REDIS_URL = f"redis+socket://{tmp_path / 'no-redis.sock'}"
 
@@ -94,6 +128,7 @@ def test_redis_down_is_503_and_the_parts_needing_it_are_unknown(client, settings
     assert body["status"] == "unavailable"
     assert body["parts"]["redis"] == {"status": "down", "required": True}
     assert body["parts"]["worker"]["status"] == "unknown"
+    assert body["parts"]["pushWorker"]["status"] == "unknown"
     assert body["parts"]["database"]["status"] == "ok"
 
 
