@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -238,3 +239,34 @@ def _same_arguments(made: str, wanted: str) -> bool:
         return json.loads(made) == json.loads(wanted)
     except ValueError:
         return False
+
+
+# --- a model that cites by number ----------------------------------------------------------
+
+
+def shown_numbers(request: dict) -> dict[str, int]:
+    """email id -> the number attribute the run put on it, over every envelope of `request`."""
+    _instruction, turns, _tools = turns_of(request)
+    return {
+        message.attrib["id"]: int(message.attrib["number"])
+        for turn in turns
+        if turn.role == "tool"
+        for message in envelope_messages(turn.content)
+    }
+
+
+def model_writing(answer_for: Callable[[dict[str, int]], str], *lookups: dict) -> Callable:
+    """A model that makes `lookups` (one by default), then answers `answer_for(shown numbers)`.
+
+    Serve it with `respond(...)`; `answer_for` gets email id -> the number the run showed.
+    """
+    searches = lookups or ({"queryText": "insurer payment"},)
+
+    def reply(request: dict):
+        _instruction, turns, _tools = turns_of(request)
+        made = sum(len(turn.calls) for turn in turns)
+        if made < len(searches):
+            return tool_calls(("search_mail", searches[made]))
+        return text(answer_for(shown_numbers(request)))
+
+    return reply

@@ -9,15 +9,19 @@ removes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 import pytest
 
 from answering.citing import cited_numbers, relied_on
 from answering.services.question import ask_mail
 from tests.answering.conftest import chat_script, configure
-from tests.answering.support import AdversarialMessage, envelope_messages, turns_of
-from tests.providers.openai_server import respond, text, tool_calls
+from tests.answering.support import (
+    AdversarialMessage,
+    envelope_messages,
+    model_writing,
+    turns_of,
+)
+from tests.providers.openai_server import respond
 
 QUESTION = "What did the insurer finally agree to pay?"
 
@@ -61,31 +65,6 @@ def test_a_run_that_showed_nothing_relies_on_nothing_whatever_the_answer_writes(
 # --- whole runs --------------------------------------------------------------------------------
 
 pinned_api = pytest.mark.parametrize("chat_api", ["chat-completions"], indirect=True)
-
-
-def shown_numbers(request: dict) -> dict[str, int]:
-    """email id -> the number attribute the run put on it, over every envelope of `request`."""
-    _instruction, turns, _tools = turns_of(request)
-    return {
-        message.attrib["id"]: int(message.attrib["number"])
-        for turn in turns
-        if turn.role == "tool"
-        for message in envelope_messages(turn.content)
-    }
-
-
-def model_writing(answer_for: Callable[[dict[str, int]], str], *lookups: dict) -> Callable:
-    """A model that makes `lookups` (one by default), then answers `answer_for(shown numbers)`."""
-    searches = lookups or ({"queryText": "insurer payment"},)
-
-    def reply(request: dict):
-        _instruction, turns, _tools = turns_of(request)
-        made = sum(len(turn.calls) for turn in turns)
-        if made < len(searches):
-            return tool_calls(("search_mail", searches[made]))
-        return text(answer_for(shown_numbers(request)))
-
-    return reply
 
 
 def by_number(shown: dict[str, int]) -> dict[int, str]:

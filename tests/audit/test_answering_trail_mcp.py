@@ -14,6 +14,7 @@ from accounts.models import FolderRole
 from answering.instructions import INSTRUCTION_VERSION
 from audit.models import AnsweringRunEmail, AnsweringRunEntry
 from mailbox.models import Email
+from tests.answering.support import model_writing
 from tests.audit.support import keep_answering_trail, trail
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
@@ -24,7 +25,7 @@ from tests.mcp.answering_support import (
     obedient_world,
 )
 from tests.mcp.conftest import call_tool, error_code, payload
-from tests.providers.openai_server import status, tool_calls
+from tests.providers.openai_server import respond, status, tool_calls
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -82,6 +83,31 @@ def test_a_two_account_question_leaves_one_entry_per_account_sharing_a_run_id(
         assert (entry.retrieval_ceiling_reached, entry.relevance_fell_back) == (False, False)
 
 
+def test_the_entry_keeps_what_was_retrieved_what_was_cited_and_what_the_answer_relied_on(
+    answering_server, api_key, world, scripted
+):
+    keep_answering_trail("work")
+    scripted.chat.always(
+        respond(model_writing(lambda shown: f"Paid [{max(shown.values())}], see [1] and [40]."))
+    )
+
+    result = _ask(answering_server, api_key, accounts=["work"])
+
+    relied = [source["storedEmailId"] for source in result["reliedOn"]]
+    assert len(relied) == 2, "the answer cited two shown sources and one forged number"
+    (entry,) = AnsweringRunEntry.objects.all()
+    rows = [(str(row.email_id), row.cited, row.relied_on_rank) for row in entry.emails.order_by("position")]
+    assert rows == [
+        (
+            citation["storedEmailId"],
+            True,
+            relied.index(citation["storedEmailId"]) + 1 if citation["storedEmailId"] in relied else None,
+        )
+        for citation in result["citations"]
+    ]
+    assert [email_id for email_id, _, rank in sorted(rows, key=lambda r: r[2] or 0) if rank] == relied
+
+
 def test_an_account_the_run_drew_nothing_from_gets_an_entry_naming_no_mail(answering_server, api_key, world):
     empty = MailAccountFactory(account_id="empty", display_name="Empty", answering_audit_enabled=True)
     mapped_folder(empty, "inbox", FolderRole.INBOX)
@@ -137,6 +163,7 @@ def test_a_run_failing_on_its_third_provider_call_is_recorded_with_what_it_read(
     assert emails, "the two lookups read mail before the third call failed"
     assert {email_id for email_id, _ in emails} <= set(world.work_ids)
     assert not any(cited for _, cited in emails), "no answer, so nothing was cited"
+    assert not AnsweringRunEmail.objects.filter(relied_on_rank__isnull=False).exists()
 
 
 def test_a_question_refused_before_its_run_leaves_no_entry(answering_server, no_chat_server, api_key, world):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.answering.support import model_writing
 from tests.mcp.answering_support import (
     answering_env,
     embedding_env,
@@ -16,7 +17,7 @@ from tests.mcp.answering_support import (
     obedient_world,
 )
 from tests.mcp.conftest import call_tool, error_code, error_text, list_tools, payload
-from tests.providers.openai_server import status
+from tests.providers.openai_server import respond, status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -74,6 +75,8 @@ def test_ask_mail_is_listed_and_answers_with_citations_and_the_three_flags(answe
             "receivedAt",
         }
         assert citation["accountId"] == "work" and citation["storedEmailId"] in world.work_ids
+    # The obedient model cites the first source it was shown, [1].
+    assert result["reliedOn"] == [{**result["citations"][0], "sourceNumber": 1}]
     log = answering_server.log()
     assert QUESTION not in log and "2,300" not in log and "Claim 4471" not in log
     assert "endpoint=scripted-endpoint" in log
@@ -117,3 +120,40 @@ def test_without_a_chat_endpoint_ask_mail_is_absent_and_a_direct_call_gets_56001
 
     assert error_code(result) == 56001
     assert "does not answer questions" in error_text(result)
+
+
+def test_relied_on_is_the_cited_subset_of_citations_and_a_forged_number_claims_nothing(
+    answering_server, api_key, world, scripted
+):
+    seen: dict[str, int] = {}
+
+    def answer(shown: dict[str, int]) -> str:
+        seen.update(shown)
+        last = max(shown.values())
+        return (
+            f"The insurer paid 2,300 euros [{last}], after the claim [1][{last}]. "
+            f"Other sources: [{last + 1}], [0], [{world.private_id}]."
+        )
+
+    scripted.chat.always(respond(model_writing(answer)))
+
+    result = payload(
+        call_tool(answering_server, api_key, "ask_mail", {"question": QUESTION, "accounts": ["work"]})
+    )
+
+    assert len(seen) >= 2, "the lookup showed several emails"
+    last = max(seen.values())
+    by_number = {number: email_id for email_id, number in seen.items()}
+    citations = {citation["storedEmailId"]: citation for citation in result["citations"]}
+    assert [(source["sourceNumber"], source["storedEmailId"]) for source in result["reliedOn"]] == [
+        (last, by_number[last]),
+        (1, by_number[1]),
+    ]
+    for source in result["reliedOn"]:  # each one is a citation, shaped like one, plus its number
+        number = source.pop("sourceNumber")
+        assert source == citations[source["storedEmailId"]]
+        assert result["citations"][number - 1] == source
+    assert world.private_id not in citations
+    log = answering_server.log()
+    assert "relied_on=2 unmatched_citations=2" in log
+    assert "2,300" not in log and QUESTION not in log
