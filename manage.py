@@ -6,11 +6,17 @@ import sys
 
 
 def main() -> None:
-    if sys.argv[1:3] == ["embedded", "stop"]:
-        # Loading the settings starts the embedded servers; stopping them must not.
-        from mailfathom.embedded import stop_running
+    if sys.argv[1:2] == ["embedded"] and sys.argv[2:3] in (["start"], ["status"], ["stop"]):
+        # Loading the settings starts the embedded servers: status and stop must not, and
+        # start says what it did. mailfathom/management/commands/embedded.py words the same.
+        from mailfathom.embedded import start_configured, status_lines, stop_running
 
-        print("stopped: " + (", ".join(stop_running()) or "nothing was running"))
+        if sys.argv[2] == "start":
+            print("started: " + (", ".join(start_configured()) or "both were running"))
+        elif sys.argv[2] == "status":
+            print("\n".join(status_lines()))
+        else:
+            print("stopped: " + (", ".join(stop_running()) or "nothing was running"))
         return
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mailfathom.settings")
     from django.core.management import execute_from_command_line

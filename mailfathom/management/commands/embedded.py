@@ -1,22 +1,21 @@
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from mailfathom import embedded
 
 
 class Command(BaseCommand):
-    help = "Show or stop the embedded PostgreSQL and Redis kept under var/."
+    help = "Start, show or stop the embedded PostgreSQL and Redis kept under var/."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("action", choices=["status", "stop"])
+        parser.add_argument("action", choices=["start", "status", "stop"])
 
     def handle(self, *args: object, **options: object) -> None:
-        if options["action"] == "status":
-            self.stdout.write(f"data folder: {embedded.var_dir()}")
-            self.stdout.write(f"database: {'embedded' if settings.EMBEDDED_DATABASE else 'DATABASE_URL'}")
-            self.stdout.write(f"redis: {'embedded' if settings.EMBEDDED_REDIS else 'REDIS_URL'}")
-            return
-        # `manage.py embedded stop` is answered by manage.py itself, before the settings
+        # `manage.py embedded ...` is answered by manage.py itself, before the settings
         # start anything; this path serves call_command, where they are loaded already.
-        stopped = embedded.stop_running()
-        self.stdout.write("stopped: " + (", ".join(stopped) or "nothing was running"))
+        if options["action"] == "start":
+            self.stdout.write("started: " + (", ".join(embedded.start_configured()) or "both were running"))
+        elif options["action"] == "status":
+            self.stdout.write("\n".join(embedded.status_lines()))
+        else:
+            stopped = embedded.stop_running()
+            self.stdout.write("stopped: " + (", ".join(stopped) or "nothing was running"))

@@ -1,14 +1,16 @@
 """`make run`: migrate, ensure the admin user, then run web, worker and beat together.
 
-Ctrl-C (or SIGTERM) stops every process this command started, including the embedded
-PostgreSQL and Redis when this command started them (not when it found them already
-serving a shell or a test run). Their data stays in var/ for next time.
+Every process, and the embedded PostgreSQL and Redis, is supervised (mailfathom.supervisor):
+one that dies is restarted with backoff and a line saying which and how it stopped. Only
+Ctrl-C (or SIGTERM), or a part failing repeatedly within a minute, stops the product, and
+then it says which part and where its log is. Stopping takes every process this command
+started, and the embedded servers when this command started them (not when it found them
+already serving a shell or a test run). Their data stays in var/ for next time.
 """
 
 from __future__ import annotations
 
 import signal
-import subprocess
 import sys
 import time
 import urllib.error
@@ -21,6 +23,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from mailfathom import embedded
 from mailfathom.bootstrap import ensure_admin_user
+from mailfathom.supervisor import ChildProcess, EmbeddedServer, GaveUp, Part, Supervisor
 
 READY_TIMEOUT = 120.0
 STOP_GRACE = 10.0
@@ -99,7 +102,13 @@ class Command(BaseCommand):
         }
         log_dir = embedded.var_dir() / "log"
         log_dir.mkdir(exist_ok=True)
-        children: dict[str, subprocess.Popen[bytes]] = {}
+        parts: list[Part] = self._embedded_servers()
+        for name, command in commands.items():
+            # The web server logs to this terminal; worker and beat to var/log/.
+            log_file = None if name == "web" else log_dir / f"{name}.log"
+            where = str(log_file) if log_file else "its output above"
+            parts.append(ChildProcess(name=f"{name} process", log=where, command=command, log_file=log_file))
+        supervisor = Supervisor(parts, self._say)
         stopping = False
 
         def request_stop(signum: int, frame: object) -> None:
@@ -109,33 +118,48 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, request_stop)
         signal.signal(signal.SIGTERM, request_stop)
         try:
-            for name, command in commands.items():
-                # A process group of its own, so Ctrl-C reaches the children only through us
-                # and we stop them in order.
-                # The web server logs to this terminal; worker and beat to var/log/.
-                output = None if name == "web" else open(log_dir / f"{name}.log", "ab")  # noqa: SIM115
-                children[name] = subprocess.Popen(
-                    command,
-                    start_new_session=True,
-                    stdout=output,
-                    stderr=subprocess.STDOUT if output else None,
-                )
+            supervisor.start_all()
             base = f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}"  # noqa: S104
-            self._wait_until_ready(f"{base}/health", children, lambda: stopping)
+            self._wait_until_ready(f"{base}/health", supervisor, lambda: stopping)
             self._print_banner(base, admin_user)
             while not stopping:
-                for name, child in children.items():
-                    if child.poll() is not None:
-                        raise CommandError(f"The {name} process stopped (exit code {child.returncode}).")
+                supervisor.check()
                 time.sleep(0.5)
+        except GaveUp as gave_up:
+            raise CommandError(str(gave_up)) from None
         finally:
-            self._stop(children)
+            self._stop(supervisor)
 
-    def _wait_until_ready(self, url: str, children: dict, stopping: Any) -> None:
+    def _embedded_servers(self) -> list[Part]:
+        servers: list[Part] = []
+        if settings.EMBEDDED_DATABASE:
+            servers.append(
+                EmbeddedServer(
+                    name="embedded PostgreSQL",
+                    log=str(embedded.var_dir() / "postgres" / "log"),
+                    answers=embedded.postgres_answers,
+                    ensure=embedded.ensure_postgres,
+                )
+            )
+        if settings.EMBEDDED_REDIS:
+            servers.append(
+                EmbeddedServer(
+                    name="embedded Redis",
+                    log=str(embedded.var_dir() / "redis" / "redis.log"),
+                    answers=embedded.redis_answers,
+                    ensure=embedded.ensure_redis,
+                )
+            )
+        return servers
+
+    def _say(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
+
+    def _wait_until_ready(self, url: str, supervisor: Supervisor, stopping: Any) -> None:
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline and not stopping():
-            if children["web"].poll() is not None:
-                raise CommandError("The web server did not start; its error is printed above.")
+            supervisor.check()
             try:
                 with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 (our own URL)
                     if response.status == 200:
@@ -171,18 +195,9 @@ class Command(BaseCommand):
         self.stdout.write("\n".join(lines))
         self.stdout.flush()
 
-    def _stop(self, children: dict[str, subprocess.Popen[bytes]]) -> None:
+    def _stop(self, supervisor: Supervisor) -> None:
         self.stdout.write("Stopping MailFathom...")
-        for child in children.values():
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE
-        for child in children.values():
-            try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+        supervisor.stop_children(STOP_GRACE)
         if settings.EMBEDDED_REDIS and "redis" in embedded.started_here:
             embedded.stop_redis()
         if settings.EMBEDDED_DATABASE and "postgres" in embedded.started_here:
