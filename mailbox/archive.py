@@ -1,21 +1,27 @@
-"""Read mail archives message by message: mbox files, Maildirs, .eml files, and trees of them.
+"""Read mail archives message by message: mbox files, Maildirs, message files, and trees of them.
 
 Streaming, so an archive of any size is read in constant memory. Written here rather than
 with the standard library's `mailbox` module, which our app of the same name shadows.
 
 A folder that is not itself a Maildir is a tree: every Maildir in it (a folder with cur/ or
-new/), every .eml file and every mbox file (a file that begins with "From ") beneath it is
-read, in path order, so one call imports a whole export of many folders. Other files
-(indexes, .DS_Store, .msf) are passed over.
+new/) and every file beneath it that holds mail is read, in path order, so one call imports
+a whole export of many folders. A file is judged by its content, never its name
+(mailbox.archive_kinds): an RFC 822 message under any name, an mbox, an Outlook .msg
+(converted by mailbox.outlook). Every other file is passed over and counted by its kind in
+the ArchiveReport, without its name.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from mailbox.archive_kinds import HIDDEN, UNREADABLE, judge_file
+from mailbox.outlook import OutlookError, outlook_to_mime
 
 MAILDIR_FLAGS = {"D": "\\Draft", "F": "\\Flagged", "R": "\\Answered", "S": "\\Seen", "T": "\\Deleted"}
 _ESCAPED_FROM = re.compile(rb"^>+From ")
@@ -35,50 +41,89 @@ class ArchiveError(Exception):
     """The path is not an archive MailFathom can read; the message says what it expected."""
 
 
+@dataclass
+class ArchiveReport:
+    """What reading an archive found: files read by kind, files passed over by kind.
+
+    Kinds are short labels (mailbox.archive_kinds), never a file's name or content.
+    """
+
+    read: Counter[str] = field(default_factory=Counter)
+    passed_over: Counter[str] = field(default_factory=Counter)
+
+
 def detect_format(path: Path) -> str:
-    """Return "maildir", "tree", "eml" or "mbox" for `path`."""
+    """Return "maildir" or "tree" for a folder; for a file, what its content is (judge_file)."""
     if path.is_dir():
         return "maildir" if _is_maildir(path) else "tree"
     if path.is_file():
-        return "eml" if path.suffix.lower() == ".eml" else "mbox"
+        return judge_file(path)[1]
     raise ArchiveError("The path is neither a file nor a folder.")
 
 
 def archive_bytes(path: Path) -> int:
     """Bytes of every message source the archive at `path` holds (what reading consumes)."""
-    return sum(source.stat().st_size for source, _ in _sources(path))
+    return sum(_size(source) for source, _ in _sources(path, Counter()))
 
 
-def read_archive(path: Path) -> Iterator[ArchivedMessage]:
-    for source, kind in _sources(path):
-        if kind == "maildir-message":
-            raw = source.read_bytes()
-            yield ArchivedMessage(raw, _maildir_flags(source.name), consumed=len(raw))
-        elif kind == "eml":
-            raw = source.read_bytes()
-            yield ArchivedMessage(raw, consumed=len(raw))
-        else:
+def read_archive(path: Path, report: ArchiveReport | None = None) -> Iterator[ArchivedMessage]:
+    """Yield the archive's messages in path order; count what was read and passed over."""
+    report = report if report is not None else ArchiveReport()
+    for source, kind in _sources(path, report.passed_over):
+        if kind == "mbox":
+            report.read[kind] += 1
             yield from read_mbox(source)
+            continue
+        try:
+            raw = source.read_bytes()
+        except OSError:
+            report.passed_over[UNREADABLE] += 1
+            continue
+        if kind == "outlook":
+            try:
+                converted = outlook_to_mime(raw)
+            except OutlookError as error:
+                report.passed_over[error.kind] += 1
+                continue
+            report.read[kind] += 1
+            yield ArchivedMessage(converted, consumed=len(raw))
+            continue
+        report.read[kind] += 1
+        flags = _maildir_flags(source.name) if kind == "maildir-message" else ()
+        yield ArchivedMessage(raw, flags, consumed=len(raw))
+
+
+def _size(file: Path) -> int:
+    try:
+        return file.stat().st_size
+    except OSError:
+        return 0
 
 
 def _is_maildir(path: Path) -> bool:
     return (path / "cur").is_dir() or (path / "new").is_dir()
 
 
-def _sources(path: Path) -> Iterator[tuple[Path, str]]:
+def _sources(path: Path, passed_over: Counter[str]) -> Iterator[tuple[Path, str]]:
     """The files the archive at `path` is read from, each with how to read it."""
     kind = detect_format(path)
     if kind == "maildir":
         yield from ((file, "maildir-message") for file in _maildir_files(path))
-    elif kind == "eml":
-        yield path, "eml"
-    elif kind == "mbox":
-        yield path, "mbox"
+    elif kind == "tree":
+        yield from _tree_sources(path, passed_over)
     else:
-        yield from _tree_sources(path)
+        yield from _judged(path, passed_over)
 
 
-def _tree_sources(root: Path) -> Iterator[tuple[Path, str]]:
+def _judged(file: Path, passed_over: Counter[str]) -> Iterator[tuple[Path, str]]:
+    readable, kind = judge_file(file)
+    if readable:
+        yield file, kind
+    else:
+        passed_over[kind] += 1
+
+
+def _tree_sources(root: Path, passed_over: Counter[str]) -> Iterator[tuple[Path, str]]:
     for directory, subdirectories, files in os.walk(root):
         here = Path(directory)
         subdirectories.sort()
@@ -90,12 +135,12 @@ def _tree_sources(root: Path) -> Iterator[tuple[Path, str]]:
             continue
         for name in sorted(files):
             file = here / name
-            if name.startswith(".") or not file.is_file():
+            if not file.is_file():
+                continue  # a socket, a fifo, a dangling link: not a file anyone exported
+            if name.startswith("."):
+                passed_over[HIDDEN] += 1
                 continue
-            if file.suffix.lower() == ".eml":
-                yield file, "eml"
-            elif _starts_like_mbox(file):
-                yield file, "mbox"
+            yield from _judged(file, passed_over)
 
 
 def _maildir_files(path: Path) -> Iterator[Path]:
@@ -113,11 +158,6 @@ def _maildir_flags(name: str) -> tuple[str, ...]:
         return ()
     letters = name.rsplit(":2,", 1)[1]
     return tuple(sorted(MAILDIR_FLAGS[letter] for letter in set(letters) if letter in MAILDIR_FLAGS))
-
-
-def _starts_like_mbox(file: Path) -> bool:
-    with open(file, "rb") as handle:
-        return handle.read(5) == b"From "
 
 
 def read_mbox(path: Path) -> Iterator[ArchivedMessage]:

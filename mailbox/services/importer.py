@@ -8,11 +8,11 @@ importing the same archive again stores nothing new.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from accounts.models import MailAccount, normalize_alias
-from mailbox.archive import ArchivedMessage, archive_bytes, read_archive
+from mailbox.archive import ArchivedMessage, ArchiveReport, archive_bytes, read_archive
 from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email
 from mailbox.parsing import header_block
 from mailbox.services.store import IncomingMessage, fill_content, store_messages
@@ -34,6 +34,8 @@ class ImportResult:
     filled: int = 0
     defective: int = 0
     suppressed: int = 0  # erased on request before: never stored again
+    # Files read and files passed over, by kind (mailbox.archive_kinds): counts, never names.
+    report: ArchiveReport = field(default_factory=ArchiveReport)
 
 
 def content_uid(raw: bytes) -> int:
@@ -50,7 +52,9 @@ def import_archive(
 ) -> ImportResult:
     """Read the archive at `path` into the folder mapped as `folder_alias` of `account_id`.
 
-    `path` may be a tree of many Maildirs, mbox and .eml files (mailbox.archive). `progress`
+    `path` may be a tree of many Maildirs, mbox files and message files (mailbox.archive);
+    each file is judged by its content, and what is passed over is counted in
+    `result.report` by kind. `progress`
     hears the bytes of the archive read and committed, after each batch; an exception it
     raises (or a KeyboardInterrupt) stops the import with every committed batch kept, and
     importing again skips what is held and goes on.
@@ -101,7 +105,7 @@ def import_archive(
 
     if progress:
         progress(Progress(label, 0, total, unit="B", items=0))
-    for archived in read_archive(path):
+    for archived in read_archive(path, result.report):
         result.read += 1
         read_bytes += archived.consumed
         batch.append(_incoming(archived, account.max_message_bytes))

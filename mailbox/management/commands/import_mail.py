@@ -1,3 +1,4 @@
+from collections import Counter
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -10,9 +11,11 @@ from mailfathom.progress import INTERRUPTED, TerminalProgress
 
 class Command(BaseCommand):
     help = (
-        "Import an mbox file, a Maildir, .eml files, or a folder holding any number of them "
-        "(read in path order), into one mapped folder, with a progress bar. Importing again "
-        "stores nothing twice; Ctrl-C stops it keeping every committed batch."
+        "Import an mbox file, a Maildir, message files (RFC 822 under any name, Outlook .msg), "
+        "or a folder holding any number of them (read in path order, each file judged by its "
+        "content), into one mapped folder, with a progress bar. Files that hold no mail are "
+        "counted by kind. Importing again stores nothing twice; Ctrl-C stops it keeping every "
+        "committed batch."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -41,3 +44,27 @@ class Command(BaseCommand):
             f"{result.filled} filled in, {result.defective} with parse defects, "
             f"{result.suppressed} erased on request before (not stored again)."
         )
+        if result.report.read:
+            self.stdout.write(f"Files read: {_counts(result.report.read, READ_KINDS)}.")
+        passed = sum(result.report.passed_over.values())
+        if passed:
+            files = "file" if passed == 1 else "files"
+            self.stdout.write(f"{passed} {files} passed over: {_counts(result.report.passed_over)}.")
+        else:
+            self.stdout.write("No file passed over.")
+
+
+# How the kinds read are named in the summary (mailbox.archive_kinds).
+READ_KINDS = {
+    "maildir-message": "Maildir messages",
+    "mbox": "mbox",
+    "eml": ".eml",
+    "message": "RFC 822 under other names",
+    "outlook": "Outlook .msg",
+}
+
+
+def _counts(counts: Counter[str], names: dict[str, str] | None = None) -> str:
+    """`3 PDF, 1 unreadable`: most first, then by name; kinds are labels, never file names."""
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{n} {(names or {}).get(kind, kind)}" for kind, n in ordered if n)
