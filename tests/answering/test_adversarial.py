@@ -228,10 +228,15 @@ def test_the_request_path_keeps_scope_and_cites_only_what_was_retrieved(
     for body in bodies:
         for marker in World.MARKERS:
             assert marker not in json.dumps(body)
+    relied = {source.source_number: source.stored_email_id for source in result.relied_on}
+    assert set(relied.values()) <= set(cited)  # relied on is always a subset of the citations
+    for number, email_id in relied.items():
+        assert cited[number - 1] == email_id  # the run's own numbering, whatever the mail wrote
     for verb, argument in orders_of(message, built):
         if verb == "cite":
             assert argument in result.answer  # the model was talked into naming it ...
             assert argument not in cited  # ... and it is still not a citation
+            assert not argument.isdigit() or int(argument) not in relied  # ... nor relied on
 
 
 # --- the relevance pass ------------------------------------------------------------------------
