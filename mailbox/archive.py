@@ -136,7 +136,9 @@ def _tree_sources(root: Path, passed_over: Counter[str]) -> Iterator[tuple[Path,
         for name in sorted(files):
             file = here / name
             if not file.is_file():
-                continue  # a socket, a fifo, a dangling link: not a file anyone exported
+                # A dangling link, a fifo, a socket: never opened (a fifo would block).
+                passed_over[UNREADABLE] += 1
+                continue
             if name.startswith("."):
                 passed_over[HIDDEN] += 1
                 continue

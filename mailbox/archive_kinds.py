@@ -28,7 +28,7 @@ PDF = "PDF"
 IMAGE = "image"
 ARCHIVE = "compressed archive"
 # An OLE file that is not an Outlook message has its kind from mailbox.outlook (OutlookError.kind).
-TEXT = "text, not a message"
+TEXT = "text (not mail)"
 BINARY = "binary"
 
 _SIGNATURES = (

@@ -23,6 +23,7 @@ the stored raw form can tell it was converted.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from email import policy
 from email.message import EmailMessage, MIMEPart
@@ -44,10 +45,15 @@ _UNSAFE_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _MEDIA_TYPE = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$")
 _POLICY = policy.SMTP.clone(max_line_length=998)
 
+# The libraries log per stream and attachment (names included, at INFO to ERROR): nothing
+# of a message belongs in our log, so they are silenced; a failure is an OutlookError.
+for _name in ("extract_msg", "olefile", "RTFDE"):
+    logging.getLogger(_name).setLevel(logging.CRITICAL + 1)
+
 
 DAMAGED = "damaged Outlook file"
-OFFICE = "Office document, not a message"
-OUTLOOK_ITEM = "Outlook item, not a message"
+OFFICE = "Office document (not mail)"
+OUTLOOK_ITEM = "Outlook item (not mail)"
 
 
 class OutlookError(Exception):
