@@ -540,11 +540,12 @@ class MailFathomSettings:
         "Characters drafting draws from one earlier message of the thread.",
     )
     drafting_source_scope: str = _choice(
-        "mailbox",
+        "correspondent",
         ("mailbox", "correspondent"),
-        "What drafting may gather sources from: mailbox (every folder tools may read, junk never) "
-        "or correspondent (only mail exchanged with the answered mail's sender or organisation, "
-        "and the firm's internal mail). The verdict guards the draft in either.",
+        "What drafting may gather sources from: correspondent (only mail exchanged with the answered "
+        "mail's sender or organisation, the firm's internal mail, and its own letters that name "
+        "nobody else's facts) or mailbox (every folder tools may read, junk never). The verdict "
+        "guards the draft in either.",
     )
     drafting_rerank_enabled: bool = _flag(
         False,

@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db.models import Q
+
 from accounts.models import MailAccount
 from accounts.services.scope import resolve_scope
 from answering.drafting.correspondents import Correspondence, correspondence_of
@@ -208,8 +210,19 @@ def locate_in_mailbox(email: Email, own: frozenset[str]) -> Callable[[Fact], lis
         if budget[0] <= 0:
             return []
         budget[0] -= 1
-        hits = rank_lexical(candidates, fact.text, LOCATE_DEPTH)
-        rows = Email.objects.in_bulk([uuid.UUID(hit.email_id) for hit in hits])
+        if fact.kind == "email":
+            # An address is whose mail it heads: looked up where it is written, not ranked as words.
+            ids = (
+                candidates.filter(
+                    Q(sender_address__iexact=fact.key) | Q(participants__address__iexact=fact.key)
+                )
+                .order_by("-received_at")
+                .values_list("pk", flat=True)
+                .distinct()[:LOCATE_DEPTH]
+            )
+        else:
+            ids = [uuid.UUID(hit.email_id) for hit in rank_lexical(candidates, fact.text, LOCATE_DEPTH)]
+        rows = Email.objects.in_bulk(list(ids))
         held = correspondence_of(rows.values(), own)
         found = []
         for row in rows.values():
