@@ -31,6 +31,7 @@ from email.utils import format_datetime
 
 import extract_msg
 import olefile
+from extract_msg.enums import DeencapType
 from extract_msg.msg_classes import MessageBase
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -141,14 +142,24 @@ def _text(value: object) -> str:
 
 
 def _html(msg: MessageBase) -> str:
+    """The HTML body Outlook kept, or de-encapsulated from its RTF body; never one made up.
+
+    (extract-msg's own htmlBody writes one from the plain text when there is none.)
+    """
     try:
-        raw = msg.htmlBody  # de-encapsulated from the RTF body when Outlook kept only that
+        raw = msg.getStream("__substg1.0_10130102")
+        if raw is None and msg.rtfBody:
+            raw = msg.deencapsulateBody(msg.rtfBody, DeencapType.HTML)
     except Exception:
         return ""
     if not raw:
         return ""
-    html = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-    return _text(html)
+    if isinstance(raw, str):
+        return _text(raw)
+    try:
+        return _text(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return _text(raw.decode("cp1252", "replace"))  # Outlook's usual code page otherwise
 
 
 def _set_headers(message: EmailMessage, msg: MessageBase) -> None:

@@ -23,8 +23,9 @@ _FILETIME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)
 @dataclass
 class OutlookAttachment:
     name: str
-    data: bytes
+    data: bytes = b""
     mime_type: str = "application/octet-stream"
+    embedded: OutlookMessage | None = None  # an attached Outlook message (ATTACH_EMBEDDED_MSG)
 
 
 @dataclass
@@ -82,7 +83,14 @@ def write_outlook_msg(path: Path, message: OutlookMessage) -> Path:
     writer.addEntry(["__nameid_version1.0"], storage=True)
     for stream in ("__substg1.0_00020102", "__substg1.0_00030102", "__substg1.0_00040102"):
         writer.addEntry(["__nameid_version1.0", stream], b"")
-    root = _Properties(writer, [])
+    _write_message(writer, [], message)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer.write(path)
+    return path
+
+
+def _write_message(writer: OleWriter, storage: list[str], message: OutlookMessage) -> None:
+    root = _Properties(writer, storage)
     root.string(0x001A, "IPM.Note")
     root.string(0x0037, message.subject)
     root.string(0x1000, message.body)
@@ -98,7 +106,7 @@ def write_outlook_msg(path: Path, message: OutlookMessage) -> Path:
     if message.transport_headers:
         root.string(0x007D, message.transport_headers)
     for n, (name, address) in enumerate(message.to):
-        recipient = _Properties(writer, [f"__recip_version1.0_#{n:08X}"])
+        recipient = _Properties(writer, [*storage, f"__recip_version1.0_#{n:08X}"])
         writer.addEntry(recipient.storage, storage=True)
         recipient.string(0x3001, name)
         recipient.string(0x3003, address)
@@ -108,18 +116,23 @@ def write_outlook_msg(path: Path, message: OutlookMessage) -> Path:
         recipient.long(0x3000, n)
         recipient.close(b"\x00" * 8)
     for n, attachment in enumerate(message.attachments):
-        part = _Properties(writer, [f"__attach_version1.0_#{n:08X}"])
+        part = _Properties(writer, [*storage, f"__attach_version1.0_#{n:08X}"])
         writer.addEntry(part.storage, storage=True)
         part.string(0x3707, attachment.name)
         part.string(0x3704, attachment.name[:12])
         part.string(0x3001, attachment.name)
-        part.string(0x370E, attachment.mime_type)
-        part.binary(0x3701, attachment.data)
-        part.long(0x3705, 1)  # ATTACH_BY_VALUE
+        if attachment.embedded is not None:
+            inner = [*part.storage, "__substg1.0_3701000D"]
+            writer.addEntry(inner, storage=True)
+            _write_message(writer, inner, attachment.embedded)
+            part.long(0x3705, 5)  # ATTACH_EMBEDDED_MSG
+        else:
+            part.string(0x370E, attachment.mime_type)
+            part.binary(0x3701, attachment.data)
+            part.long(0x3705, 1)  # ATTACH_BY_VALUE
         part.long(0x0E21, n)
         part.close(b"\x00" * 8)
     counts = len(message.to), len(message.attachments)
-    root.close(b"\x00" * 8 + struct.pack("<IIII", counts[0], counts[1], counts[0], counts[1]) + b"\x00" * 8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer.write(path)
-    return path
+    header = b"\x00" * 8 + struct.pack("<IIII", counts[0], counts[1], counts[0], counts[1])
+    # The top-level header has 8 reserved bytes more than an embedded message's.
+    root.close(header + (b"\x00" * 8 if not storage else b""))

@@ -301,3 +301,22 @@ def test_a_header_block_cut_by_the_prefix_still_counts():
 
     head = b"Received: x\r\n" + b"X-Long: " + b"v" * PREFIX_BYTES
     assert looks_like_message(head[:PREFIX_BYTES])
+
+
+def test_an_attached_outlook_message_becomes_a_message_part_with_its_own_attachment(account, tmp_path):
+    inner = OutlookMessage(
+        subject="Inner note",
+        body="Forwarded text.\r\n",
+        message_id="<inner@example.org>",
+        attachments=[OutlookAttachment("inner.txt", b"inner bytes", "text/plain")],
+    )
+    attached = OutlookAttachment("Inner note.msg", embedded=inner)
+    path = _outlook(tmp_path / "outer.msg", subject="Outer", html_body="", attachments=[attached])
+
+    _run(account, path)
+
+    email = Email.objects.get(account=account)
+    raw = _raw(email)
+    assert b"Content-Type: message/rfc822" in raw and b"Subject: Inner note" in raw
+    assert [a.file_name for a in parse_message(raw).attachments] == ["inner.txt"]
+    assert b"text/html" not in raw  # no HTML alternative is made up from the plain text
