@@ -16,6 +16,7 @@ from mailbox import tasks
 from mailbox.admin_emails import EmailAdmin
 from mailbox.admin_read_only import ReadOnlyAdmin
 from mailbox.models import Email, Folder
+from mailbox.sync.folder_state import record_interrupted_runs
 from mailfathom import moments
 
 NEVER = "never"
@@ -34,6 +35,7 @@ class FolderAdmin(ReadOnlyAdmin):
         "backoff_until",
         "message_count",
         "lease_held",
+        "interrupted",
     ]
     list_filter = ["account"]
     list_select_related = ["account", "mapping"]
@@ -52,10 +54,14 @@ class FolderAdmin(ReadOnlyAdmin):
         "consecutive_failures",
         "backoff_until",
         "lease_expires_at",
+        "interrupted_at",
+        "interrupted_stored",
+        "interrupted_server",
     ]
     readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Folder]:
+        record_interrupted_runs()  # a run that died says so wherever the folder is read
         return super().get_queryset(request).annotate(message_count=Count("emails"))
 
     @admin.display(description="alias", ordering="mapping__alias")
@@ -82,6 +88,15 @@ class FolderAdmin(ReadOnlyAdmin):
     @admin.display(description="lease held", boolean=True)
     def lease_held(self, obj: Folder) -> bool:
         return obj.lease_expires_at is not None and obj.lease_expires_at > timezone.now()
+
+    @admin.display(description="interrupted run")
+    def interrupted(self, obj: Folder) -> str:
+        if not obj.interruption_pending:
+            return "-"
+        server = f" of {obj.interrupted_server}" if obj.interrupted_server is not None else ""
+        return (
+            f"last seen {moments.to_the_second(obj.interrupted_at)}, {obj.interrupted_stored}{server} stored"
+        )
 
     def has_sync_permission(self, request: HttpRequest) -> bool:
         # Starting a run is an operation on the account, so it takes the account's permission.

@@ -7,13 +7,14 @@ are derived on read from the raw MIME.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.db.models.functions import Greatest
 from pgvector.django import VectorField
 
 from accounts.models import FolderMapping, MailAccount
@@ -49,6 +50,41 @@ class FolderQuerySet(models.QuerySet["Folder"]):
             **progress,
         )
 
+    def abandoned(self, now: datetime) -> FolderQuerySet:
+        """Folders whose run still holds a lease that has expired: it stopped without finishing.
+
+        A run releases its lease however it ends (a failure included), so an expired lease
+        still held means the worker died or lost the database mid-run. Read from the
+        partial index on held leases.
+        """
+        return self.filter(lease_token__isnull=False, lease_expires_at__lt=now)
+
+    def record_interrupted(self, now: datetime, lease_seconds: int) -> int:
+        """Record each abandoned run of these folders as interrupted, once; return how many.
+
+        Kept: when the run was last seen (its last lease renewal, or its last commit if
+        later), what it had stored and the server's count it was working towards. The lease
+        itself is left as it is: a run that was only slow may still renew it, and a new run
+        takes it over as before.
+        """
+        last_renewed = models.ExpressionWrapper(
+            models.F("lease_expires_at") - timedelta(seconds=lease_seconds),
+            output_field=models.DateTimeField(),
+        )
+        return (
+            self.abandoned(now)
+            .filter(
+                models.Q(interrupted_lease__isnull=True)
+                | ~models.Q(interrupted_lease=models.F("lease_token"))
+            )
+            .update(
+                interrupted_lease=models.F("lease_token"),
+                interrupted_at=Greatest(last_renewed, models.F("last_committed_at")),
+                interrupted_stored=models.F("run_stored"),
+                interrupted_server=models.F("server_message_count"),
+            )
+        )
+
 
 class Folder(models.Model):
     """Synchronization state of one remote folder of one account."""
@@ -78,6 +114,12 @@ class Folder(models.Model):
     )
     run_started_at = models.DateTimeField(null=True, blank=True)
     run_stored = models.PositiveIntegerField(default=0)
+    # The latest run found holding an expired lease (FolderQuerySet.record_interrupted): its
+    # lease token, when it was last seen, what it had stored and the server's count then.
+    interrupted_lease = models.UUIDField(null=True, blank=True)
+    interrupted_at = models.DateTimeField(null=True, blank=True)
+    interrupted_stored = models.PositiveIntegerField(default=0)
+    interrupted_server = models.PositiveIntegerField(null=True, blank=True)
 
     objects = FolderQuerySet.as_manager()
 
@@ -85,9 +127,30 @@ class Folder(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["account", "remote_name"], name="folder_remote_unique"),
         ]
+        indexes = [
+            # The scheduler's pass looks for abandoned runs every minute (FolderQuerySet.abandoned).
+            models.Index(
+                fields=["lease_expires_at"],
+                condition=models.Q(lease_token__isnull=False),
+                name="folder_lease_held",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.account_id}:{self.remote_name}"
+
+    @property
+    def interruption_pending(self) -> bool:
+        """An interrupted run was recorded and nothing has happened on the folder since.
+
+        A later commit (the resumed run's progress) or a later failure supersedes it.
+        """
+        at = self.interrupted_at
+        if at is None:
+            return False
+        return (self.last_committed_at is None or self.last_committed_at <= at) and (
+            self.last_failure_at is None or self.last_failure_at <= at
+        )
 
 
 class Availability(models.TextChoices):

@@ -14,7 +14,7 @@ from django.utils import timezone
 from accounts.models import MailAccount, SyncMode
 from mailbox.models import Folder
 from mailbox.services import coverage_status, embedding, lexical_search, reembedding
-from mailbox.sync import idle
+from mailbox.sync import folder_state, idle
 from mailbox.sync.engine import synchronize_account
 from mailbox.sync.folder_state import due_accounts, lease_seconds
 from mailfathom.keyvalue import redis_client
@@ -34,8 +34,8 @@ EMBED_SECONDS_PER_TASK = 50
 def sync_account(self, account_pk: int, force: bool = False) -> dict:  # type: ignore[no-untyped-def]
     """Synchronize one account; a vanished account is logged and skipped.
 
-    A folder whose lease another run holds is tried again once that lease could have
-    expired: the holder may be a worker that died mid-run, whose task this may be.
+    A folder whose lease another run holds is tried again a second after that lease
+    expires: the holder may be a worker that died mid-run, whose task this may be.
     """
     try:
         run = synchronize_account(account_pk, force=force)
@@ -43,7 +43,8 @@ def sync_account(self, account_pk: int, force: bool = False) -> dict:  # type: i
         logger.info("sync: account %s no longer exists; skipped", account_pk)
         return {"skipped": "account no longer exists"}
     if any(folder.skipped_locked for folder in run.folders):
-        raise self.retry(countdown=lease_seconds() + 1)
+        wait = min(float(lease_seconds()), folder_state.seconds_until_free(account_pk))
+        raise self.retry(countdown=wait + 1)
     return {
         "account": run.account_id,
         "stored": sum(f.stored for f in run.folders),
@@ -64,13 +65,33 @@ def queue_synchronization(account_pks: Iterable[int]) -> int:
     return len(distinct)
 
 
+RESUMING_KEY = "mailfathom:sync:resuming:{folder_pk}:{lease}"
+
+
 @shared_task(name="mailbox.sync_due_accounts", ignore_result=True)
 def sync_due_accounts() -> int:
-    """Enqueue a run for every account due for polling (folder_state.due_accounts)."""
-    due = due_accounts(timezone.now())
-    for account in due:
-        sync_account.delay(account.pk)
-    return len(due)
+    """Enqueue a run for every account due for polling, and for every account a dead run left.
+
+    A folder whose run died (its lease expired while still held) is recorded as interrupted
+    and its account queued at the first pass after the expiry, whatever its poll interval;
+    a Redis key per dead lease queues it once, not on every pass while workers are busy.
+    """
+    now = timezone.now()
+    folder_state.record_interrupted_runs(now)
+    queued = {account.pk for account in due_accounts(now)}
+    resumed = set()
+    abandoned = folder_state.accounts_to_resume(now)
+    if abandoned:
+        client = redis_client()
+        for account_pk, folder_pk, lease in abandoned:
+            key = RESUMING_KEY.format(folder_pk=folder_pk, lease=lease)
+            if client.set(key, "1", nx=True, ex=lease_seconds()) and account_pk not in queued:
+                resumed.add(account_pk)
+    for account_pk in sorted(queued | resumed):
+        sync_account.delay(account_pk)
+    if resumed:
+        logger.info("sync: %d accounts queued to resume an interrupted run", len(resumed))
+    return len(queued | resumed)
 
 
 WATCH_SECONDS = 20 * 60

@@ -5,13 +5,16 @@ a time or a failure code with its sentence: nothing here reads a subject, an add
 body. A folder's state is derived from its row at the moment of reading:
 
 - synchronizing: a run holds its lease;
+- interrupted: a run stopped without finishing (its worker died or lost the database): it
+  still held its lease when the lease expired. Recorded on the folder when first read
+  (when it was last seen, what it had stored), and shown until a later run commits or fails;
 - backing-off: its last run failed and the next attempt waits until `backoff_until`;
 - failing: its last run failed and the backoff has passed (the next run retries);
 - never: no run has committed progress yet;
 - idle: otherwise.
 
-An account is synchronizing when one of its folders is, else backing-off or failing when
-one is, else never when none has committed, else idle; "disabled" when it is not served or
+An account is synchronizing when one of its folders is, else interrupted, backing-off or
+failing when one is, else never when none has committed, else idle; "disabled" when it is not served or
 its synchronization is off.
 """
 
@@ -31,6 +34,7 @@ from django.utils import timezone
 from accounts.models import MailAccount, SyncMode
 from mailbox.models import Email, Folder
 from mailbox.sync.failures import describe
+from mailbox.sync.folder_state import record_interrupted_runs
 from mailbox.sync.idle import WATCHER_KEY
 from mailfathom.keyvalue import redis_client
 
@@ -43,6 +47,7 @@ MIN_MEASURED_SECONDS = 5.0
 class SyncState(StrEnum):
     IDLE = "idle"
     SYNCHRONIZING = "synchronizing"
+    INTERRUPTED = "interrupted"
     BACKING_OFF = "backing-off"
     FAILING = "failing"
     NEVER = "never"
@@ -63,6 +68,19 @@ class Backfill:
         return min(1.0, self.stored / self.server) if self.server else 1.0
 
 
+INTERRUPTED_SENTENCE = "The run stopped without finishing: its worker died or lost the database."
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """A run that stopped without finishing: when it was last seen and how far it got."""
+
+    last_seen_at: datetime | None
+    stored: int  # what the interrupted run itself had stored
+    server: int | None  # the server's count the run was working towards
+    sentence: str = INTERRUPTED_SENTENCE
+
+
 @dataclass(frozen=True)
 class FolderStatus:
     folder_pk: int
@@ -80,6 +98,7 @@ class FolderStatus:
     backoff_until: datetime | None
     backfill: Backfill | None  # only while synchronizing with mail still to fetch
     watcher_alive: bool | None  # None: the account is not in push mode
+    interruption: Interruption | None = None  # only while the state is interrupted
 
 
 @dataclass(frozen=True)
@@ -104,6 +123,8 @@ class AccountStatus:
 def folder_state(folder: Folder, now: datetime) -> SyncState:
     if folder.lease_expires_at is not None and folder.lease_expires_at > now:
         return SyncState.SYNCHRONIZING
+    if folder.lease_token is not None or folder.interruption_pending:
+        return SyncState.INTERRUPTED
     if folder.last_failure_code is not None:
         if folder.backoff_until is not None and folder.backoff_until > now:
             return SyncState.BACKING_OFF
@@ -117,7 +138,7 @@ def _account_state(account: MailAccount, folders: list[FolderStatus]) -> SyncSta
     if not (account.served and account.sync_enabled):
         return SyncState.DISABLED
     states = {folder.state for folder in folders}
-    for state in (SyncState.SYNCHRONIZING, SyncState.BACKING_OFF, SyncState.FAILING):
+    for state in (SyncState.SYNCHRONIZING, SyncState.INTERRUPTED, SyncState.BACKING_OFF, SyncState.FAILING):
         if state in states:
             return state
     if not folders or all(folder.last_committed_at is None for folder in folders):
@@ -137,6 +158,14 @@ def _backfill(folder: Folder, stored: int, state: SyncState, now: datetime) -> B
             per_minute = per_second * 60
             remaining = (server - stored) / per_second
     return Backfill(stored=stored, server=server, per_minute=per_minute, remaining_seconds=remaining)
+
+
+def _interruption(folder: Folder) -> Interruption:
+    if folder.lease_token is not None and folder.interrupted_lease == folder.lease_token:
+        return Interruption(folder.interrupted_at, folder.interrupted_stored, folder.interrupted_server)
+    if folder.lease_token is not None:  # expired after the record above was written
+        return Interruption(folder.last_committed_at, folder.run_stored, folder.server_message_count)
+    return Interruption(folder.interrupted_at, folder.interrupted_stored, folder.interrupted_server)
 
 
 def stored_per_folder(folder_pks: Iterable[int] | None = None) -> dict[int, int]:
@@ -170,10 +199,12 @@ def account_statuses(
 ) -> list[AccountStatus]:
     """The synchronization status of every account (or of `account_pks`), ordered by identifier.
 
-    Four queries whatever the number of accounts and folders (accounts, mapped folders, the
-    stored counts, and the push watchers in Redis); `stored` may pass counts already read.
+    Five queries whatever the number of accounts and folders (recording interrupted runs,
+    accounts, mapped folders, the stored counts, and the push watchers in Redis); `stored`
+    may pass counts already read.
     """
     now = now or timezone.now()
+    record_interrupted_runs(now)
     accounts = MailAccount.objects.annotate(mapped=Count("folders")).order_by("account_id")
     folders = Folder.objects.filter(mapping__isnull=False).select_related("mapping")
     if account_pks is not None:
@@ -207,6 +238,7 @@ def account_statuses(
                 backoff_until=folder.backoff_until if state == SyncState.BACKING_OFF else None,
                 backfill=_backfill(folder, held, state, now),
                 watcher_alive=alive.get(folder.pk, False) if folder.account_id in push_accounts else None,
+                interruption=_interruption(folder) if state == SyncState.INTERRUPTED else None,
             )
         )
 

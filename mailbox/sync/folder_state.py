@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import F, Min, Q
+from django.db.models import F, Max, Min, Q
 from django.utils import timezone
 
 from accounts.models import MailAccount
@@ -31,6 +31,37 @@ def due_accounts(now: datetime) -> list[MailAccount]:
         if account.last_progress is None
         or account.last_progress <= now - timedelta(seconds=account.poll_interval_seconds)
     ]
+
+
+def record_interrupted_runs(now: datetime | None = None) -> int:
+    """Record every run found holding an expired lease as interrupted (once per run).
+
+    Called by whatever reads folders (the status page, the scheduler's pass, the folder
+    admin), so a crashed run says so the next time anyone looks. One indexed UPDATE.
+    """
+    return Folder.objects.all().record_interrupted(now or timezone.now(), lease_seconds())
+
+
+def accounts_to_resume(now: datetime) -> list[tuple[int, int, uuid.UUID]]:
+    """(account pk, folder pk, dead lease token) of each abandoned folder synchronization works on.
+
+    A run that died leaves its lease held until it expires; nothing else would queue the
+    account before its poll interval passes again. One query on the held-lease index.
+    """
+    return list(
+        Folder.objects.abandoned(now)
+        .filter(account__in=MailAccount.objects.synchronized(), mapping__isnull=False)
+        .values_list("account_id", "pk", "lease_token")
+    )
+
+
+def seconds_until_free(account_pk: int, now: datetime | None = None) -> float:
+    """Seconds until the last lease other runs hold on the account's folders expires (0: none)."""
+    now = now or timezone.now()
+    latest = Folder.objects.filter(account_id=account_pk, lease_token__isnull=False).aggregate(
+        latest=Max("lease_expires_at")
+    )["latest"]
+    return max(0.0, (latest - now).total_seconds()) if latest is not None else 0.0
 
 
 def ensure_folders(account: MailAccount) -> list[Folder]:
