@@ -153,6 +153,9 @@ class DraftRun(models.Model):
     delivery_failed = models.PositiveIntegerField(default=0)
     stopped_by = models.CharField(max_length=16, blank=True, default="")  # "ledger", "provider"
     skipped = models.CharField(max_length=200, blank=True, default="")  # why nothing ran
+    # Set when a reader found the run unfinished with no process holding its account
+    # (answering.drafting.runs.mark_interrupted_runs): its worker died.
+    interrupted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at"]

@@ -25,9 +25,10 @@ Logs carry the account identifier, counts and the model alias: never mail or dra
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
@@ -86,6 +87,45 @@ def account_lock(account_pk: int) -> Iterator[bool]:
         if held:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_DRAFTING_LOCK, account_pk])
+
+
+# A run is recorded a moment before it takes its account's lock; an unfinished run this young
+# is never taken for dead. One older than INTERRUPTED_AFTER is, lock or not (a hung worker).
+LOCK_GRACE = timedelta(seconds=60)
+INTERRUPTED_AFTER = timedelta(hours=24)
+
+
+def mark_interrupted_runs(runs: Iterable[DraftRun], now: datetime) -> None:
+    """Mark each unfinished run of `runs` whose worker is gone as interrupted, in place and in the database.
+
+    A run is gone when no session holds its account's drafting lock (a killed worker's
+    connection, and with it the lock, ends with it) once LOCK_GRACE has passed, or when it
+    began more than INTERRUPTED_AFTER ago. Read from pg_locks without taking the lock, so a
+    run starting meanwhile is never turned away. One query, and one UPDATE if any is gone.
+    """
+    unfinished = [run for run in runs if run.ended_at is None and run.interrupted_at is None]
+    if not unfinished:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND classid = %s::oid AND objsubid = 2 AND database ="
+            " (SELECT oid FROM pg_database WHERE datname = current_database())",
+            [_DRAFTING_LOCK],
+        )
+        locked = {row[0] for row in cursor.fetchall()}
+    gone = [
+        run
+        for run in unfinished
+        if now - run.started_at > INTERRUPTED_AFTER
+        or (run.account_id not in locked and now - run.started_at > LOCK_GRACE)
+    ]
+    if gone:
+        DraftRun.objects.filter(pk__in=[run.pk for run in gone], ended_at__isnull=True).update(
+            interrupted_at=now
+        )
+        for run in gone:
+            run.interrupted_at = now
 
 
 def draft_account(

@@ -3,8 +3,9 @@
 Per account: whether drafting is on, how many emails wait at the gate (the gate's own
 conditions, counted), the latest run (what started it and what it did), the refusals of
 the last day by outcome, and when the next scheduled run is due. For the deployment: the
-drafting allowance's use and the beat schedule's interval. A fixed number of queries
-whatever the number of accounts.
+drafting allowance's use and the beat schedule's interval. A latest run left unfinished by
+a dead worker is marked interrupted here (answering.drafting.runs.mark_interrupted_runs). A
+fixed number of queries whatever the number of accounts.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from accounts.models import MailAccount
 from answering.drafting.gate import RETRY_AFTER, count_awaiting_a_draft
+from answering.drafting.runs import mark_interrupted_runs
 from answering.models import DraftAttempt, DraftRun, RunTrigger
 from answering.services.period_use import PeriodUse, read_drafting_use
 
@@ -39,7 +41,13 @@ class AccountDrafting:
 
     @property
     def running(self) -> bool:
-        return self.last_run is not None and self.last_run.ended_at is None
+        run = self.last_run
+        return run is not None and run.ended_at is None and run.interrupted_at is None
+
+    @property
+    def interrupted(self) -> bool:
+        run = self.last_run
+        return run is not None and run.ended_at is None and run.interrupted_at is not None
 
     @property
     def refused_total(self) -> int:
@@ -80,6 +88,8 @@ def drafting_status(now: datetime | None = None) -> DraftingStatus:
         run.account_id: run
         for run in DraftRun.objects.order_by("account_id", "-started_at", "-pk").distinct("account_id")
     }
+    # A latest run left unfinished by a dead worker would read "running" for ever.
+    mark_interrupted_runs(last_runs.values(), now)
     refusals: dict[int, dict[str, int]] = {}
     rows = (
         DraftAttempt.objects.filter(attempted_at__gte=now - REFUSALS_SINCE)
