@@ -6,7 +6,7 @@ import socket
 from celery import Celery, bootsteps
 from celery.signals import beat_init, before_task_publish, worker_init
 
-from mailfathom import broker, heartbeat
+from mailfathom import broker, heartbeat, unacked
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mailfathom.settings")
 
@@ -49,6 +49,7 @@ class RecordHeartbeat(bootsteps.StartStopStep):
 
 
 app.steps["worker"].add(RecordHeartbeat)
+app.steps["worker"].add(unacked.RecoverUnacked)  # a dead worker's tasks, at start
 
 
 @worker_init.connect
