@@ -281,14 +281,18 @@ def test_embed_refuses_while_a_worker_holds_the_sweep(backlog):
 # --- a real Ctrl-C -----------------------------------------------------------------------
 
 
+# Enough that a loaded machine's Ctrl-C, sent once the first batch is in, still lands mid-import.
+MESSAGES = 12000
+
+
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_real_sigint_mid_import_exits_130_keeping_whole_batches_only(tmp_path):
     account = MailAccountFactory(account_id="interrupted")
     FolderMappingFactory(account=account, alias="archive", remote_name="Archive")
     root = tmp_path / "export"
-    for n in range(3000):
-        directory = root / f"part-{n // 500}"
+    for n in range(MESSAGES):
+        directory = root / f"part-{n // 2000}"
         directory.mkdir(parents=True, exist_ok=True)
         (directory / f"{n}.eml").write_bytes(_message(n))
     held = Email.objects.filter(account=account)
@@ -308,9 +312,9 @@ def test_a_real_sigint_mid_import_exits_130_keeping_whole_batches_only(tmp_path)
     assert process.returncode == 130, err.decode()[-2000:]
     assert INTERRUPTED in err.decode()
     kept = held.count()
-    assert 0 < kept < 3000 and kept % importer.BATCH_SIZE == 0  # the batch in flight was rolled back
+    assert 0 < kept < MESSAGES and kept % importer.BATCH_SIZE == 0  # the batch in flight was rolled back
     out, _ = _run(
         "import_mail", "--account", "interrupted", "--folder", "archive", str(root), "--no-progress"
     )
-    assert f"Read 3000 messages: {3000 - kept} stored, {kept} already held" in out
-    assert held.count() == 3000 and _no_duplicates(account)
+    assert f"Read {MESSAGES} messages: {MESSAGES - kept} stored, {kept} already held" in out
+    assert held.count() == MESSAGES and _no_duplicates(account)
