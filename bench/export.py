@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # tests.factories, for the trail
-from sync import _server_connection, drop_database, recreate_database, setup_django  # noqa: E402
+from sync import _server_connection, drop_database, recreate_database, setup_django
 
 DATABASE = "mailfathom_export_bench"
 MB = 1_000_000
@@ -88,7 +88,7 @@ def fill_trail(rows: int) -> None:
             SELECT md5(n::text)::uuid, %s, 'chat', 'v1', now() - n * interval '1 second',
                    now() - n * interval '1 second', 'answered', false, false
             FROM generate_series(1, %s) AS n
-            """,  # noqa: S608 (table names from _meta)
+            """,
             [account.pk, rows],
         )
         cursor.execute(
@@ -97,7 +97,7 @@ def fill_trail(rows: int) -> None:
             SELECT entry.id, pick.email_id, pick.position, pick.position = 0
             FROM {entries} AS entry
             CROSS JOIN (VALUES (%s::uuid, 0), (%s::uuid, 1)) AS pick(email_id, position)
-            """,  # noqa: S608 (table names from _meta)
+            """,
             [str(first.pk), str(second.pk)],
         )
         cursor.execute(f"ANALYZE {entries}; ANALYZE {emails}")
@@ -126,7 +126,7 @@ def anchor() -> tuple[int, int]:
 
     lines = size = 0
     with _server_connection(settings.DATABASES["default"]["NAME"]) as conn, conn.cursor() as cursor:
-        query = f"COPY (SELECT {COLUMNS} FROM audit_apitoken ORDER BY id) TO STDOUT WITH CSV HEADER"  # noqa: S608
+        query = f"COPY (SELECT {COLUMNS} FROM audit_apitoken ORDER BY id) TO STDOUT WITH CSV HEADER"
         with cursor.copy(query) as copy:
             for block in copy:
                 lines += bytes(block).count(b"\n")

@@ -814,7 +814,7 @@ VARIANTS: dict[str, dict[str, object]] = {
 
 
 class _Forgetful(dict):
-    def __setitem__(self, key, value) -> None:  # noqa: ANN001
+    def __setitem__(self, key, value) -> None:
         return None
 
 
@@ -944,13 +944,13 @@ LOAD = LoadSampler()
 def commit() -> str:
     try:
         head = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],  # noqa: S607
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],  # noqa: S607
+            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
             text=True,
             check=True,

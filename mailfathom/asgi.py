@@ -14,9 +14,9 @@ from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mailfathom.settings")
 
-from django.conf import settings  # noqa: E402
-from django.core.asgi import get_asgi_application  # noqa: E402
-from django.core.management import call_command  # noqa: E402
+from django.conf import settings
+from django.core.asgi import get_asgi_application
+from django.core.management import call_command
 
 django_app = get_asgi_application()
 call_command("check")  # refuse to serve a misconfigured deployment (an MCP posture included)

@@ -73,7 +73,7 @@ def install() -> None:
     """
     for alias in ("redis", "rediss"):
         kombu.transport.TRANSPORT_ALIASES[alias] = f"{__name__}:Transport"
-        kombu.transport._transport_cache.pop(alias, None)  # noqa: SLF001 (resolved before install)
+        kombu.transport._transport_cache.pop(alias, None)
 
 
 class Consumer(CeleryConsumer):

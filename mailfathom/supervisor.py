@@ -22,7 +22,7 @@ MAX_FAILURES = 5
 WINDOW_SECONDS = 60.0
 
 
-class GaveUp(Exception):  # noqa: N818 (it is what happened, not a defect of ours)
+class GaveUp(Exception):
     """A part failed too often in too short a time; the message names it and its log."""
 
 
@@ -55,7 +55,7 @@ class ChildProcess(Part):
         return self.process is not None and self.process.poll() is None
 
     def start(self) -> None:
-        output = open(self.log_file, "ab") if self.log_file else None  # noqa: SIM115 (the child's)
+        output = open(self.log_file, "ab") if self.log_file else None
         try:
             # A process group of its own, so Ctrl-C reaches the children only through us and
             # we stop them in order.
@@ -162,7 +162,7 @@ class Supervisor:
         part.restart_at = None
         try:
             part.start()
-        except Exception as error:  # noqa: BLE001 (a failed start is one more failure, retried)
+        except Exception as error:
             self.say(f"The {part.name} did not start again ({type(error).__name__}). Its log: {part.log}")
             return  # not alive: the next check counts it and backs off further
         self.say(f"The {part.name} is running again.")

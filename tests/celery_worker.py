@@ -54,7 +54,7 @@ class Worker:
             ],
             cwd=ROOT,
             env=environment,
-            stdout=open(log, "ab"),  # noqa: SIM115 - owned by the process
+            stdout=open(log, "ab"),
             stderr=subprocess.STDOUT,
         )
 

@@ -123,7 +123,7 @@ class PinnedIMAPClient(IMAPClient):
         self._addresses = addresses
         super().__init__(host, **kwargs)
 
-    def _create_IMAP4(self) -> imaplib.IMAP4:  # noqa: N802 - the library's name
+    def _create_IMAP4(self) -> imaplib.IMAP4:
         connect_timeout = getattr(self._timeout, "connect", None)
         if self.ssl:
             return _PinnedTLS(self.host, self.port, self.ssl_context, connect_timeout, self._addresses)

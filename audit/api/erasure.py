@@ -43,15 +43,15 @@ class KindCountsSerializer(serializers.Serializer[Any]):
     """Rows per kind (mailbox.services.erasure.KINDS), in camelCase."""
 
     emails = serializers.IntegerField()
-    rawMessages = serializers.IntegerField()  # noqa: N815
+    rawMessages = serializers.IntegerField()
     attachments = serializers.IntegerField()
     participants = serializers.IntegerField()
     passages = serializers.IntegerField()
-    repairRequests = serializers.IntegerField()  # noqa: N815
+    repairRequests = serializers.IntegerField()
 
 
 class AccountCountsSerializer(KindCountsSerializer):
-    accountId = serializers.CharField()  # noqa: N815
+    accountId = serializers.CharField()
 
 
 class ErasureCreateSerializer(serializers.Serializer[Any]):
@@ -59,13 +59,13 @@ class ErasureCreateSerializer(serializers.Serializer[Any]):
 
     # The use case bounds and validates the addresses (51002, never repeating one).
     addresses = serializers.ListField(child=serializers.CharField(trim_whitespace=False))
-    accountIds = serializers.ListField(  # noqa: N815
+    accountIds = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="Account identifiers; absent: every account."
     )
-    receivedOnOrAfter = serializers.DateTimeField(  # noqa: N815
+    receivedOnOrAfter = serializers.DateTimeField(
         required=False, help_text="Only mail received at or after this time."
     )
-    receivedBefore = serializers.DateTimeField(  # noqa: N815
+    receivedBefore = serializers.DateTimeField(
         required=False, help_text="Only mail received before this time."
     )
 
@@ -78,30 +78,30 @@ class ErasureExecuteSerializer(serializers.Serializer[Any]):
 
 
 class ErasurePreviewSerializer(serializers.Serializer[Any]):
-    requestId = serializers.UUIDField()  # noqa: N815
+    requestId = serializers.UUIDField()
     status = serializers.CharField()
     accounts = AccountCountsSerializer(many=True, help_text="What executing would remove, per account.")
     totals = KindCountsSerializer()
 
 
 class ErasureStatementSerializer(serializers.Serializer[Any]):
-    requestId = serializers.UUIDField()  # noqa: N815
+    requestId = serializers.UUIDField()
     status = serializers.ChoiceField(choices=ErasureStatus.choices)
-    requestedBy = serializers.CharField()  # noqa: N815
-    requestedByKind = serializers.CharField()  # noqa: N815
-    requestedAt = serializers.DateTimeField()  # noqa: N815
-    executedBy = serializers.CharField()  # noqa: N815
-    executedByKind = serializers.CharField()  # noqa: N815
-    executedAt = serializers.DateTimeField(allow_null=True)  # noqa: N815
-    addressCount = serializers.IntegerField()  # noqa: N815
-    accountScope = serializers.ListField(  # noqa: N815
+    requestedBy = serializers.CharField()
+    requestedByKind = serializers.CharField()
+    requestedAt = serializers.DateTimeField()
+    executedBy = serializers.CharField()
+    executedByKind = serializers.CharField()
+    executedAt = serializers.DateTimeField(allow_null=True)
+    addressCount = serializers.IntegerField()
+    accountScope = serializers.ListField(
         child=serializers.CharField(), help_text="The request's accounts; empty: every account."
     )
-    receivedOnOrAfter = serializers.DateTimeField(allow_null=True)  # noqa: N815
-    receivedBefore = serializers.DateTimeField(allow_null=True)  # noqa: N815
+    receivedOnOrAfter = serializers.DateTimeField(allow_null=True)
+    receivedBefore = serializers.DateTimeField(allow_null=True)
     accounts = AccountCountsSerializer(many=True, help_text="What was erased; empty until executed.")
     totals = KindCountsSerializer()
-    cannotErase = serializers.ListField(child=serializers.CharField())  # noqa: N815
+    cannotErase = serializers.ListField(child=serializers.CharField())
     guide = serializers.CharField()
 
 

@@ -32,22 +32,22 @@ from audit.models import AnsweringRunEmail, AnsweringRunEntry, MutationKind, Run
 class RetrievedEmailSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField(source="email_id")
     cited = serializers.BooleanField()
-    reliedOn = serializers.SerializerMethodField()  # noqa: N815
-    reliedOnRank = serializers.IntegerField(source="relied_on_rank", allow_null=True)  # noqa: N815
+    reliedOn = serializers.SerializerMethodField()
+    reliedOnRank = serializers.IntegerField(source="relied_on_rank", allow_null=True)
 
-    def get_reliedOn(self, row: AnsweringRunEmail) -> bool:  # noqa: N802
+    def get_reliedOn(self, row: AnsweringRunEmail) -> bool:
         return row.relied_on_rank is not None
 
 
 class AnsweringEntrySerializer(serializers.Serializer[Any]):
     """One account's share of one run: the emails it read in the order the run reached them."""
 
-    runId = serializers.UUIDField(source="run_id")  # noqa: N815
-    accountId = serializers.CharField(source="account.account_id")  # noqa: N815
-    startedAt = serializers.DateTimeField(source="started_at")  # noqa: N815
-    endedAt = serializers.DateTimeField(source="ended_at")  # noqa: N815
-    chatAlias = serializers.CharField(source="chat_alias")  # noqa: N815
-    instructionVersion = serializers.CharField(source="instruction_version")  # noqa: N815
+    runId = serializers.UUIDField(source="run_id")
+    accountId = serializers.CharField(source="account.account_id")
+    startedAt = serializers.DateTimeField(source="started_at")
+    endedAt = serializers.DateTimeField(source="ended_at")
+    chatAlias = serializers.CharField(source="chat_alias")
+    instructionVersion = serializers.CharField(source="instruction_version")
     outcome = serializers.ChoiceField(choices=RunOutcome.choices)
     degradations = serializers.SerializerMethodField()
     emails = RetrievedEmailSerializer(many=True)
@@ -70,11 +70,11 @@ def degradations(entry: AnsweringRunEntry) -> list[str]:
 
 class AnsweringPageSerializer(serializers.Serializer[Any]):
     results = AnsweringEntrySerializer(many=True)
-    nextCursor = serializers.CharField(allow_null=True)  # noqa: N815
+    nextCursor = serializers.CharField(allow_null=True)
 
 
 class AnsweringRunSerializer(serializers.Serializer[Any]):
-    runId = serializers.UUIDField()  # noqa: N815
+    runId = serializers.UUIDField()
     entries = AnsweringEntrySerializer(many=True)
 
 
@@ -82,21 +82,21 @@ class MutationEntrySerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     kind = serializers.ChoiceField(choices=MutationKind.choices)
     requester = serializers.CharField()
-    requesterKind = serializers.CharField(source="requester_kind")  # noqa: N815
-    accountId = serializers.CharField(source="account_identifier")  # noqa: N815
-    messageIdHash = serializers.CharField(source="message_id_hash")  # noqa: N815
-    folderAlias = serializers.CharField(source="folder_alias")  # noqa: N815
+    requesterKind = serializers.CharField(source="requester_kind")
+    accountId = serializers.CharField(source="account_identifier")
+    messageIdHash = serializers.CharField(source="message_id_hash")
+    folderAlias = serializers.CharField(source="folder_alias")
     uid = serializers.IntegerField(allow_null=True)
-    requestedAt = serializers.DateTimeField(source="requested_at")  # noqa: N815
-    completedAt = serializers.DateTimeField(source="completed_at", allow_null=True)  # noqa: N815
+    requestedAt = serializers.DateTimeField(source="requested_at")
+    completedAt = serializers.DateTimeField(source="completed_at", allow_null=True)
     outcome = serializers.CharField()
-    failureCode = serializers.IntegerField(source="failure_code", allow_null=True)  # noqa: N815
+    failureCode = serializers.IntegerField(source="failure_code", allow_null=True)
     counts = serializers.DictField(child=serializers.IntegerField())
 
 
 class MutationPageSerializer(serializers.Serializer[Any]):
     results = MutationEntrySerializer(many=True)
-    nextCursor = serializers.CharField(allow_null=True)  # noqa: N815
+    nextCursor = serializers.CharField(allow_null=True)
 
 
 # --- Parameters and responses shared by the routes --------------------------------------------

@@ -52,9 +52,9 @@ class ComplianceApiView(APIView):
 class TokenSerializer(serializers.ModelSerializer[ApiToken]):
     """A token as its creator sees it; the secret is never part of it."""
 
-    createdAt = serializers.DateTimeField(source="created_at", read_only=True)  # noqa: N815
-    lastUsedAt = serializers.DateTimeField(source="last_used_at", read_only=True, allow_null=True)  # noqa: N815
-    revokedAt = serializers.DateTimeField(source="revoked_at", read_only=True, allow_null=True)  # noqa: N815
+    createdAt = serializers.DateTimeField(source="created_at", read_only=True)
+    lastUsedAt = serializers.DateTimeField(source="last_used_at", read_only=True, allow_null=True)
+    revokedAt = serializers.DateTimeField(source="revoked_at", read_only=True, allow_null=True)
     revoked = serializers.BooleanField(source="is_revoked", read_only=True)
     permissions = serializers.SerializerMethodField()
 
@@ -79,7 +79,7 @@ class TokenPageSerializer(serializers.Serializer[Any]):
     """One page of tokens (schema only: SignedCursorPagination writes it)."""
 
     results = TokenSerializer(many=True)
-    nextCursor = serializers.CharField(allow_null=True)  # noqa: N815
+    nextCursor = serializers.CharField(allow_null=True)
 
 
 class CreatedTokenSerializer(TokenSerializer):

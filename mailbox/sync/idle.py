@@ -54,7 +54,7 @@ def watch_folder(
     """
     folder = Folder.objects.select_related("account", "mapping").get(pk=folder_pk)
     result = WatchResult()
-    factory = client_factory or engine._default_client  # noqa: SLF001 (same package)
+    factory = client_factory or engine._default_client
     deadline = time.monotonic() + max_seconds
     try:
         client: IMAPClient = factory(folder.account)
@@ -80,7 +80,7 @@ def watch_folder(
         result.failure_code = classify(error)
         logger.info("idle folder %s: ended with failure %s", folder.pk, result.failure_code)
     finally:
-        engine._close(client)  # noqa: SLF001 (same package)
+        engine._close(client)
     return result
 
 

@@ -49,7 +49,7 @@ def two_accounts():
 def table_text(table: str) -> str:
     """Every row of `table` as PostgreSQL prints it: what a dump of the table would show."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT t::text FROM {table} t")  # noqa: S608 (a table name of ours)
+        cursor.execute(f"SELECT t::text FROM {table} t")
         return "\n".join(row[0] for row in cursor.fetchall())
 
 

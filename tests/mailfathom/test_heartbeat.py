@@ -27,7 +27,7 @@ VOID_QUEUE = "mailfathom-test-heartbeat-void"
 def test_a_real_worker_records_itself_for_each_queue_it_consumes(tmp_path):
     # The worker counts under the test database's name, as this process does without a namespace.
     roles = [heartbeat.worker_role(q) for q in ("celery", "push")]
-    redis_client().hdel(heartbeat._key(), *roles)  # noqa: SLF001
+    redis_client().hdel(heartbeat._key(), *roles)
     log = tmp_path / "worker.log"
     env = {
         **os.environ,

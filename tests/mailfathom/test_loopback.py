@@ -32,7 +32,7 @@ REFUSED = [
     "mail.localhost",
     "localhost.evil.example",
     "imap.example.org",
-    "0.0.0.0",  # noqa: S104 (the unspecified address is what is being refused)
+    "0.0.0.0",
     "::",
     "10.0.0.1",
     "128.0.0.1",
@@ -92,7 +92,7 @@ def test_posture_none_starts_when_bound_to_an_accepted_host(settings, host):
     assert _posture_none_on(settings, host) == []
 
 
-@pytest.mark.parametrize("host", ["localhost.localdomain", "localhost.", "0.0.0.0"])  # noqa: S104
+@pytest.mark.parametrize("host", ["localhost.localdomain", "localhost.", "0.0.0.0"])
 def test_posture_none_is_refused_at_startup_when_bound_to_a_refused_host(settings, host):
     assert "mailfathom.E021" in _posture_none_on(settings, host)
 

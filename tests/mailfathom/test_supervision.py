@@ -71,7 +71,7 @@ def test_a_worker_killed_under_serve_is_restarted_and_the_web_server_keeps_answe
         [sys.executable, "manage.py", "serve", "--port", str(port)],
         cwd=ROOT,
         env=env,
-        stdout=open(output, "ab"),  # noqa: SIM115 - owned by the process
+        stdout=open(output, "ab"),
         stderr=subprocess.STDOUT,
     )
     text = lambda: output.read_text(errors="replace")  # noqa: E731

@@ -97,7 +97,7 @@ def start_server(
         cwd=ROOT,
         env=server_env(**overrides),
         stdout=subprocess.DEVNULL,
-        stderr=open(log_path, "wb"),  # noqa: SIM115 - owned by the process
+        stderr=open(log_path, "wb"),
     )
     server = Server(process=process, base=f"http://127.0.0.1:{port}", log_path=log_path)
     if wait:

@@ -38,7 +38,7 @@ def test_posture_none_on_loopback_is_accepted(mcp_settings, host):
     assert mcp_settings(mcp_enabled=True, mcp_auth="none", http_host=host) == []
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "mail.example.org", "::"])  # noqa: S104
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "mail.example.org", "::"])
 def test_posture_none_off_loopback_is_refused_without_the_override(mcp_settings, host):
     messages = mcp_settings(mcp_enabled=True, mcp_auth="none", http_host=host)
     assert ("mailfathom.E021", ERROR) in _ids(messages)
@@ -49,7 +49,7 @@ def test_the_override_allows_posture_none_off_loopback(mcp_settings):
     messages = mcp_settings(
         mcp_enabled=True,
         mcp_auth="none",
-        http_host="0.0.0.0",  # noqa: S104
+        http_host="0.0.0.0",
         mcp_allow_unauthenticated_nonloopback=True,
         mcp_allowed_hosts="mail.example.org",
     )
@@ -57,7 +57,7 @@ def test_the_override_allows_posture_none_off_loopback(mcp_settings):
 
 
 def test_api_key_off_loopback_is_accepted_but_warns_about_loopback_only_hosts(mcp_settings):
-    messages = mcp_settings(mcp_enabled=True, mcp_auth="api-key", http_host="0.0.0.0")  # noqa: S104
+    messages = mcp_settings(mcp_enabled=True, mcp_auth="api-key", http_host="0.0.0.0")
     assert _ids(messages) == [("mailfathom.W020", WARNING)]
 
 

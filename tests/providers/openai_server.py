@@ -452,7 +452,7 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     return behaviour
             return status(500, "the scripted behaviours did not settle")
 
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             arrived = time.monotonic()
             request = json.loads(self.rfile.read(length) or b"{}")

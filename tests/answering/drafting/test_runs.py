@@ -35,7 +35,7 @@ pytestmark = pytest.mark.django_db
 # --- the stand-in for the pipeline --------------------------------------------------------
 
 
-def StandInComposed(body: str, **fields) -> ComposedDraft:  # noqa: N802 (reads like the type)
+def StandInComposed(body: str, **fields) -> ComposedDraft:
     """A real pipeline.ComposedDraft, made up by the stand-in."""
     values = {
         "intent": Intent.INQUIRY.value,
@@ -50,7 +50,7 @@ def StandInComposed(body: str, **fields) -> ComposedDraft:  # noqa: N802 (reads 
     return ComposedDraft(body=body, **{**values, **fields})
 
 
-def StandInRefused(stage: str, outcome: str, model_alias: str = "utility") -> DraftRefused:  # noqa: N802
+def StandInRefused(stage: str, outcome: str, model_alias: str = "utility") -> DraftRefused:
     """A real pipeline.DraftRefused, made up by the stand-in."""
     return DraftRefused(
         stage=stage,
