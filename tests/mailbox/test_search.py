@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import logging
 
 import pytest
 from django.core.management import call_command
 
 from accounts.models import FolderRole
+from mailbox.models import LexicalTermStat
 from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.search import search_emails
 from mailbox.services.selection import MailFilter
@@ -144,7 +146,14 @@ def test_no_log_line_carries_the_query_or_mail_content(mailbox_with_mail, caplog
 
 
 def test_term_statistics_refresh_command_counts_words(mailbox_with_mail):
-    call_command("refresh_term_stats", stdout=open("/dev/null", "w"))
+    LexicalTermStat.objects.all().delete()
+    out = io.StringIO()
+
+    call_command("refresh_term_stats", stdout=out)
+
+    counted = LexicalTermStat.objects.count()
+    assert counted > 0 and out.getvalue().strip() == f"{counted} words counted."
+    assert LexicalTermStat.objects.filter(word="insurer").exists()  # a word of the mailbox's mail
 
 
 def test_candidates_come_from_the_rarest_words_whose_postings_fit_the_budget():
