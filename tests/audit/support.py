@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+
 from accounts.models import MailAccount
 from audit.models import AnsweringRunEntry
 
@@ -18,3 +21,11 @@ def trail() -> dict[str, tuple[AnsweringRunEntry, list[tuple[str, bool]]]]:
         assert entry.account.account_id not in found, "one entry per account per run"
         found[entry.account.account_id] = (entry, emails)
     return found
+
+
+def person(username: str, *codenames: str, staff: bool = True, every_audit_permission: bool = False):
+    """A user holding the named audit permissions, or all of them; none when none is named."""
+    user = get_user_model().objects.create_user(username=username, password="x", is_staff=staff)
+    held = Permission.objects.filter(content_type__app_label="audit")
+    user.user_permissions.add(*(held if every_audit_permission else held.filter(codename__in=codenames)))
+    return user

@@ -8,19 +8,17 @@ from __future__ import annotations
 import logging
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.test import Client
 
 from accounts.models import FolderRole, MailAccount
 from audit import tokens
-from audit.api.throttling import forget_counts
 from audit.erasure_models import ErasureRequestRecord, ErasureStatus
+from tests.audit.support import person
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
 from tests.mailbox.test_erasure import PERSON, message, row_counts, store
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 
 SECOND_ADDRESS = "d.smith@example.net"
 # What each wire kind of the statement counts, as rows of the model row_counts() names.
@@ -33,13 +31,6 @@ MODEL_OF_KIND = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _fresh_rate_counts():
-    forget_counts()
-    yield
-    forget_counts()
-
-
 @pytest.fixture
 def two_accounts():
     """billing: the person in From, To and Cc, plus one unrelated; support: one To, trail on."""
@@ -50,14 +41,6 @@ def two_accounts():
         store(billing, message(role, n, attachment=n == 0))
     store(billing, message("", 9))
     store(support, message("To", 20, person=SECOND_ADDRESS))
-
-
-def person(username: str, *codenames: str):
-    user = get_user_model().objects.create_user(username=username, password="x", is_staff=True)
-    user.user_permissions.add(
-        *Permission.objects.filter(content_type__app_label="audit", codename__in=codenames)
-    )
-    return user
 
 
 @pytest.fixture

@@ -17,24 +17,16 @@ from django.db import connection
 
 from audit import tokens
 from audit.api import export
-from audit.api.throttling import forget_counts
 from audit.api.views import TOKEN_EXPORT
 from audit.tokens import ApiToken
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 
 ROWS = 100_000
 # The bound asked for is 50 MB; 10 MB is what makes this test fail on an export that holds
 # the rows: reading them with list() instead of .iterator() peaked at 29.8 MB here, while
 # the streaming export peaks near 1.5 MB.
 MEMORY_CEILING = 10 * 1024 * 1024
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rate_counts():
-    forget_counts()
-    yield
-    forget_counts()
 
 
 @pytest.fixture

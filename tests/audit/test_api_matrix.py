@@ -34,14 +34,13 @@ from django.utils import timezone
 from audit import tokens
 from audit.api import urls
 from audit.api.permissions import ANY
-from audit.api.throttling import forget_counts
 from audit.api.urls import ROUTES, Route
 from audit.erasure_models import ErasureRequesterKind
 from audit.models import AnsweringRunEntry, RunOutcome
 from audit.services.erasure import Requester, request_erasure
 from tests.factories import MailAccountFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 
 _names = itertools.count()
 
@@ -146,13 +145,6 @@ def _expected(route: Route, caller: Caller) -> int:
     if route.permission == ANY:
         return route.success if caller.held else 403
     return route.success if route.permission in caller.held else 403
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rate_counts():
-    forget_counts()
-    yield
-    forget_counts()
 
 
 def _label(route: Route) -> str:

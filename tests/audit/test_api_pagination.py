@@ -3,28 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 
-from audit.api.throttling import forget_counts
 from audit.tokens import ApiToken
+from tests.audit.support import person
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rate_counts():
-    forget_counts()
-    yield
-    forget_counts()
-
-
-def person(username: str):
-    user = get_user_model().objects.create_user(username=username, password="x", is_staff=True)
-    user.user_permissions.add(
-        *Permission.objects.filter(content_type__app_label="audit", codename="view_audit")
-    )
-    return user
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 
 
 def tokens_of(user, count: int, revoked_every: int = 0) -> None:
@@ -47,7 +30,7 @@ def tokens_of(user, count: int, revoked_every: int = 0) -> None:
 
 @pytest.fixture
 def signed_in(client):
-    user = person("ines")
+    user = person("ines", "view_audit")
     client.force_login(user)
     return client, user
 
@@ -104,7 +87,7 @@ def test_cursor_of_another_person_is_refused_with_52002(signed_in, client):
     from django.test import Client
 
     other = Client()
-    other.force_login(person("omar"))
+    other.force_login(person("omar", "view_audit"))
     response = other.get(f"/api/tokens/?page_size=2&cursor={cursor}")
     assert response.status_code == 400
     assert response.json()["code"] == 52002

@@ -3,33 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 
 from audit import tokens
-from audit.api.throttling import forget_counts
+from tests.audit.support import person
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rate_counts():
-    forget_counts()
-    yield
-    forget_counts()
-
-
-def person(username: str):
-    user = get_user_model().objects.create_user(username=username, password="x", is_staff=True)
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="audit"))
-    return user
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 
 
 def test_read_request_past_the_rate_gets_429_with_retry_after_and_the_setting_named(
     client, mailfathom_settings
 ):
     mailfathom_settings(api_read_requests_per_minute=3)
-    client.force_login(person("ines"))
+    client.force_login(person("ines", every_audit_permission=True))
     statuses = [client.get("/api/tokens/").status_code for _ in range(4)]
     assert statuses == [200, 200, 200, 429]
     refused = client.get("/api/tokens/")
@@ -43,7 +28,7 @@ def test_read_request_past_the_rate_gets_429_with_retry_after_and_the_setting_na
 
 def test_export_scope_counts_apart_from_reads(client, mailfathom_settings):
     mailfathom_settings(api_export_requests_per_hour=1, api_read_requests_per_minute=100)
-    client.force_login(person("ines"))
+    client.force_login(person("ines", every_audit_permission=True))
     assert client.get("/api/tokens/export/").status_code == 200
     refused = client.get("/api/tokens/export/")
     assert refused.status_code == 429
@@ -54,7 +39,7 @@ def test_export_scope_counts_apart_from_reads(client, mailfathom_settings):
 
 def test_a_token_and_its_creator_have_allowances_of_their_own(client, mailfathom_settings):
     mailfathom_settings(api_export_requests_per_hour=1)
-    user = person("ines")
+    user = person("ines", every_audit_permission=True)
     first = tokens.create_token(user, "one", ["export_audit"]).secret
     second = tokens.create_token(user, "two", ["export_audit"]).secret
     assert client.get("/api/tokens/export/", HTTP_AUTHORIZATION=f"Bearer {first}").status_code == 200
@@ -69,7 +54,7 @@ def test_refused_caller_is_not_counted_against_the_rate(client, mailfathom_setti
     mailfathom_settings(api_read_requests_per_minute=1)
     for _ in range(3):
         assert client.get("/api/tokens/").status_code == 401
-    client.force_login(person("ines"))
+    client.force_login(person("ines", every_audit_permission=True))
     assert client.get("/api/tokens/").status_code == 200
 
 
@@ -80,7 +65,7 @@ def test_requests_pass_unthrottled_with_a_warning_when_redis_does_not_answer(
 
     from tests.support import free_port
 
-    client.force_login(person("ines"))
+    client.force_login(person("ines", every_audit_permission=True))
     mailfathom_settings(api_read_requests_per_minute=1)
     # A real refused connection: nothing listens on a free port. Restored before the
     # fixtures' teardown, which clears the counters in the real Redis.

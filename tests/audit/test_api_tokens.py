@@ -11,26 +11,11 @@ from django.contrib.auth.models import Group, Permission
 from django.utils import timezone
 
 from audit import tokens
-from audit.api.throttling import forget_counts
 from audit.tokens import ApiToken
+from tests.audit.support import person
 from tests.privacy import remember
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rate_counts():
-    forget_counts()
-    yield
-    forget_counts()
-
-
-def person(username: str, *codenames: str, staff: bool = True):
-    user = get_user_model().objects.create_user(username=username, password="x", is_staff=staff)
-    user.user_permissions.add(
-        *Permission.objects.filter(content_type__app_label="audit", codename__in=codenames)
-    )
-    return user
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 
 
 def bearer(secret: str) -> dict[str, str]:

@@ -13,7 +13,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
 from accounts.models import MailAccount
-from audit.api.throttling import forget_counts
 from audit.models import (
     AnsweringRunEmail,
     AnsweringRunEntry,
@@ -26,16 +25,9 @@ from audit.models import (
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 
 T0 = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rate_counts():
-    forget_counts()
-    yield
-    forget_counts()
 
 
 @pytest.fixture
