@@ -60,6 +60,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timings per draft (default 5)")
     parser.add_argument("--scope", choices=("mailbox", "correspondent", "both"), default="both")
     parser.add_argument("--corpus", type=int, default=0, help="also draft for N reply pairs of the corpus")
+    parser.add_argument(
+        "--corpus-own",
+        default="",
+        help="the corpus account's own address (e.g. one at enron.com), so its conversations are the firm's",
+    )
+    parser.add_argument("--skip-attack-set", action="store_true", help="only the corpus part")
     args = parser.parse_args()
 
     setup_django(DATABASE)
@@ -71,6 +77,12 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    from answering.drafting import pipeline
+
+    # This measures the verdict, not spend: whichever ledger the pipeline admits through counts nothing.
+    for name in ("period_ledger", "drafting_ledger"):
+        if hasattr(pipeline, name):
+            setattr(pipeline, name, UncountedLedger)
     from tests.providers.openai_server import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(dimensions=384) as server:
@@ -86,12 +98,12 @@ def main() -> None:
             embedding_api_key="k",
         )
         scopes = ("mailbox", "correspondent") if args.scope == "both" else (args.scope,)
-        for scope in scopes:
+        for scope in () if args.skip_attack_set else scopes:
             settings.MAILFATHOM = settings.MAILFATHOM.replace(drafting_source_scope=scope)
             run(server, scope, args.repeat)
         if args.corpus:
             settings.MAILFATHOM = settings.MAILFATHOM.replace(embedding_provider="none")
-            corpus_run(args.corpus, scopes)
+            corpus_run(args.corpus, scopes, args.corpus_own)
 
 
 def run(server, scope: str, repeat: int) -> None:
@@ -115,10 +127,6 @@ def run(server, scope: str, repeat: int) -> None:
     from tests.answering.drafting.support import GENERATE
     from tests.factories import MailAccountFactory
 
-    # This measures the verdict, not spend: whichever ledger the pipeline admits through counts nothing.
-    for name in ("period_ledger", "drafting_ledger"):
-        if hasattr(pipeline, name):
-            setattr(pipeline, name, UncountedLedger)
     Email.objects.all().delete()
     from accounts.models import MailAccount
 
@@ -219,7 +227,7 @@ def run(server, scope: str, repeat: int) -> None:
     )
 
 
-def corpus_run(count: int, scopes: tuple[str, ...]) -> None:
+def corpus_run(count: int, scopes: tuple[str, ...], own_address: str = "") -> None:
     import json
 
     import retrieval
@@ -243,6 +251,9 @@ def corpus_run(count: int, scopes: tuple[str, ...]) -> None:
     refresh_term_stats()
     print(f"\ncorpus: {held} emails ({time.perf_counter() - started:.0f} s to load)")
     account = MailAccount.objects.get(account_id="corpus")
+    if own_address:
+        account.username = own_address
+        account.save(update_fields=["username"])
     hidden = mapped_folder(account, "hidden-replies", visible_to_tools=False)
     own = own_parties(account)
     pairs = [json.loads(line) for line in (corpus / "reply-pairs-dev.jsonl").read_text().splitlines()]
@@ -283,10 +294,13 @@ def corpus_run(count: int, scopes: tuple[str, ...]) -> None:
             flagged: dict[str, int] = dict.fromkeys(REASONS, 0)
             any_flag, sources, composed, judged = 0, [], 0, 0
             overall: dict[str, int] = {}
+            refused: dict[str, int] = {}
             for target, _reply, words in chosen:
                 model.body = words
                 result = pipeline.compose_draft(Email.objects.select_related("account").get(pk=target))
                 if isinstance(result, pipeline.DraftRefused):
+                    key = f"{result.stage}:{result.outcome}"
+                    refused[key] = refused.get(key, 0) + 1
                     continue
                 composed += 1
                 judged += _thread_judged(target, own)
@@ -303,6 +317,8 @@ def corpus_run(count: int, scopes: tuple[str, ...]) -> None:
             print(f"  any of the four: {any_flag} ({any_flag / max(composed, 1):.1%}); "
                   f"sources per draft: mean {statistics.mean(sources or [0]):.2f}")  # fmt: skip
             print(f"  answered mail claiming a held thread the account took part in: {judged}")
+            if refused:
+                print(f"  refused before a draft: {dict(sorted(refused.items()))}")
             print("  every verdict reason, the text checks included (a draft may carry several):")
             for code, count in sorted(overall.items(), key=lambda item: -item[1]):
                 print(f"    {code:<28} {count:>4}  ({count / max(composed, 1):.1%})")

@@ -175,7 +175,9 @@ def judge(fact: Fact, origins: Sequence[Origin], recipients: frozenset[str]) -> 
                 "before sending.",
             )
         )
-    if fact.is_identifying:
+    # A reply that goes only to the firm's own side (a colleague) keeps what it holds inside the
+    # firm: another customer's facts are not being disclosed to anyone outside it.
+    if fact.is_identifying and recipients:
         allowed = any(
             origin.role == ANSWERED or origin.is_firms_own or origin.parties & recipients
             for origin in holding

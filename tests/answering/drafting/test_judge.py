@@ -1,0 +1,41 @@
+"""judge: whether a fact found in another correspondent's mail may go where the reply goes."""
+
+from __future__ import annotations
+
+from answering.drafting.facts import evidence_from, extract_facts
+from answering.drafting.provenance import SOURCE, Origin, judge
+from mailbox.models import Direction
+
+MEYER_PHONE = "+49 171 5550123"
+
+
+def _meyers_mail() -> Origin:
+    text = f"Reach me on {MEYER_PHONE}."
+    return Origin(
+        SOURCE,
+        "m1",
+        Direction.INCOMING,
+        frozenset({"kunde-meyer.example"}),
+        "Jana Meyer",
+        evidence_from([text]),
+    )
+
+
+def _codes(recipients: frozenset[str]) -> list[str]:
+    (fact,) = [fact for fact in extract_facts(f"Call her on {MEYER_PHONE}.") if fact.kind == "phone"]
+    judgement = judge(fact, [_meyers_mail()], recipients)
+    assert judgement is not None and judgement.origins == ("m1",)
+    return [code for code, _sentence in judgement.flags]
+
+
+def test_another_customers_fact_in_a_reply_to_an_outsider_is_flagged():
+    assert _codes(frozenset({"fresh-buyer.example"})) == ["other_correspondent"]
+
+
+def test_the_customers_own_fact_going_back_to_them_is_not():
+    assert _codes(frozenset({"kunde-meyer.example"})) == []
+
+
+def test_a_reply_that_stays_inside_the_firm_discloses_nothing():
+    # Answering a colleague: the reply goes to no party outside the firm.
+    assert _codes(frozenset()) == []
