@@ -158,6 +158,15 @@ def _sent_to_many(holding: Sequence[Origin]) -> bool:
     return len(parties) >= 2
 
 
+def _a_quantity(fact: Fact) -> bool:
+    """A bare figure of three or four digits (a count, a quantity, a page): seldom anyone's data.
+
+    Longer digit runs (an account or customer number written without its shape) stay
+    identifying; amounts carry their currency and are another kind.
+    """
+    return fact.kind == "figure" and len(fact.key.split(".")[0]) < 5
+
+
 def judge(fact: Fact, origins: Sequence[Origin], recipients: frozenset[str]) -> Judgement | None:
     """None when no origin holds `fact` (it is unsupported); else where it came from and its flags."""
     holding = [origin for origin in origins if origin.evidence.supports(fact)]
@@ -177,7 +186,7 @@ def judge(fact: Fact, origins: Sequence[Origin], recipients: frozenset[str]) -> 
         )
     # A reply that goes only to the firm's own side (a colleague) keeps what it holds inside the
     # firm: another customer's facts are not being disclosed to anyone outside it.
-    if fact.is_identifying and recipients:
+    if fact.is_identifying and recipients and not _a_quantity(fact):
         allowed = any(
             origin.role == ANSWERED or origin.is_firms_own or origin.parties & recipients
             for origin in holding

@@ -39,3 +39,23 @@ def test_the_customers_own_fact_going_back_to_them_is_not():
 def test_a_reply_that_stays_inside_the_firm_discloses_nothing():
     # Answering a colleague: the reply goes to no party outside the firm.
     assert _codes(frozenset()) == []
+
+
+def _figure_codes(written: str) -> list[str]:
+    origin = Origin(
+        SOURCE,
+        "m1",
+        Direction.INCOMING,
+        frozenset({"kunde-meyer.example"}),
+        "Jana Meyer",
+        evidence_from([f"We counted {written} of them."]),
+    )
+    (fact,) = [fact for fact in extract_facts(f"There are {written}.") if fact.kind == "figure"]
+    judgement = judge(fact, [origin], frozenset({"fresh-buyer.example"}))
+    assert judgement is not None
+    return [code for code, _sentence in judgement.flags]
+
+
+def test_a_long_number_from_another_customer_is_theirs_but_a_small_quantity_is_not():
+    assert _figure_codes("88412907") == ["other_correspondent"]
+    assert _figure_codes("1500") == []
