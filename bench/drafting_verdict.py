@@ -326,17 +326,10 @@ def corpus_run(count: int, scopes: tuple[str, ...], own_address: str = "") -> No
 
 def _thread_judged(email_id, own) -> bool:
     """Whether thread_hijack could judge this mail: it claims a held thread the account was part of."""
-    from answering.drafting.correspondents import party_of
-    from mailbox.models import Email, Participant
+    from answering.drafting.correspondents import earlier_in_thread, firm_took_part
+    from mailbox.models import Email
 
-    email = Email.objects.get(pk=email_id)
-    claimed = {value for value in (email.in_reply_to, *email.references) if value}
-    earlier = Email.objects.filter(account_id=email.account_id, message_id__in=claimed).exclude(pk=email.pk)
-    addresses = [
-        *earlier.values_list("sender_address", flat=True),
-        *Participant.objects.filter(email__in=earlier).values_list("address", flat=True),
-    ]
-    return any(party_of(address) in own for address in addresses)
+    return firm_took_part(earlier_in_thread(Email.objects.get(pk=email_id)), own)
 
 
 if __name__ == "__main__":

@@ -123,6 +123,7 @@ def measure_outage(server, broker, var: Path, outage: float, rounds: int) -> Non
 
 def measure_kill(server, broker, var: Path) -> None:  # type: ignore[no-untyped-def]
     from mailbox.models import Email, Folder
+    from mailfathom.management.commands.serve import child_commands
     from mailfathom.supervisor import ChildProcess, Supervisor
     from tests.mailbox.imap_support import account_for, add_user
     from tests.support import database_url
@@ -139,39 +140,18 @@ def measure_kill(server, broker, var: Path) -> None:  # type: ignore[no-untyped-
         "MAILFATHOM_KEYRING": __import__("django.conf").conf.settings.MAILFATHOM_KEYRING,
     }
     os.environ.update(env)  # the supervisor's children inherit it
-    python = sys.executable
+    # The worker and beat exactly as `make run` starts them.
+    commands = child_commands(sys.executable, "127.0.0.1", 0, str(var / "beat-schedule"))
     worker = ChildProcess(
         name="worker process",
         log=str(var / "kill-worker.log"),
-        command=[
-            python,
-            "-m",
-            "celery",
-            "-A",
-            "mailfathom",
-            "worker",
-            "--concurrency",
-            "2",
-            "--loglevel",
-            "INFO",
-        ],
+        command=commands["worker"],
         log_file=var / "kill-worker.log",
     )
     beat = ChildProcess(
         name="beat process",
         log=str(var / "kill-beat.log"),
-        command=[
-            python,
-            "-m",
-            "celery",
-            "-A",
-            "mailfathom",
-            "beat",
-            "--loglevel",
-            "INFO",
-            "--schedule",
-            str(var / "beat-schedule"),
-        ],
+        command=commands["beat"],
         log_file=var / "kill-beat.log",
     )
     supervisor = Supervisor([worker, beat], lambda line: print("  supervisor:", line))

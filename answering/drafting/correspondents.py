@@ -193,7 +193,21 @@ def reply_to_reasons(email: Email, own: frozenset[str]) -> list[str]:
     return reasons
 
 
-def _took_part(earlier: list[Email], own: frozenset[str]) -> bool:
+def earlier_in_thread(email: Email) -> list[Email]:
+    """The stored messages `email` claims to follow (In-Reply-To, References), received before it."""
+    claimed = {value for value in (email.in_reply_to, *email.references) if value}
+    if not claimed:
+        return []
+    return list(
+        Email.objects.filter(
+            account_id=email.account_id, message_id__in=claimed, received_at__lt=email.received_at
+        )
+        .exclude(pk=email.pk)
+        .only("id", "sender_address", "sender_name")
+    )
+
+
+def firm_took_part(earlier: list[Email], own: frozenset[str]) -> bool:
     """Whether the firm's own side sent one of `earlier` or was addressed by name in one."""
     if any(party_of(row.sender_address) in own for row in earlier):
         return True
@@ -205,20 +219,13 @@ def _took_part(earlier: list[Email], own: frozenset[str]) -> bool:
 
 def thread_hijack_reasons(email: Email, own: frozenset[str]) -> list[str]:
     """thread_hijack when `email` claims a stored conversation its sender took no part in."""
-    claimed = {value for value in (email.in_reply_to, *email.references) if value}
     sender = party_of(email.sender_address)
-    if not claimed or not sender or sender in own:
+    if not sender or sender in own:
         return []
-    earlier = list(
-        Email.objects.filter(
-            account_id=email.account_id, message_id__in=claimed, received_at__lt=email.received_at
-        )
-        .exclude(pk=email.pk)
-        .only("id", "sender_address", "sender_name")
-    )
+    earlier = earlier_in_thread(email)
     if not earlier:
-        return []  # a conversation this mailbox never held cannot be judged
-    if not _took_part(earlier, own):
+        return []  # no claim, or a conversation this mailbox never held: nothing to judge
+    if not firm_took_part(earlier, own):
         # A thread the firm only overheard (a mailing list, a copy forwarded to it) is open to
         # whoever joins it; a hijack takes over a conversation the firm itself was part of.
         return []

@@ -29,6 +29,67 @@ READY_TIMEOUT = 120.0
 STOP_GRACE = 10.0
 
 
+def child_commands(python: str, host: str, port: int, beat_schedule: str) -> dict[str, list[str]]:
+    """The command line of each process `make run` starts and supervises, by name."""
+    return {
+        "web": [
+            python,
+            "-m",
+            "uvicorn",
+            "mailfathom.asgi:application",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--no-access-log",
+        ],
+        "worker": [
+            python,
+            "-m",
+            "celery",
+            "-A",
+            "mailfathom",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--concurrency",
+            "2",
+        ],
+        # IDLE watchers wait on the network for minutes: threads, on a queue of their own,
+        # so they never hold the slots synchronization runs need.
+        "push-worker": [
+            python,
+            "-m",
+            "celery",
+            "-A",
+            "mailfathom",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--queues",
+            "push",
+            "--pool",
+            "threads",
+            "--concurrency",
+            "20",
+            "--hostname",
+            "push@%h",
+        ],
+        "beat": [
+            python,
+            "-m",
+            "celery",
+            "-A",
+            "mailfathom",
+            "beat",
+            "--loglevel",
+            "INFO",
+            "--schedule",
+            beat_schedule,
+        ],
+    }
+
+
 class Command(BaseCommand):
     help = "Run MailFathom: the web app (admin, API, /mcp), one Celery worker and celery beat."
 
@@ -42,64 +103,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         admin_user = ensure_admin_user(settings.MAILFATHOM.admin_password)
 
-        python = sys.executable
-        commands = {
-            "web": [
-                python,
-                "-m",
-                "uvicorn",
-                "mailfathom.asgi:application",
-                "--host",
-                host,
-                "--port",
-                str(port),
-                "--no-access-log",
-            ],
-            "worker": [
-                python,
-                "-m",
-                "celery",
-                "-A",
-                "mailfathom",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--concurrency",
-                "2",
-            ],
-            # IDLE watchers wait on the network for minutes: threads, on a queue of their own,
-            # so they never hold the slots synchronization runs need.
-            "push-worker": [
-                python,
-                "-m",
-                "celery",
-                "-A",
-                "mailfathom",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--queues",
-                "push",
-                "--pool",
-                "threads",
-                "--concurrency",
-                "20",
-                "--hostname",
-                "push@%h",
-            ],
-            "beat": [
-                python,
-                "-m",
-                "celery",
-                "-A",
-                "mailfathom",
-                "beat",
-                "--loglevel",
-                "INFO",
-                "--schedule",
-                settings.CELERY_BEAT_SCHEDULE_FILENAME,
-            ],
-        }
+        commands = child_commands(sys.executable, host, port, settings.CELERY_BEAT_SCHEDULE_FILENAME)
         log_dir = embedded.var_dir() / "log"
         log_dir.mkdir(exist_ok=True)
         parts: list[Part] = self._embedded_servers()
