@@ -249,6 +249,9 @@ class Email(models.Model):
 
     direction = models.CharField(max_length=8, choices=Direction.choices, default=Direction.INCOMING)
     is_bulk = models.BooleanField(default=False)
+    # Came through a mailing list (List-Id, Precedence: list): published to the list's members.
+    # Drafting's verdict treats its facts as public and its threads as open to every member.
+    is_list_mail = models.BooleanField(default=False)
     # The conversation this email belongs to, across the account's folders (Sent included):
     # the id of one of its emails, set at storing time (mailbox.services.threads). Empty only
     # for mail stored before threading existed, until `manage.py thread_mail` has run.

@@ -3,7 +3,7 @@
 Import from here; the submodules are internal.
 """
 
-from mailbox.parsing.bulk import DEFAULT_BULK_LOCAL_PARTS, is_bulk
+from mailbox.parsing.bulk import DEFAULT_BULK_LOCAL_PARTS, is_bulk, is_list_mail
 from mailbox.parsing.envelope import HEADER_BLOCK_BYTES, header_block, parse_envelope
 from mailbox.parsing.filenames import normalize_file_name
 from mailbox.parsing.limits import ParseLimits
@@ -22,6 +22,7 @@ __all__ = [
     "attachment_bytes",
     "header_block",
     "is_bulk",
+    "is_list_mail",
     "normalize_file_name",
     "parse_envelope",
     "parse_message",

@@ -18,6 +18,18 @@ def _token(value: str) -> str:
     return value.split(";", 1)[0].split("(", 1)[0].strip().lower()
 
 
+def is_list_mail(message: ParsedMessage) -> bool:
+    """Return whether a message came through a mailing list (List-Id, or Precedence: list).
+
+    A list post is published to the list's members: what it says was given to a group,
+    not entrusted to one reader. Automatic mail (Auto-Submitted, a no-reply sender) and
+    newsletters judged only by List-Unsubscribe are not list mail: transactional mail such
+    as an invoice notification carries those too.
+    """
+    headers = message.bulk_headers
+    return headers.has_list_id or _token(headers.precedence) == "list"
+
+
 def is_bulk(message: ParsedMessage, sender_local_parts: frozenset[str] = DEFAULT_BULK_LOCAL_PARTS) -> bool:
     """Return whether a message is bulk or automatic.
 

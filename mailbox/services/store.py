@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from accounts.models import FolderRole
 from mailbox.models import Availability, Direction, Email, Folder, Participant, RawMessage
-from mailbox.parsing import ParsedMessage, is_bulk, parse_envelope, parse_message
+from mailbox.parsing import ParsedMessage, is_bulk, is_list_mail, parse_envelope, parse_message
 from mailbox.services import suppression, threads
 from mailbox.services.copy_rows import copy_rows
 from mailbox.sync.failures import LeaseLost
@@ -184,6 +184,7 @@ def store_messages(
                 if parsed_for_row is None:
                     _apply_envelope(email, envelope)
                 email.is_bulk = is_bulk(envelope, local_parts)
+                email.is_list_mail = is_list_mail(envelope)
                 email.direction = _direction(envelope, own_address, is_sent_folder)
                 if parsed_for_row is not None and parsed_for_row.defects:
                     result.defective += 1
@@ -264,6 +265,7 @@ def fill_content(email: Email, raw: bytes) -> bool:
         _apply_parsed(locked, parsed)
         locked.availability = Availability.ENCRYPTED if parsed.encrypted else Availability.AVAILABLE
         locked.is_bulk = is_bulk(parsed, bulk_local_parts())
+        locked.is_list_mail = is_list_mail(parsed)
         # Its ids were unknown while it was held without content: it may belong to a thread.
         threads.assign_threads(locked.account_id, [locked])
         locked.save()

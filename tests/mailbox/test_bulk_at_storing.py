@@ -53,3 +53,5 @@ def test_import_applies_every_bulk_signal_and_the_configured_local_parts(tmp_pat
 
     stored = dict(Email.objects.filter(account=account).values_list("subject", "is_bulk"))
     assert stored == {subject: bulk for subject, (_, bulk) in CASES.items()}
+    listed = set(Email.objects.filter(account=account, is_list_mail=True).values_list("subject", flat=True))
+    assert listed == {"case 6", "case 7"}  # Precedence: list and List-Id, nothing else

@@ -12,6 +12,7 @@ from mailbox.parsing import (
     BulkHeaders,
     ParsedMessage,
     is_bulk,
+    is_list_mail,
     parse_message,
 )
 
@@ -88,3 +89,24 @@ def test_parsed_list_headers_make_a_parsed_message_bulk() -> None:
     assert is_bulk(parse_message(msg.as_bytes())) is True
     del msg["List-Id"]
     assert is_bulk(parse_message(msg.as_bytes())) is False
+
+
+@pytest.mark.parametrize(
+    ("bulk", "listed"),
+    [
+        ({"has_list_id": True}, True),
+        ({"precedence": "list"}, True),
+        ({"precedence": "List (mailman)"}, True),
+        ({"precedence": "bulk"}, False),  # automatic senders say bulk too
+        ({"has_list_unsubscribe": True}, False),  # transactional mail carries it as well
+        ({"auto_submitted": "auto-generated"}, False),
+        ({}, False),
+    ],
+)
+def test_list_mail_is_what_a_mailing_list_delivered(bulk: dict, listed: bool) -> None:
+    assert is_list_mail(message(**bulk)) is listed
+
+
+def test_a_noreply_sender_is_bulk_but_not_list_mail() -> None:
+    automatic = message("noreply@shop.example")
+    assert is_bulk(automatic) is True and is_list_mail(automatic) is False
