@@ -119,7 +119,13 @@ class Fact:
 
     @property
     def is_identifying(self) -> bool:
-        """Whether the fact says something about someone (a small figure or a year does not)."""
+        """Whether the fact says something about someone (a small figure or a year does not).
+
+        A reference needs three digits: "POP3", "3MB" or "1e6" name a protocol, a size or a
+        number, where an order or customer number has a number space of its own.
+        """
+        if self.kind == "reference":
+            return sum(character.isdigit() for character in self.key) >= 3
         if self.kind != "figure":
             return self.kind in IDENTIFYING
         whole = self.key.split(".")[0]

@@ -9,11 +9,12 @@ A fact of the draft found in no origin is unsupported (assess lists it by kind).
 that is found is then judged by where it was found:
 
 - other_correspondent: an identifying fact (IBAN, BIC, phone, address, link, reference,
-  amount, a figure of three digits or more) found only in mail exchanged with parties
+  amount, a figure of five digits or more) found only in mail exchanged with parties
   none of whom the reply goes to. The answered mail, mail exchanged with a recipient,
   the firm's internal mail, reference documents and signatures may all supply facts; so
   may outgoing mail that sent the fact to two or more parties (the firm's own data,
-  such as its bank account, which it gives everyone).
+  such as its bank account, which it gives everyone), and mailing-list posts (published
+  to the list's members, not entrusted to the firm alone).
 - unverified_payment_detail: an IBAN, a BIC or a payment link found only in incoming
   mail (the answered one or any other), never in the firm's outgoing mail, its reference
   documents or its signatures. Internal incoming mail does not verify one: a sender name
@@ -66,6 +67,7 @@ class Origin:
     parties: frozenset[str]  # external parties (correspondents.party_of)
     label: str
     evidence: Evidence
+    published: bool = False  # a mailing-list post (Email.is_list_mail)
 
     @property
     def is_firms_own(self) -> bool:
@@ -90,6 +92,7 @@ def _email_origin(role: str, email: Email, text: str, found: Correspondence) -> 
         found.parties,
         found.label,
         evidence_from([text], [email.received_at]),
+        published=email.is_list_mail,
     )
 
 
@@ -188,7 +191,7 @@ def judge(fact: Fact, origins: Sequence[Origin], recipients: frozenset[str]) -> 
     # firm: another customer's facts are not being disclosed to anyone outside it.
     if fact.is_identifying and recipients and not _a_quantity(fact):
         allowed = any(
-            origin.role == ANSWERED or origin.is_firms_own or origin.parties & recipients
+            origin.role == ANSWERED or origin.is_firms_own or origin.published or origin.parties & recipients
             for origin in holding
         )
         if not allowed and not _sent_to_many(holding):

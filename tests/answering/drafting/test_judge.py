@@ -59,3 +59,58 @@ def _figure_codes(written: str) -> list[str]:
 def test_a_long_number_from_another_customer_is_theirs_but_a_small_quantity_is_not():
     assert _figure_codes("88412907") == ["other_correspondent"]
     assert _figure_codes("1500") == []
+
+
+def test_a_fact_a_mailing_list_published_may_be_repeated():
+    posted = Origin(
+        SOURCE,
+        "l1",
+        Direction.INCOMING,
+        frozenset({"kunde-meyer.example"}),
+        "Jana Meyer",
+        evidence_from([f"Reach me on {MEYER_PHONE}."]),
+        published=True,
+    )
+    (fact,) = [fact for fact in extract_facts(f"Call her on {MEYER_PHONE}.") if fact.kind == "phone"]
+    judgement = judge(fact, [_meyers_mail(), posted], frozenset({"fresh-buyer.example"}))
+    assert judgement is not None and judgement.flags == ()
+
+
+def test_a_list_post_never_verifies_a_payment_detail():
+    iban = "DE89 3704 0044 0532 0130 00"
+    posted = Origin(
+        SOURCE,
+        "l1",
+        Direction.INCOMING,
+        frozenset({"kunde-meyer.example"}),
+        "Jana Meyer",
+        evidence_from([f"Pay to {iban}."]),
+        published=True,
+    )
+    (fact,) = [fact for fact in extract_facts(f"Our IBAN is {iban}.") if fact.kind == "iban"]
+    judgement = judge(fact, [posted], frozenset({"fresh-buyer.example"}))
+    assert judgement is not None
+    assert [code for code, _sentence in judgement.flags] == ["unverified_payment_detail"]
+
+
+def _reference_codes(reference: str) -> list[str]:
+    origin = Origin(
+        SOURCE,
+        "m1",
+        Direction.INCOMING,
+        frozenset({"kunde-meyer.example"}),
+        "Jana Meyer",
+        evidence_from([f"See {reference} for the details."]),
+    )
+    facts = [fact for fact in extract_facts(f"As in {reference}.") if fact.kind == "reference"]
+    assert facts, reference
+    judgement = judge(facts[0], [origin], frozenset({"fresh-buyer.example"}))
+    assert judgement is not None
+    return [code for code, _sentence in judgement.flags]
+
+
+def test_a_reference_with_three_digits_is_someones_but_a_name_like_pop3_is_not():
+    assert _reference_codes("CL-77031") == ["other_correspondent"]
+    assert _reference_codes("HW-551") == ["other_correspondent"]
+    for name in ("POP3", "3MB", "1e6", "MP3"):
+        assert _reference_codes(name) == [], name
