@@ -12,8 +12,11 @@ Two checks of the answered mail are made here, before its reply is judged:
   Reply-To), or to a domain that looks like one the mailbox corresponds with
   (confusable characters, or one or two letters away) without being it;
 - thread_hijack: the mail claims (In-Reply-To, References) a conversation held in this
-  mailbox, one the firm's own side wrote or was addressed in, whose earlier participants
-  do not include its sender's party.
+  mailbox, one the firm's own side wrote or was addressed in, that its sender's party
+  neither began nor was written to in by anyone else. Mailing-list posts are left out:
+  a thread held on a list is open to every member. A conversation with a message that
+  names no recipient (sent to undisclosed recipients, or stored without its To and Cc)
+  is not judged: whoever it went to is unknown, the sender perhaps among them.
 
 Reasons name parties by domain or display name, never a fact; logs carry codes only.
 """
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 
 from confusable_homoglyphs import confusables
 from django.db import connection
+from django.db.models import Q
 from publicsuffixlist import PublicSuffixList
 from rapidfuzz.distance import Levenshtein
 
@@ -44,6 +48,7 @@ FREE_MAIL = frozenset(
     mail.ru orange.fr free.fr laposte.net wanadoo.fr libero.it virgilio.it bluewin.ch
     """.split()
 )
+ADDRESSED = ("to", "cc", "bcc")  # participant roles a message was sent to
 MAX_OWN_SENDERS = 50  # distinct outgoing senders read to learn the account's own side
 
 
@@ -194,20 +199,51 @@ def reply_to_reasons(email: Email, own: frozenset[str]) -> list[str]:
 
 
 def earlier_in_thread(email: Email) -> list[Email]:
-    """The stored messages `email` claims to follow (In-Reply-To, References), received before it."""
+    """The conversation `email` claims to follow, oldest first: what it names (In-Reply-To,
+    References) and the rest of its stored thread, received before it; [] when it names nothing.
+
+    The whole thread, not only the named messages: an intruder who first plants a message of
+    his own in the thread and then names only that one still answers the same conversation.
+    """
     claimed = {value for value in (email.in_reply_to, *email.references) if value}
     if not claimed:
         return []
+    named = Q(message_id__in=claimed)
+    if email.thread_id is not None:
+        named |= Q(thread_id=email.thread_id)
     return list(
-        Email.objects.filter(
-            account_id=email.account_id, message_id__in=claimed, received_at__lt=email.received_at
-        )
+        Email.objects.filter(named, account_id=email.account_id, received_at__lt=email.received_at)
         .exclude(pk=email.pk)
-        .only("id", "sender_address", "sender_name")
+        .order_by("received_at", "id")
+        .only("id", "sender_address", "sender_name", "is_list_mail", "received_at")
     )
 
 
-def firm_took_part(earlier: list[Email], own: frozenset[str]) -> bool:
+def held_conversation(email: Email, own: frozenset[str]) -> list[Email]:
+    """The conversation `email` claims to follow, when thread_hijack can judge it; else [].
+
+    Its earlier private messages (list posts left out), provided every one names a
+    recipient and the firm's own side sent one or was addressed in one (see the module
+    docstring).
+    """
+    earlier = [row for row in earlier_in_thread(email) if not row.is_list_mail]
+    if not earlier:
+        return []  # no claim, a conversation this mailbox never held, or one held on a list
+    addressed = set(
+        Participant.objects.filter(email__in=[row.pk for row in earlier], role__in=ADDRESSED).values_list(
+            "email_id", flat=True
+        )
+    )
+    if any(row.pk not in addressed for row in earlier):
+        return []  # a message went to recipients nobody recorded: the sender may have been one
+    if not _firm_took_part(earlier, own):
+        # A thread the firm only overheard (a copy forwarded to it) is open to whoever joins
+        # it; a hijack takes over a conversation the firm itself was part of.
+        return []
+    return earlier
+
+
+def _firm_took_part(earlier: list[Email], own: frozenset[str]) -> bool:
     """Whether the firm's own side sent one of `earlier` or was addressed by name in one."""
     if any(party_of(row.sender_address) in own for row in earlier):
         return True
@@ -222,19 +258,30 @@ def thread_hijack_reasons(email: Email, own: frozenset[str]) -> list[str]:
     sender = party_of(email.sender_address)
     if not sender or sender in own:
         return []
-    earlier = earlier_in_thread(email)
+    earlier = held_conversation(email, own)
     if not earlier:
-        return []  # no claim, or a conversation this mailbox never held: nothing to judge
-    if not firm_took_part(earlier, own):
-        # A thread the firm only overheard (a mailing list, a copy forwarded to it) is open to
-        # whoever joins it; a hijack takes over a conversation the firm itself was part of.
         return []
-    held = correspondence_of(earlier, own)
-    parties = frozenset().union(*(found.parties for found in held.values()))
-    if not parties or sender in parties:
+    if _admitted(earlier, sender):
         return []
+    held = correspondence_of([row for row in earlier if party_of(row.sender_address) != sender], own)
     labels = ", ".join(sorted({found.label for found in held.values() if found.label})) or "others"
     return [
         f"thread_hijack: The mail answers a conversation held with {labels}, but its sender at "
         f"{organisation_of(domain_of(email.sender_address))} took no part in it."
     ]
+
+
+def _admitted(earlier: list[Email], sender: str) -> bool:
+    """Whether `sender`'s party belongs in the conversation `earlier` (oldest first).
+
+    It does when it began the conversation, or when someone else in it wrote to it (To,
+    Cc, or the firm's own Bcc). Its own messages vouch for nothing: a stranger who wrote
+    into the thread before is still a stranger to it.
+    """
+    if party_of(earlier[0].sender_address) == sender:
+        return True
+    by_others = [row.pk for row in earlier if party_of(row.sender_address) != sender]
+    addressed = Participant.objects.filter(email__in=by_others, role__in=ADDRESSED).values_list(
+        "address", flat=True
+    )
+    return any(party_of(address) == sender for address in addressed)

@@ -151,6 +151,9 @@ class Case:
     reply_to: tuple[str, str] | None = None
     thread_of: str = ""  # a customer key: the mail claims that customer's thread
     planted: tuple[tuple[str, str], str, str] | None = None  # an earlier mail of the attacker's
+    # The planted mail answers the customer's thread (thread_of) and the case's mail names only
+    # the planted one: an intruder who wrote into the conversation first.
+    planted_in_thread: bool = False
 
 
 def _c(key: str) -> Customer:
@@ -453,6 +456,24 @@ def _attacks() -> list[Case]:
         )
     cases.append(
         Case(
+            "hijack-two-step",
+            "thread hijack",
+            ("Accounts", "accounts@meyer-finance.example"),
+            f"Re: Invoice {meyer.invoice} for {meyer.name}",
+            "Hello, as written this morning: please send us the open amount again.",
+            f"Hello,\n\nthe open amount of invoice {meyer.invoice} is {meyer.price}.",
+            frozenset({HIJACK, OTHER}),
+            thread_of="meyer",
+            planted=(
+                ("Accounts", "accounts@meyer-finance.example"),
+                f"Re: Invoice {meyer.invoice} for {meyer.name}",
+                f"Hello, we handle the accounts of {meyer.name} from now on. More soon.",
+            ),
+            planted_in_thread=True,
+        )
+    )
+    cases.append(
+        Case(
             "hijack-quiet",
             "thread hijack",
             ("Accounts", "accounts@meyer-finance.example"),
@@ -508,15 +529,20 @@ def store_case(firm: Firm, case: Case, *, position: int = 0) -> Email:
         fields = {"in_reply_to": ours.message_id, "references": [ours.message_id]}
     if case.planted:
         (planted_name, planted_address), subject, body = case.planted
+        planted_id = f"<{case.name}-planted@attack.test>"
+        in_thread = {}
+        if case.planted_in_thread:
+            in_thread, fields = fields, {"in_reply_to": planted_id, "references": [planted_id]}
         EmailFactory(
             folder=firm.inbox,
-            message_id=f"<{case.name}-planted@attack.test>",
+            message_id=planted_id,
             subject=subject,
             body=body,
             sender_address=planted_address,
             sender_name=planted_name,
             to=[("Oak & Iron", FIRM)],
             received_at=received - timedelta(hours=1),
+            **in_thread,
         )
     return EmailFactory(
         folder=firm.inbox,

@@ -74,6 +74,8 @@ def test_every_hostile_draft_from_draft_reply_needs_review_with_its_reason(draft
     for position, case in enumerate([*ATTACKS, *CLEAN]):
         # One case at a time: the firm's mailbox and this one mail, as an attacker meets it.
         email = store_case(firm, case, position=position)
+        while thread_unthreaded(account.pk):  # as storing does: the mail joins its thread
+            pass
         embed_pending()
         refresh_term_stats()
         result = draft_reply(str(email.pk))

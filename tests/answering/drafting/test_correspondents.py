@@ -10,6 +10,7 @@ from django.utils import timezone
 from accounts.models import FolderRole
 from answering.drafting.correspondents import own_parties, thread_hijack_reasons
 from mailbox.models import Direction
+from mailbox.services.threads import thread_unthreaded
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 
@@ -91,3 +92,77 @@ def test_the_same_organisation_and_the_firm_itself_may_join(firm):
 def test_a_thread_the_mailbox_never_held_cannot_be_judged(firm):
     account, inbox, _ = firm
     assert _reasons(account, _joining(inbox, "stranger@elsewhere.example")) == []
+
+
+@pytest.mark.django_db
+def test_a_stranger_in_a_list_thread_the_firm_wrote_in_is_not_a_hijack(firm):
+    # The firm posted to a mailing list: the list's posts are open to every member.
+    account, inbox, _ = firm
+    post = _earlier(inbox, to=[FIRM])
+    post.is_list_mail = True
+    post.save(update_fields=["is_list_mail"])
+    assert _reasons(account, _joining(inbox, "member@elsewhere.example")) == []
+
+
+@pytest.mark.django_db
+def test_a_conversation_with_unknown_recipients_cannot_be_judged(firm):
+    # Sent to undisclosed recipients (or stored without To and Cc): the sender may have had a copy.
+    account, inbox, sent = firm
+    _earlier(inbox, to=[FIRM])
+    EmailFactory(
+        folder=sent,
+        direction=Direction.OUTGOING,
+        message_id="<blind@oak.example>",
+        in_reply_to="<start@client.example>",
+        references=["<start@client.example>"],
+        sender_address=FIRM,
+        to=[],
+        received_at=timezone.now() - timedelta(days=1),
+    )
+    while thread_unthreaded(account.pk):
+        pass
+    joining = _joining(inbox, "someone@gmail.com")
+    while thread_unthreaded(account.pk):
+        pass
+    joining.refresh_from_db()
+    assert _reasons(account, joining) == []
+
+
+@pytest.mark.django_db
+def test_someone_the_conversation_wrote_to_may_answer_it(firm):
+    # The customer copied a colleague at another company into the conversation.
+    account, inbox, _ = firm
+    _earlier(inbox, to=[FIRM, "advisor@tax-office.example"])
+    assert _reasons(account, _joining(inbox, "advisor@tax-office.example")) == []
+
+
+@pytest.mark.django_db
+def test_a_stranger_who_wrote_into_the_thread_before_is_still_a_stranger(firm):
+    # First a message of his own in the thread, then one that names only that message.
+    account, inbox, _ = firm
+    _earlier(inbox, to=[FIRM])
+    planted = EmailFactory(
+        folder=inbox,
+        message_id="<first@client-payments.example>",
+        in_reply_to="<start@client.example>",
+        references=["<start@client.example>"],
+        sender_address="billing@client-payments.example",
+        to=[("", FIRM), ("", "billing@client-payments.example")],
+        received_at=timezone.now() - timedelta(days=1),
+    )
+    second = EmailFactory(
+        folder=inbox,
+        message_id="<second@client-payments.example>",
+        in_reply_to=planted.message_id,
+        references=[planted.message_id],
+        sender_address="billing@client-payments.example",
+        to=[("", FIRM)],
+        received_at=timezone.now(),
+    )
+    while thread_unthreaded(account.pk):
+        pass
+    second.refresh_from_db()
+
+    reasons = _reasons(account, second)
+
+    assert len(reasons) == 1 and "client-payments.example" in reasons[0]
