@@ -30,6 +30,8 @@ facts to the drafting endpoint and how many sources a clean draft was given.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
 import sys
 import time
@@ -66,6 +68,16 @@ def main() -> None:
         help="the corpus account's own address (e.g. one at enron.com), so its conversations are the firm's",
     )
     parser.add_argument("--skip-attack-set", action="store_true", help="only the corpus part")
+    parser.add_argument(
+        "--observer",
+        action="store_true",
+        help="corpus part: the account is a bystander (--corpus-own or nobody), not each reply's author",
+    )
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="corpus part: what each other_correspondent and thread_hijack flag rests on",
+    )
     args = parser.parse_args()
 
     setup_django(DATABASE)
@@ -103,7 +115,7 @@ def main() -> None:
             run(server, scope, args.repeat)
         if args.corpus:
             settings.MAILFATHOM = settings.MAILFATHOM.replace(embedding_provider="none")
-            corpus_run(args.corpus, scopes, args.corpus_own)
+            corpus_run(args.corpus, scopes, args.corpus_own, explain=args.explain, observer=args.observer)
 
 
 def run(server, scope: str, repeat: int) -> None:
@@ -114,6 +126,7 @@ def run(server, scope: str, repeat: int) -> None:
     from mailbox.models import Email
     from mailbox.services.embedding import embed_pending
     from mailbox.services.lexical_search import refresh_term_stats
+    from mailbox.services.threads import thread_unthreaded
     from tests.answering.drafting.attack_set import (
         ATTACKS,
         CLEAN,
@@ -145,6 +158,8 @@ def run(server, scope: str, repeat: int) -> None:
     clean_sources: list[int] = []
     for position, case in enumerate([*ATTACKS, *CLEAN]):
         email = store_case(firm, case, position=position)
+        while thread_unthreaded(firm.account.pk):  # as storing does: the mail joins its thread
+            pass
         embed_pending()
         refresh_term_stats()
         result = pipeline.compose_draft(Email.objects.select_related("account").get(pk=email.pk))
@@ -227,7 +242,14 @@ def run(server, scope: str, repeat: int) -> None:
     )
 
 
-def corpus_run(count: int, scopes: tuple[str, ...], own_address: str = "") -> None:
+def corpus_run(
+    count: int,
+    scopes: tuple[str, ...],
+    own_address: str = "",
+    *,
+    explain: bool = False,
+    observer: bool = False,
+) -> None:
     import json
 
     import retrieval
@@ -292,18 +314,22 @@ def corpus_run(count: int, scopes: tuple[str, ...], own_address: str = "") -> No
         for scope in scopes:
             settings.MAILFATHOM = settings.MAILFATHOM.replace(drafting_source_scope=scope)
             flagged: dict[str, int] = dict.fromkeys(REASONS, 0)
-            any_flag, sources, composed, judged = 0, [], 0, 0
+            any_flag, sources, composed, judged, fully_addressed = 0, [], 0, 0, 0
             overall: dict[str, int] = {}
             refused: dict[str, int] = {}
-            for target, _reply, words in chosen:
+            for target, reply, words in chosen:
                 model.body = words
-                result = pipeline.compose_draft(Email.objects.select_related("account").get(pk=target))
+                with contextlib.nullcontext(own) if observer else _firm_is_author(account, reply) as own:
+                    result = pipeline.compose_draft(Email.objects.select_related("account").get(pk=target))
+                    claimed, addressed = _thread_judged(target, own)
+                    judged, fully_addressed = judged + claimed, fully_addressed + addressed
+                    if explain and not isinstance(result, pipeline.DraftRefused):
+                        _explain(result, target, own)
                 if isinstance(result, pipeline.DraftRefused):
                     key = f"{result.stage}:{result.outcome}"
                     refused[key] = refused.get(key, 0) + 1
                     continue
                 composed += 1
-                judged += _thread_judged(target, own)
                 for code in set(reason_codes(result.reasons)) or {"(ready)"}:
                     overall[code] = overall.get(code, 0) + 1
                 codes = set(reason_codes(result.reasons)) & set(REASONS)
@@ -316,7 +342,10 @@ def corpus_run(count: int, scopes: tuple[str, ...], own_address: str = "") -> No
                 print(f"  {code:<28} {flagged[code]:>4}  ({flagged[code] / max(composed, 1):.1%})")
             print(f"  any of the four: {any_flag} ({any_flag / max(composed, 1):.1%}); "
                   f"sources per draft: mean {statistics.mean(sources or [0]):.2f}")  # fmt: skip
-            print(f"  answered mail claiming a held thread the account took part in: {judged}")
+            print(
+                f"  answered mail claiming a conversation the account took part in: {judged}, "
+                f"every message of it with recorded recipients: {fully_addressed}"
+            )
             if refused:
                 print(f"  refused before a draft: {dict(sorted(refused.items()))}")
             print("  every verdict reason, the text checks included (a draft may carry several):")
@@ -324,12 +353,75 @@ def corpus_run(count: int, scopes: tuple[str, ...], own_address: str = "") -> No
                 print(f"    {code:<28} {count:>4}  ({count / max(composed, 1):.1%})")
 
 
-def _thread_judged(email_id, own) -> bool:
-    """Whether thread_hijack could judge this mail: it claims a held thread the account was part of."""
-    from answering.drafting.correspondents import earlier_in_thread, firm_took_part
+@contextlib.contextmanager
+def _firm_is_author(account, reply_id):
+    """Make the reply's author the mailbox's owner, as a firm drafting its own reply would be.
+
+    While it lasts, the account's user name is the author's address and the author's
+    letters are outgoing mail (a firm's mailbox holds what it sent); yields the account's
+    own parties. Everything is put back after the draft.
+    """
+    from answering.drafting.correspondents import own_parties
+    from mailbox.models import Direction, Email
+
+    author = Email.objects.get(pk=reply_id).sender_address
+    turned = list(
+        Email.objects.filter(
+            account=account, sender_address__iexact=author, direction=Direction.INCOMING
+        ).values_list("pk", flat=True)
+    )
+    Email.objects.filter(pk__in=turned).update(direction=Direction.OUTGOING)
+    before = account.username
+    account.username = author
+    account.save(update_fields=["username"])
+    try:
+        yield own_parties(account)
+    finally:
+        Email.objects.filter(pk__in=turned).update(direction=Direction.INCOMING)
+        account.username = before
+        account.save(update_fields=["username"])
+
+
+def _explain(result, email_id, own) -> None:
+    """What each other_correspondent and thread_hijack flag rests on (BENCH_SHOW_FACTS=1 adds the fact)."""
+    from answering.drafting.assess import reason_codes
+    from answering.drafting.correspondents import correspondence_of, held_conversation, party_of
     from mailbox.models import Email
 
-    return firm_took_part(earlier_in_thread(Email.objects.get(pk=email_id)), own)
+    for finding in result.findings:
+        if finding["code"] != "other_correspondent":
+            continue
+        rows = Email.objects.in_bulk([origin for origin in finding["origins"] if ":" not in origin])
+        held = correspondence_of(rows.values(), own)
+        described = [
+            f"{row.direction[:3]} list={row.is_list_mail} parties={sorted(held[str(row.pk)].parties)}"
+            for row in rows.values()
+        ]
+        fact = result.body[finding["start"] : finding["end"]] if os.environ.get("BENCH_SHOW_FACTS") else ""
+        print(f"    other_correspondent {finding['kind']} {fact}: {'; '.join(described)}")
+    if "thread_hijack" in reason_codes(result.reasons):
+        email = Email.objects.get(pk=email_id)
+        earlier = held_conversation(email, own)
+        parties = sorted(frozenset().union(*(f.parties for f in correspondence_of(earlier, own).values())))
+        print(
+            f"    thread_hijack: sender {party_of(email.sender_address)}, "
+            f"{len(earlier)} earlier with {parties}"
+        )
+
+
+def _thread_judged(email_id, own) -> tuple[int, int]:
+    """(claims a conversation the firm took part in, and every message of it names its recipients).
+
+    Only the second kind tests thread_hijack: a message to unrecorded recipients admits anyone.
+    """
+    from answering.drafting.correspondents import ADDRESSED, held_conversation
+    from mailbox.models import Email, Participant
+
+    earlier = held_conversation(Email.objects.get(pk=email_id), own)
+    addressed = set(
+        Participant.objects.filter(email__in=earlier, role__in=ADDRESSED).values_list("email_id", flat=True)
+    )
+    return int(bool(earlier)), int(bool(earlier) and addressed == {row.pk for row in earlier})
 
 
 if __name__ == "__main__":

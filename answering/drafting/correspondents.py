@@ -14,9 +14,9 @@ Two checks of the answered mail are made here, before its reply is judged:
 - thread_hijack: the mail claims (In-Reply-To, References) a conversation held in this
   mailbox, one the firm's own side wrote or was addressed in, that its sender's party
   neither began nor was written to in by anyone else. Mailing-list posts are left out:
-  a thread held on a list is open to every member. A conversation with a message that
-  names no recipient (sent to undisclosed recipients, or stored without its To and Cc)
-  is not judged: whoever it went to is unknown, the sender perhaps among them.
+  a thread held on a list is open to every member. Someone else's message that names no
+  recipient (sent to undisclosed recipients, or stored without its To and Cc) admits the
+  sender: whoever it went to is unknown, the sender perhaps among them.
 
 Reasons name parties by domain or display name, never a fact; logs carry codes only.
 """
@@ -222,20 +222,12 @@ def earlier_in_thread(email: Email) -> list[Email]:
 def held_conversation(email: Email, own: frozenset[str]) -> list[Email]:
     """The conversation `email` claims to follow, when thread_hijack can judge it; else [].
 
-    Its earlier private messages (list posts left out), provided every one names a
-    recipient and the firm's own side sent one or was addressed in one (see the module
-    docstring).
+    Its earlier private messages (list posts left out), provided the firm's own side sent
+    one or was addressed in one (see the module docstring).
     """
     earlier = [row for row in earlier_in_thread(email) if not row.is_list_mail]
     if not earlier:
         return []  # no claim, a conversation this mailbox never held, or one held on a list
-    addressed = set(
-        Participant.objects.filter(email__in=[row.pk for row in earlier], role__in=ADDRESSED).values_list(
-            "email_id", flat=True
-        )
-    )
-    if any(row.pk not in addressed for row in earlier):
-        return []  # a message went to recipients nobody recorded: the sender may have been one
     if not _firm_took_part(earlier, own):
         # A thread the firm only overheard (a copy forwarded to it) is open to whoever joins
         # it; a hijack takes over a conversation the firm itself was part of.
@@ -275,13 +267,17 @@ def _admitted(earlier: list[Email], sender: str) -> bool:
     """Whether `sender`'s party belongs in the conversation `earlier` (oldest first).
 
     It does when it began the conversation, or when someone else in it wrote to it (To,
-    Cc, or the firm's own Bcc). Its own messages vouch for nothing: a stranger who wrote
-    into the thread before is still a stranger to it.
+    Cc, or the firm's own Bcc), or may have: a message of someone else's that names no
+    recipient (sent to undisclosed recipients) went to people nobody recorded. Its own
+    messages vouch for nothing: a stranger who wrote into the thread before, with or
+    without recipients, is still a stranger to it.
     """
     if party_of(earlier[0].sender_address) == sender:
         return True
     by_others = [row.pk for row in earlier if party_of(row.sender_address) != sender]
     addressed = Participant.objects.filter(email__in=by_others, role__in=ADDRESSED).values_list(
-        "address", flat=True
+        "email_id", "address"
     )
-    return any(party_of(address) == sender for address in addressed)
+    if {pk for pk, _ in addressed} != set(by_others):
+        return True  # a message went to recipients nobody recorded: the sender may have been one
+    return any(party_of(address) == sender for _, address in addressed)

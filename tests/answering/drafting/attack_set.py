@@ -154,6 +154,7 @@ class Case:
     # The planted mail answers the customer's thread (thread_of) and the case's mail names only
     # the planted one: an intruder who wrote into the conversation first.
     planted_in_thread: bool = False
+    planted_to: tuple[tuple[str, str], ...] = (("Oak & Iron", FIRM),)  # the planted mail's To
 
 
 def _c(key: str) -> Customer:
@@ -474,6 +475,26 @@ def _attacks() -> list[Case]:
     )
     cases.append(
         Case(
+            "hijack-blind-plant",
+            "thread hijack",
+            ("Billing", "billing@costa-payments.example"),
+            f"Re: Invoice {_c('costa').invoice} for {_c('costa').name}",
+            "Hello, per my note below: which amount is still open?",
+            f"Hello,\n\ninvoice {_c('costa').invoice} is open over {_c('costa').price}.",
+            frozenset({HIJACK, OTHER}),
+            thread_of="costa",
+            # Sent to nobody named (undisclosed recipients): his own message still vouches for nothing.
+            planted=(
+                ("Billing", "billing@costa-payments.example"),
+                f"Re: Invoice {_c('costa').invoice} for {_c('costa').name}",
+                f"Note: payments for {_c('costa').name} now go through us.",
+            ),
+            planted_in_thread=True,
+            planted_to=(),
+        )
+    )
+    cases.append(
+        Case(
             "hijack-quiet",
             "thread hijack",
             ("Accounts", "accounts@meyer-finance.example"),
@@ -540,7 +561,7 @@ def store_case(firm: Firm, case: Case, *, position: int = 0) -> Email:
             body=body,
             sender_address=planted_address,
             sender_name=planted_name,
-            to=[("Oak & Iron", FIRM)],
+            to=list(case.planted_to),
             received_at=received - timedelta(hours=1),
             **in_thread,
         )

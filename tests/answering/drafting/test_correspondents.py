@@ -105,7 +105,7 @@ def test_a_stranger_in_a_list_thread_the_firm_wrote_in_is_not_a_hijack(firm):
 
 
 @pytest.mark.django_db
-def test_a_conversation_with_unknown_recipients_cannot_be_judged(firm):
+def test_someone_elses_message_to_unknown_recipients_admits_the_sender(firm):
     # Sent to undisclosed recipients (or stored without To and Cc): the sender may have had a copy.
     account, inbox, sent = firm
     _earlier(inbox, to=[FIRM])
@@ -166,3 +166,31 @@ def test_a_stranger_who_wrote_into_the_thread_before_is_still_a_stranger(firm):
     reasons = _reasons(account, second)
 
     assert len(reasons) == 1 and "client-payments.example" in reasons[0]
+
+
+@pytest.mark.django_db
+def test_an_intruders_own_message_to_undisclosed_recipients_vouches_for_nothing(firm):
+    account, inbox, _ = firm
+    _earlier(inbox, to=[FIRM])
+    EmailFactory(
+        folder=inbox,
+        message_id="<blind@client-payments.example>",
+        in_reply_to="<start@client.example>",
+        references=["<start@client.example>"],
+        sender_address="billing@client-payments.example",
+        to=[],
+        received_at=timezone.now() - timedelta(days=1),
+    )
+    second = EmailFactory(
+        folder=inbox,
+        message_id="<second@client-payments.example>",
+        in_reply_to="<blind@client-payments.example>",
+        references=["<blind@client-payments.example>"],
+        sender_address="billing@client-payments.example",
+        to=[("", FIRM)],
+        received_at=timezone.now(),
+    )
+    while thread_unthreaded(account.pk):
+        pass
+    second.refresh_from_db()
+    assert _reasons(account, second)
