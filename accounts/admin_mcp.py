@@ -56,7 +56,7 @@ class McpApiKeyForm(forms.ModelForm):
         fields = ["name", "limited", "accounts"]
 
     def clean(self) -> dict[str, object]:
-        data = super().clean()
+        data = super().clean() or {}
         chosen = data.get("accounts")
         if not data.get("limited") and chosen:
             self.add_error("limited", "Tick this to limit the key to the accounts chosen.")

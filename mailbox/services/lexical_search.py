@@ -87,7 +87,8 @@ class QueryWords:
         thousands of messages to find it; every word still counts in the BM25 stage.
         """
         documents = self.documents or {}
-        chosen, spent = [], 0
+        chosen: list[str] = []
+        spent = 0
         for word in self.weights:
             spent += documents.get(word, 1)
             if chosen and spent > budget:
@@ -488,7 +489,9 @@ def _placed(headline: str, text: str) -> list[_Fragment]:
     masked = text.translate(_MASK)
     placed, cursor = [], 0
     for piece in headline.split(_DELIMITER):
-        plain, marks, start = [], [], 0
+        plain: list[str] = []
+        marks: list[tuple[int, int]] = []
+        start = 0
         for character in piece:
             if character == _START:
                 start = len(plain)

@@ -136,6 +136,7 @@ def store_messages(
     result = StoreResult()
     prepared: list[tuple[IncomingMessage, ParsedMessage | None]] = []
     for message in messages:
+        parsed: ParsedMessage | None
         if message.raw is not None:
             parsed = parse_message(message.raw)
         else:

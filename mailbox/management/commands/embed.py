@@ -54,7 +54,7 @@ class Command(BaseCommand):
         )
 
     def _sweep(self, renew: Callable[[], bool], options: dict[str, object]) -> SweepResult:
-        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))
+        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))  # type: ignore[arg-type]  # the TextIO OutputWrapper wraps; the stubs see _out as Callable
 
         def report(event: Progress) -> None:
             renew()  # a long sweep keeps its slot

@@ -29,7 +29,7 @@ class Command(BaseCommand):
         if not path.exists():
             raise CommandError("The path is neither a file nor a folder.")
         # tqdm redraws one line in place; Django's OutputWrapper would add a newline per update.
-        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))
+        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))  # type: ignore[arg-type]  # the TextIO OutputWrapper wraps; the stubs see _out as Callable
         try:
             with bars:
                 result = import_archive(str(options["account"]), str(options["folder"]), path, progress=bars)

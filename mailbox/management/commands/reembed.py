@@ -37,7 +37,7 @@ class Command(BaseCommand):
         processes = int(options["processes"])  # type: ignore[call-overload]
         if not 1 <= processes <= 64:
             raise CommandError("--processes must be between 1 and 64.")
-        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))
+        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))  # type: ignore[arg-type]  # the TextIO OutputWrapper wraps; the stubs see _out as Callable
         try:
             with bars:
                 result = reembed(everything=bool(options["all"]), processes=processes, progress=bars)
