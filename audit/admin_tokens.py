@@ -44,7 +44,7 @@ class ApiTokenAddForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["permissions"].queryset = api_permissions()  # type: ignore[attr-defined]
+        self.fields["permissions"].queryset = api_permissions()  # type: ignore[attr-defined]  # a ModelMultipleChoiceField; form.fields holds plain Field
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -98,7 +98,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
             form = self.get_form(request)(request.POST)
             if form.is_valid():
                 wanted = [permission.codename for permission in form.cleaned_data["permissions"]]
-                issued = create_token(request.user, form.cleaned_data["name"], wanted)  # type: ignore[arg-type]
+                issued = create_token(request.user, form.cleaned_data["name"], wanted)  # type: ignore[arg-type]  # admin views run for a logged-in staff user, never AnonymousUser
                 return self._shown_once(request, issued.record, issued.secret)
         return super().add_view(request, form_url, extra_context)
 

@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TypeGuard
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Permission
@@ -150,7 +151,7 @@ def create_token(user: AbstractBaseUser, name: str, permissions: Iterable[str]) 
     return IssuedToken(record=record, secret=secret)
 
 
-def well_formed(secret: object) -> bool:
+def well_formed(secret: object) -> TypeGuard[str]:
     """Whether `secret` has the shape of an issued token; anything else is refused unhashed."""
     return isinstance(secret, str) and len(secret) == TOKEN_LENGTH and secret.startswith(TOKEN_MARKER)
 
@@ -162,12 +163,7 @@ def authenticate(secret: object) -> ApiToken | None:
     """
     if not well_formed(secret):
         return None
-    token = (
-        ApiToken.objects.active()
-        .select_related("created_by")
-        .filter(token_hash=digest(secret))  # type: ignore[arg-type]
-        .first()
-    )
+    token = ApiToken.objects.active().select_related("created_by").filter(token_hash=digest(secret)).first()
     if token is None or not token.created_by.is_active:
         return None
     now = timezone.now()

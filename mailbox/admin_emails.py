@@ -93,7 +93,7 @@ class FolderFilter(admin.SimpleListFilter):
         if account.isdigit():
             folders = folders.filter(account_id=int(account))
         folders = folders.order_by("account__account_id", "mapping__alias")
-        return [(str(f.pk), f"{f.account.account_id} / {f.mapping.alias}") for f in folders]  # type: ignore[union-attr]
+        return [(str(f.pk), f"{f.account.account_id} / {f.mapping.alias}") for f in folders]  # type: ignore[union-attr]  # the choices list only mapped folders, so mapping is set
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Email]) -> QuerySet[Email]:
         value = self.value()
@@ -144,7 +144,7 @@ class EmailAdmin(ReadOnlyAdmin):
             # "does any mail say X" to someone not allowed to read mail.
             return queryset, False
         try:
-            ranked = rank_for_console(queryset, search_term)  # type: ignore[arg-type]
+            ranked = rank_for_console(queryset, search_term)  # type: ignore[arg-type]  # the changelist queryset is the EmailQuerySet rank_for_console takes
         except MailFathomError as error:
             self.message_user(request, str(error), messages.ERROR)
             return queryset.none(), False

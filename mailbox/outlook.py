@@ -216,7 +216,7 @@ def _attachment(att: object, seed: str, depth: int, n: int) -> MIMEPart | None:
     data_type = getattr(att, "dataType", None)
     if data_type is None:
         return None  # by reference, an OLE object, or unreadable: nothing to attach
-    data = att.data  # type: ignore[attr-defined]
+    data = att.data  # type: ignore[attr-defined]  # att is an extract_msg attachment, passed here as object
     part = MIMEPart(policy=_POLICY)
     if isinstance(data, MessageBase):
         if depth >= MAX_NESTING:

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Iterable
 from functools import partial
+from typing import Any
 
 from celery import shared_task
 from django.db import transaction
@@ -31,7 +32,7 @@ EMBED_SECONDS_PER_TASK = 50
 
 
 @shared_task(name="mailbox.sync_account", bind=True, ignore_result=True, max_retries=LOCKED_RETRIES)
-def sync_account(self, account_pk: int, force: bool = False) -> dict:  # type: ignore[no-untyped-def]
+def sync_account(self: Any, account_pk: int, force: bool = False) -> dict[str, Any]:  # self: the bound Task
     """Synchronize one account; a vanished account is logged and skipped.
 
     A folder whose lease another run holds is tried again a second after that lease

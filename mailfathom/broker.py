@@ -58,7 +58,7 @@ class Channel(redis.Channel):
             return super()._connparams(asynchronous=asynchronous)
         # Detached by a lost connection: only restoring or acknowledging messages builds
         # a pool now, and it should reach the broker (or fail as a connection error).
-        return redis.Channel._connparams(_OpenedWith(self), asynchronous=asynchronous)  # type: ignore[arg-type]
+        return redis.Channel._connparams(_OpenedWith(self), asynchronous=asynchronous)  # type: ignore[arg-type]  # _OpenedWith stands in for the Channel whose attributes _connparams reads
 
 
 class Transport(redis.Transport):
@@ -79,7 +79,7 @@ def install() -> None:
 class Consumer(CeleryConsumer):
     """Celery's consumer, reconnecting every few seconds for as long as the broker is away."""
 
-    def ensure_connected(self, conn):  # type: ignore[no-untyped-def]
+    def ensure_connected(self, conn):  # type: ignore[no-untyped-def]  # Celery's Consumer hook, untyped upstream
         conn.ensure_connection = functools.partial(
             conn.ensure_connection,
             interval_start=RECONNECT_INTERVAL_START,

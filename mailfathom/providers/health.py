@@ -87,7 +87,7 @@ def is_configured(role: str) -> bool:
 def _remember(role: str, **changes: object) -> None:
     with _local_lock:
         current = _local.get(role, Health(role, CapabilityState.AVAILABLE))
-        _local[role] = replace(current, **changes)  # type: ignore[arg-type]
+        _local[role] = replace(current, **changes)  # type: ignore[arg-type]  # changes holds Health fields by name
 
 
 def record_success(role: str) -> None:
