@@ -780,6 +780,7 @@ class MailFathomSettings:
         )
         if role == "chat":
             return chat
+        temperature: float | None
         if role == UTILITY_ROLE:
             prefix, temperature, output = "drafting_utility_", 0.0, self.drafting_utility_max_output_tokens
         elif role == DRAFTING_ROLE:

@@ -37,7 +37,7 @@ from opentelemetry import trace
 from answering.drafting import assess as assess_stage
 from answering.drafting.classify import classify
 from answering.drafting.condense import condense
-from answering.drafting.fit import EXAMPLES, SOURCE, TAIL, Parts, budget_tokens, estimate_tokens, fit
+from answering.drafting.fit import EXAMPLES, SOURCE, TAIL, Parts, Plan, budget_tokens, estimate_tokens, fit
 from answering.drafting.gather import gather
 from answering.drafting.generate import (
     DRAFT_INSTRUCTION_VERSION,
@@ -267,7 +267,7 @@ def _fitted(
     retrieval_mode: str,
     instruction: str,
     budget: int,
-):
+) -> tuple[str, Plan, bool]:
     """(the user turn, the fit plan, whether the answered body had to be cut to fit)."""
     cut = False
     for _ in range(MAX_ANSWERED_CUTS + 1):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection, models
 from django.db.models.fields import AutoFieldMixin
@@ -53,7 +53,8 @@ def copy_rows(model: type[models.Model], objects: Sequence[models.Model]) -> int
         for field in model._meta.concrete_fields
         if not field.generated and not (isinstance(field, AutoFieldMixin) and _unset(objects, field))
     ]
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    # Concrete fields all have a column; only the stubs' Field allows None.
+    columns = ", ".join(connection.ops.quote_name(cast(str, field.column)) for field in fields)
     statement = f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN"
     readers = [_reader(field) for field in fields]
     with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:

@@ -75,7 +75,7 @@ class SyncedMailAccountAdmin(MailAccountAdmin):
     def _status(obj: MailAccount) -> AccountStatus | None:
         found = getattr(obj, "sync_status", None)
         if found is None and obj.pk is not None:
-            found = obj.sync_status = account_status(obj.pk)
+            found = obj.sync_status = account_status(obj.pk)  # type: ignore[attr-defined]  # cached on the instance for the page
         return found
 
     @admin.display(description="state")
