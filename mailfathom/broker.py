@@ -79,7 +79,7 @@ def install() -> None:
 class Consumer(CeleryConsumer):
     """Celery's consumer, reconnecting every few seconds for as long as the broker is away."""
 
-    def ensure_connected(self, conn):  # type: ignore[no-untyped-def]  # Celery's Consumer hook, untyped upstream
+    def ensure_connected(self, conn: Any) -> Any:  # a kombu Connection; Celery declares no types
         conn.ensure_connection = functools.partial(
             conn.ensure_connection,
             interval_start=RECONNECT_INTERVAL_START,

@@ -60,7 +60,7 @@ def resolve(host: str, port: int) -> list[Address]:
     address is refused. Raises socket.gaierror when the name does not resolve.
     """
     found = getaddrinfo(host, port, 0, socket.SOCK_STREAM)
-    addresses = [(family, sockaddr) for family, _, _, _, sockaddr in found]
+    addresses: list[Address] = [(family, sockaddr) for family, _, _, _, sockaddr in found]
     for _, sockaddr in addresses:
         address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])  # drop an IPv6 zone
         if _refused(address):

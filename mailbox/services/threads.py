@@ -111,8 +111,8 @@ def assign_threads(account_pk: int, emails: Sequence[Email]) -> int:
     all_keys = set().union(*keys_of)
     components = _Components()
     stored = _stored_threads(account_pk, all_keys, (email.pk for email in emails)) if all_keys else []
-    for thread_id, keys in stored:
-        for key in keys:
+    for thread_id, held_keys in stored:
+        for key in held_keys:
             components.union(f"t:{thread_id}", f"k:{key}")
     for position, (email, keys) in enumerate(zip(emails, keys_of, strict=True)):
         node = f"e:{position}"
