@@ -8,6 +8,7 @@ permission. See docs/operations/compliance.md (Erasure requests).
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -81,7 +82,7 @@ class ErasureRequestRecordAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def get_actions(self, request: HttpRequest) -> dict:
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
         if not request.user.has_perm(EXECUTE_PERMISSION):
             actions.pop("abandon", None)

@@ -100,7 +100,7 @@ WATCHER_KEY = idle.WATCHER_KEY
 
 
 @shared_task(name="mailbox.watch_folder", ignore_result=True)
-def watch_folder(folder_pk: int) -> dict:
+def watch_folder(folder_pk: int) -> dict[str, Any]:
     """Hold an IDLE session on one folder for up to WATCH_SECONDS (push mode)."""
     try:
         result = idle.watch_folder(folder_pk, max_seconds=WATCH_SECONDS)
@@ -138,7 +138,7 @@ def refresh_term_stats() -> int:
 
 
 @shared_task(name="mailbox.embed_pending", ignore_result=True)
-def embed_pending() -> dict:
+def embed_pending() -> dict[str, Any]:
     """Embed mail that has no passage under the active profile, newest first, in bounded batches.
 
     One sweep at a time: the sweep slot (a Redis key expiring on its own if the worker dies)

@@ -55,10 +55,12 @@ class Channel(redis.Channel):
     def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
         transport = self.connection
         if transport is not None and transport.client is not None:
-            return super()._connparams(asynchronous=asynchronous)
+            params: dict[str, Any] = super()._connparams(asynchronous=asynchronous)
+            return params
         # Detached by a lost connection: only restoring or acknowledging messages builds
         # a pool now, and it should reach the broker (or fail as a connection error).
-        return redis.Channel._connparams(_OpenedWith(self), asynchronous=asynchronous)  # type: ignore[arg-type]  # _OpenedWith stands in for the Channel whose attributes _connparams reads
+        detached: dict[str, Any] = redis.Channel._connparams(_OpenedWith(self), asynchronous=asynchronous)  # type: ignore[arg-type]  # _OpenedWith stands in for the Channel whose attributes _connparams reads
+        return detached
 
 
 class Transport(redis.Transport):

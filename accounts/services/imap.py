@@ -108,7 +108,8 @@ class _PinnedTLS(tls.IMAP4_TLS):
     def _create_socket(self, timeout: float | None = None) -> socket.socket:
         sock = _connect_any(self._addresses, timeout if timeout is not None else self._timeout)
         # The certificate is checked against the host name, not the address connected.
-        return tls.wrap_socket(sock, self.ssl_context, self.host)
+        wrapped: socket.socket = tls.wrap_socket(sock, self.ssl_context, self.host)  # IMAPClient's, untyped
+        return wrapped
 
 
 class PinnedIMAPClient(IMAPClient):

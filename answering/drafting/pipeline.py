@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -90,7 +91,7 @@ class ComposedDraft:
     tokens: dict[str, dict[str, int]]  # per stage {"prompt": n, "completion": n}
     thread_ids: tuple[UUID, ...] = ()
     reference_ids: tuple[int, ...] = ()
-    findings: tuple[dict, ...] = ()  # assess.Finding.as_json() of each flagged fact
+    findings: tuple[dict[str, Any], ...] = ()  # assess.Finding.as_json() of each flagged fact
 
 
 @dataclass(frozen=True)

@@ -115,7 +115,7 @@ class SignedCursorPagination(BasePagination):
                 raise ValueError("cursor position out of shape")
             position = [
                 # The ordering names concrete fields, never a relation's reverse side.
-                cast(Field, model._meta.get_field(name)).to_python(value)
+                cast("Field[Any, Any]", model._meta.get_field(name)).to_python(value)
                 for name, value in zip(self.ordering, values, strict=True)
             ]
             if any(value is None for value in position):

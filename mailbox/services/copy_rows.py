@@ -63,13 +63,13 @@ def copy_rows(model: type[models.Model], objects: Sequence[models.Model]) -> int
     return len(objects)
 
 
-def _reader(field: models.Field) -> Callable[[models.Model], Any]:
+def _reader(field: models.Field[Any, Any]) -> Callable[[models.Model], Any]:
     """How one column's value is taken from an object: as is, or prepared as an INSERT prepares it."""
     if type(field) in _AS_IS:
         return attrgetter(field.attname)
     return lambda obj: field.get_db_prep_save(field.pre_save(obj, True), connection=connection)
 
 
-def _unset(objects: Sequence[models.Model], field: models.Field) -> bool:
+def _unset(objects: Sequence[models.Model], field: models.Field[Any, Any]) -> bool:
     """An auto-incrementing key nobody set: the database's sequence fills it in."""
     return all(getattr(obj, field.attname) is None for obj in objects)

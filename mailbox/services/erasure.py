@@ -205,7 +205,7 @@ def preview_erasure(request: ErasureRequest) -> ErasurePreview:
         return ErasurePreview(_counts(ids))
 
 
-def _counts(ids: QuerySet) -> tuple[AccountCounts, ...]:
+def _counts(ids: QuerySet[Any, Any]) -> tuple[AccountCounts, ...]:
     per_account: dict[str, dict[str, int]] = {}
 
     def add(kind: str, rows: Iterable[Mapping[str, Any]]) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connection, transaction
 
@@ -390,7 +391,7 @@ def _occurrences(candidates: EmailQuerySet, words: QueryWords, limit: int, bind:
     """
 
 
-def occurrence_rows(candidates: EmailQuerySet, query: str, limit: int) -> tuple[list[tuple], float]:
+def occurrence_rows(candidates: EmailQuerySet, query: str, limit: int) -> tuple[list[tuple[Any, ...]], float]:
     """The rows BM25F scores (see _occurrences) and the average length: for bench/retrieval.py,
     which scores them afresh under other weights without rerunning stage 1."""
     words = query_words(query)
@@ -419,7 +420,7 @@ def refresh_term_stats() -> int:
             f"coalesce((ts_lexize('{german_stem}', word))[1], '') FROM ts_stat(%s)",
             [indexed],
         )
-        words = cursor.rowcount
+        words: int = cursor.rowcount
         cursor.execute(f"SELECT count(*), avg({column(Email, 'search_length')}) FROM {table(Email)}")
         emails, average = cursor.fetchone()
         LexicalCollectionStat.objects.all().delete()

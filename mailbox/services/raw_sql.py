@@ -31,7 +31,7 @@ def column(model: type[models.Model], field: str) -> str:
     return connection.ops.quote_name(found.column)
 
 
-def selects_nothing(queryset: models.QuerySet) -> bool:
+def selects_nothing(queryset: models.QuerySet[Any]) -> bool:
     """Whether `queryset` is empty by construction: Django compiles it to no SQL at all.
 
     A condition such as `id__in=[]` (a scope whose folders leave nothing to read) makes the
@@ -61,7 +61,7 @@ class Params:
         self.values.append(value)
         return "%s"
 
-    def query(self, queryset: models.QuerySet) -> str:
+    def query(self, queryset: models.QuerySet[Any]) -> str:
         """Embed `queryset`'s SQL here, its parameters bound where its placeholders stand.
 
         A queryset that selects nothing (see selects_nothing) cannot be embedded: check first.

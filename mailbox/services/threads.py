@@ -68,14 +68,14 @@ class _Components:
 
 def _stored_threads(
     account_pk: int, keys: set[str], batch: Iterable[uuid.UUID]
-) -> list[tuple[uuid.UUID, list]]:
+) -> list[tuple[uuid.UUID, list[str]]]:
     """(thread_id, thread_keys) of the account's threaded emails, outside `batch`, sharing a key.
 
     One GIN probe per key (`@>` a one-element array), not one `&&` with all of them: the
     planner's estimate for an overlap with hundreds of elements is most of the table, and
     it scans the table (6.6 s at 100,000 emails, 11 ms this way; docs/benchmarks.md).
     """
-    rows: list[tuple[uuid.UUID, list]] = []
+    rows: list[tuple[uuid.UUID, list[str]]] = []
     ordered = sorted(keys)
     excluded = list(batch)
     e = table(Email)

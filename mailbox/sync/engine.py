@@ -250,7 +250,7 @@ def _remove_expunged(folder: Folder, uidvalidity: int, server_uids: set[int]) ->
     return len(gone)
 
 
-def _byte_bounded(uids: list[int], meta: dict, limit: int) -> Iterable[list[int]]:
+def _byte_bounded(uids: list[int], meta: dict[int, Any], limit: int) -> Iterable[list[int]]:
     """Split `uids` so no batch fetches more than MAX_BATCH_BYTES of bodies (one always fits)."""
     batch: list[int] = []
     size = 0
@@ -270,7 +270,9 @@ _HEADER_FETCH = f"BODY.PEEK[HEADER]<0.{HEADER_BLOCK_BYTES}>"
 _HEADER_ANSWER = b"BODY[HEADER]<0>"
 
 
-def _fetch_bodies(client: IMAPClient, folder: Folder, uids: list[int], meta: dict) -> list[IncomingMessage]:
+def _fetch_bodies(
+    client: IMAPClient, folder: Folder, uids: list[int], meta: dict[int, Any]
+) -> list[IncomingMessage]:
     """Fetch the bodies of the batch's messages under the size limit (BODY.PEEK: no \\Seen).
 
     Of a message over the limit only the header block is fetched, at most
@@ -304,7 +306,7 @@ def _fetch_bodies(client: IMAPClient, folder: Folder, uids: list[int], meta: dic
     return messages
 
 
-def _header_answer(answer: dict) -> bytes | None:
+def _header_answer(answer: dict[bytes, Any]) -> bytes | None:
     """The header bytes of a partial header FETCH, whatever the server named the item."""
     value = answer.get(_HEADER_ANSWER)
     if value is None:  # some servers answer the partial without its origin, or as BODY[HEADER]

@@ -29,8 +29,8 @@ def due_accounts(now: datetime) -> list[MailAccount]:
     return [
         account
         for account in accounts
-        if account.last_progress is None
-        or account.last_progress <= now - timedelta(seconds=account.poll_interval_seconds)
+        if (last := account.last_progress) is None  # type: ignore[attr-defined]  # annotated by the query above
+        or last <= now - timedelta(seconds=account.poll_interval_seconds)
     ]
 
 
