@@ -155,7 +155,7 @@ class TokenListView(ComplianceApiView):
         asked = TokenCreateSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
         user = request.user
-        assert user.is_authenticated  # IsAdminUser let the request in
+        assert user.is_authenticated  # HasApiPermission admits a signed-in user only
         try:
             issued = tokens.create_token(
                 user, asked.validated_data["name"], asked.validated_data["permissions"]
@@ -188,7 +188,7 @@ class TokenRevokeView(ComplianceApiView):
     )
     def post(self, request: Request, token_id: int) -> Response:
         user = request.user
-        assert user.is_authenticated  # IsAdminUser let the request in
+        assert user.is_authenticated  # HasApiPermission admits a signed-in user only
         if not tokens.revoke(token_id, user):
             raise exceptions.NotFound("No active token of yours has this id.")
         return Response(TokenSerializer(ApiToken.objects.get(pk=token_id)).data)
