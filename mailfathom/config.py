@@ -14,9 +14,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off"}
@@ -920,7 +923,7 @@ def _read(
     cls: type[T], declared: tuple[Setting, ...], environ: Mapping[str, str], problems: dict[str, str]
 ) -> T:
     values: dict[str, Any] = {}
-    for attribute, setting in zip(dataclasses.fields(cls), declared, strict=True):  # type: ignore[arg-type]  # not yet typed (module on the NOT YET CLEAN list)
+    for attribute, setting in zip(dataclasses.fields(cls), declared, strict=True):
         raw = environ.get(setting.name)
         if raw is None or (raw.strip() == "" and setting.kind != "str"):
             continue
