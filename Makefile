@@ -36,6 +36,7 @@ test: $(STAMP) services
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 # The long MIME fuzzing run over the shared corpus (the bounded one is part of `make test`).
@@ -46,6 +47,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -10,6 +10,8 @@ a message, which would sit in the session store until read).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
@@ -21,6 +23,10 @@ from django.utils.html import format_html
 from accounts.models import McpApiKey
 from accounts.services.mcp_clients import CLIENTS, client_configs, mcp_url
 from accounts.services.mcp_keys import VERIFIED_KEY_SECONDS, create_key, revoke
+
+if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
+    from django.contrib.admin.options import _FieldGroups
+
 
 _SHOWN_ONCE = """{% extends "admin/base_site.html" %}
 {% block extrastyle %}{{ block.super }}<style>
@@ -56,7 +62,7 @@ class McpApiKeyForm(forms.ModelForm):
         fields = ["name", "limited", "accounts"]
 
     def clean(self) -> dict[str, object]:
-        data = super().clean()
+        data = super().clean() or {}
         chosen = data.get("accounts")
         if not data.get("limited") and chosen:
             self.add_error("limited", "Tick this to limit the key to the accounts chosen.")
@@ -108,7 +114,7 @@ class McpApiKeyAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[McpApiKey]:
         return super().get_queryset(request).prefetch_related("accounts")
 
-    def get_fields(self, request: HttpRequest, obj: McpApiKey | None = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: McpApiKey | None = None) -> _FieldGroups:
         return ["name", "limited", "accounts"] if obj is None else list(self.fields)
 
     def save_model(self, request: HttpRequest, obj: McpApiKey, form: object, change: bool) -> None:
@@ -131,7 +137,9 @@ class McpApiKeyAdmin(admin.ModelAdmin):
         obj._state.db = issued.record._state.db  # save_related adds the chosen accounts through obj
         obj._issued_key = issued.key  # type: ignore[attr-defined]  # rendered once by response_add
 
-    def response_add(self, request: HttpRequest, obj: McpApiKey, post_url_continue: str | None = None):
+    def response_add(
+        self, request: HttpRequest, obj: McpApiKey, post_url_continue: str | None = None
+    ) -> HttpResponse:
         key = getattr(obj, "_issued_key", None)
         if key is None:
             return super().response_add(request, obj, post_url_continue)

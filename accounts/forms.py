@@ -118,7 +118,7 @@ class MailAccountForm(forms.ModelForm):
     # another server must not carry it there (docs/operations/accounts.md).
     SERVER_FIELDS = ("imap_host", "imap_port", "security", "username")
 
-    def clean(self) -> dict:
+    def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         if not self.instance.has_credential and not cleaned.get("credential"):
             self.add_error("credential", "A new account needs a credential.")
@@ -134,7 +134,7 @@ class MailAccountForm(forms.ModelForm):
         return cleaned
 
     def save(self, commit: bool = True) -> MailAccount:
-        account = super().save(commit=False)
+        account: MailAccount = super().save(commit=False)
         if self.cleaned_data.get("credential"):
             account.set_credential(self.cleaned_data["credential"])
         if commit:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -170,13 +172,13 @@ class MailAccount(models.Model):
     def __str__(self) -> str:
         return self.display_name or self.account_id
 
-    def save(self, *args: object, **kwargs: object) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         stored = self._stored()
         if stored is not None and stored[0] != self.account_id:
             raise ValidationError(IDENTIFIER_IMMUTABLE)
-        super().save(*args, **kwargs)  # type: ignore[arg-type]
+        super().save(*args, **kwargs)
         update_fields = kwargs.get("update_fields")
-        written = update_fields is None or "drafting_enabled" in update_fields  # type: ignore[operator]
+        written = update_fields is None or "drafting_enabled" in update_fields
         # An existing account switched on; a new one drafts once its first synchronization
         # stores mail (there is nothing to draft before).
         if stored is not None and not stored[1] and self.drafting_enabled and written:
@@ -258,9 +260,9 @@ class FolderMapping(models.Model):
     def __str__(self) -> str:
         return f"{self.account.account_id}/{self.alias}"
 
-    def save(self, *args: object, **kwargs: object) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         self.alias = normalize_alias(self.alias)
-        super().save(*args, **kwargs)  # type: ignore[arg-type]
+        super().save(*args, **kwargs)
 
     def clean(self) -> None:
         self.alias = normalize_alias(self.alias)

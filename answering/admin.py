@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -38,6 +38,10 @@ from answering.models import Draft, DraftStatus, Verdict
 from mailbox.admin_emails import MAIL_CONTENT_PERMISSION
 from mailbox.models import ParticipantRole
 from mailfathom.errors import MailFathomError
+
+if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
+    from django.contrib.admin.options import _ListDisplayT
+
 
 TEMPLATE = "admin/answering/draft/review.html"
 ACTIONS = {
@@ -123,10 +127,12 @@ class DraftAdmin(admin.ModelAdmin):
     actions = ["deliver_again"]
     show_full_result_count = False
 
-    def get_list_display(self, request: HttpRequest) -> list[str]:
+    def get_list_display(self, request: HttpRequest) -> _ListDisplayT[Draft]:
         return list(CONTENT_LIST if _may_read_mail(request) else METADATA_LIST)
 
-    def get_list_display_links(self, request: HttpRequest, list_display: Sequence[str]) -> list[str]:
+    def get_list_display_links(
+        self, request: HttpRequest, list_display: _ListDisplayT[Draft]
+    ) -> _ListDisplayT[Draft]:
         return ["received"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Draft]:
@@ -192,9 +198,11 @@ class DraftAdmin(admin.ModelAdmin):
         description="Deliver the selected drafts to the Drafts folder again", permissions=["change"]
     )
     def deliver_again(self, request: HttpRequest, queryset: QuerySet[Draft]) -> None:
+        user = request.user
+        assert user.is_authenticated  # the admin serves staff only
         delivered, failed = 0, 0
         for draft_id in queryset.values_list("pk", flat=True):
-            result = review.deliver_again(draft_id, request.user)
+            result = review.deliver_again(draft_id, user)
             if result.delivery_error is None:
                 delivered += 1
             else:
@@ -272,17 +280,19 @@ class DraftAdmin(admin.ModelAdmin):
             )
             return self._render(request, draft, changed, acknowledged=acknowledged)
         body = form.cleaned_data["body"] if form is not None else ""
+        user = request.user
+        assert user.is_authenticated  # the admin serves staff only
         try:
             if action == "approve":
-                result = review.approve_draft(draft.pk, request.user, acknowledged)
+                result = review.approve_draft(draft.pk, user, acknowledged)
             elif action == "save":
-                result = review.save_draft_edit(draft.pk, request.user, body)
+                result = review.save_draft_edit(draft.pk, user, body)
             elif action == "save_and_approve":
-                result = review.edit_and_approve_draft(draft.pk, request.user, body, acknowledged)
+                result = review.edit_and_approve_draft(draft.pk, user, body, acknowledged)
             elif action == "discard":
-                result = review.discard_draft(draft.pk, request.user)
+                result = review.discard_draft(draft.pk, user)
             else:
-                result = review.deliver_again(draft.pk, request.user)
+                result = review.deliver_again(draft.pk, user)
         except MailFathomError as error:
             if form is not None and error.code == review.BODY_REFUSED:
                 form.add_error("body", error.message)

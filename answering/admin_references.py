@@ -7,8 +7,11 @@ text (plain text, Markdown, CSV); anything else is refused with a form error.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
 
 from answering.models import ReferenceDocument
 from answering.services.reference_documents import MAX_DOCUMENT_CHARACTERS, store_reference_document
@@ -26,12 +29,12 @@ class ReferenceDocumentForm(forms.ModelForm):
         model = ReferenceDocument
         fields = ["account", "title", "text"]
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["text"].required = False
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
         upload = cleaned.get("upload")
         if upload is not None:
             if upload.size > MAX_UPLOAD_BYTES:
@@ -59,7 +62,7 @@ class ReferenceDocumentAdmin(admin.ModelAdmin):
     def chunk_count(self, document: ReferenceDocument) -> int:
         return document.chunks.count()
 
-    def save_model(self, request, obj: ReferenceDocument, form, change: bool) -> None:
+    def save_model(self, request: HttpRequest, obj: ReferenceDocument, form: Any, change: bool) -> None:
         stored = store_reference_document(
             form.cleaned_data["account"],
             form.cleaned_data["title"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
 
@@ -14,7 +15,7 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(name="answering.draft_account", ignore_result=True)
-def draft_account_task(account_pk: int, trigger: str = RunTrigger.SCHEDULE) -> dict:
+def draft_account_task(account_pk: int, trigger: str = RunTrigger.SCHEDULE) -> dict[str, Any]:
     """One drafting run over one account; a vanished account is logged and skipped.
 
     `trigger` (a RunTrigger value) is what the run's record says started it; an unknown

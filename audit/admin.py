@@ -32,7 +32,7 @@ class _ReadOnly:
 class AnsweringRunEmailInline(_ReadOnly, admin.TabularInline):
     model = AnsweringRunEmail
     fields = ["position", "email_link", "cited", "relied_on_rank"]
-    readonly_fields = fields
+    readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
     extra = 0
     can_delete = False
 
@@ -69,7 +69,7 @@ class AnsweringRunEntryAdmin(_ReadOnly, admin.ModelAdmin):
         "retrieval_ceiling_reached",
         "relevance_fell_back",
     ]
-    readonly_fields = fields
+    readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
 
     @admin.display(description="Emails retrieved")
     def email_count(self, entry: AnsweringRunEntry) -> int:
@@ -106,7 +106,7 @@ class MutationEntryAdmin(_ReadOnly, admin.ModelAdmin):
         "counts",
         "retention_days",
     ]
-    readonly_fields = fields
+    readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
 
 
 import audit.admin_tokens  # noqa: F401,E402  (registers the API tokens' admin)

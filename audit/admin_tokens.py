@@ -8,7 +8,7 @@ session store until read).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -18,6 +18,10 @@ from django.http import HttpRequest, HttpResponse
 from django.template import engines
 
 from audit.tokens import ApiToken, api_permissions, create_token, refusal, revoke
+
+if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
+    from django.contrib.admin.options import _FieldGroups
+
 
 _SHOWN_ONCE = """{% extends "admin/base_site.html" %}
 {% block content %}
@@ -44,10 +48,10 @@ class ApiTokenAddForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["permissions"].queryset = api_permissions()  # type: ignore[attr-defined]
+        self.fields["permissions"].queryset = api_permissions()  # type: ignore[attr-defined]  # a ModelMultipleChoiceField; form.fields holds plain Field
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         chosen = [permission.codename for permission in data.get("permissions") or []]
         if "name" in data and chosen:
             reason = refusal(self.creator, data["name"], chosen)
@@ -82,7 +86,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
             kwargs["form"] = type("ApiTokenAddForm", (ApiTokenAddForm,), {"creator": request.user})
         return super().get_form(request, obj, change=change, **kwargs)
 
-    def get_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> _FieldGroups:
         return ["name", "permissions"] if obj is None else list(self.readonly_fields)
 
     def get_readonly_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> list[str]:
@@ -98,7 +102,9 @@ class ApiTokenAdmin(admin.ModelAdmin):
             form = self.get_form(request)(request.POST)
             if form.is_valid():
                 wanted = [permission.codename for permission in form.cleaned_data["permissions"]]
-                issued = create_token(request.user, form.cleaned_data["name"], wanted)  # type: ignore[arg-type]
+                user = request.user
+                assert user.is_authenticated  # the admin serves staff only
+                issued = create_token(user, form.cleaned_data["name"], wanted)
                 return self._shown_once(request, issued.record, issued.secret)
         return super().add_view(request, form_url, extra_context)
 

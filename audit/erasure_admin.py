@@ -8,6 +8,7 @@ permission. See docs/operations/compliance.md (Erasure requests).
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -70,7 +71,7 @@ class ErasureRequestRecordAdmin(admin.ModelAdmin):
         "failure_code",
         "links",
     ]
-    readonly_fields = fields
+    readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
 
     def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
@@ -81,7 +82,7 @@ class ErasureRequestRecordAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def get_actions(self, request: HttpRequest) -> dict:
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
         if not request.user.has_perm(EXECUTE_PERMISSION):
             actions.pop("abandon", None)
@@ -135,7 +136,7 @@ class ErasureRequestRecordAdmin(admin.ModelAdmin):
             raise PermissionDenied
         record = self.get_object(request, str(record_id))
         if record is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, str(record_id))
+            return self._get_obj_does_not_exist_redirect(request, self.opts, str(record_id))  # type: ignore[attr-defined]  # Django's own helper, absent from the stubs
         form = ExecuteErasureForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             requester = Requester(name=request.user.get_username(), kind=ErasureRequesterKind.USER)

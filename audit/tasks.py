@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 
 from audit.services.retention import erase_expired_entries
 
 
 @shared_task(name="audit.erase_expired_entries", ignore_result=True)
-def erase_expired_audit_entries() -> dict:
+def erase_expired_audit_entries() -> dict[str, Any]:
     """One retention pass over both trails (audit.services.retention); on beat's own schedule.
 
     It shares nothing with synchronization: a pass that fails leaves every account's sync

@@ -17,9 +17,10 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TypeGuard
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Permission
+from django.contrib.auth.models import AnonymousUser, Permission, User
 from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -43,7 +44,7 @@ class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
     def active(self) -> ApiTokenQuerySet:
         return self.filter(revoked_at__isnull=True)
 
-    def created_by(self, user: AbstractBaseUser | AnonymousUser) -> ApiTokenQuerySet:
+    def created_by(self, user: User | AnonymousUser) -> ApiTokenQuerySet:
         return self.filter(created_by_id=user.pk)
 
 
@@ -110,14 +111,14 @@ def api_permissions() -> models.QuerySet[Permission]:
     return Permission.objects.filter(content_type__app_label="audit", codename__in=API_PERMISSIONS)
 
 
-def held_by(user: AbstractBaseUser | AnonymousUser) -> set[str]:
+def held_by(user: User | AnonymousUser) -> set[str]:
     """The API permissions `user` holds now (directly, through a group, or as a superuser)."""
     if not user.is_active:
         return set()
     return {name for name in API_PERMISSIONS if user.has_perm(f"audit.{name}")}
 
 
-def refusal(user: AbstractBaseUser, name: object, permissions: Iterable[str]) -> str | None:
+def refusal(user: User, name: object, permissions: Iterable[str]) -> str | None:
     """Why a token named `name` with `permissions` cannot be created for `user`, or None if it can."""
     name = name.strip() if isinstance(name, str) else ""
     if not name or len(name) > MAX_NAME_LENGTH:
@@ -130,7 +131,7 @@ def refusal(user: AbstractBaseUser, name: object, permissions: Iterable[str]) ->
     return None
 
 
-def create_token(user: AbstractBaseUser, name: str, permissions: Iterable[str]) -> IssuedToken:
+def create_token(user: User, name: str, permissions: Iterable[str]) -> IssuedToken:
     """Create a token for `user` carrying `permissions`; the secret is returned once, stored never.
 
     TokenRefused (with the sentence of `refusal`) when the name is blank or too long, a
@@ -150,7 +151,7 @@ def create_token(user: AbstractBaseUser, name: str, permissions: Iterable[str]) 
     return IssuedToken(record=record, secret=secret)
 
 
-def well_formed(secret: object) -> bool:
+def well_formed(secret: object) -> TypeGuard[str]:
     """Whether `secret` has the shape of an issued token; anything else is refused unhashed."""
     return isinstance(secret, str) and len(secret) == TOKEN_LENGTH and secret.startswith(TOKEN_MARKER)
 
@@ -162,12 +163,7 @@ def authenticate(secret: object) -> ApiToken | None:
     """
     if not well_formed(secret):
         return None
-    token = (
-        ApiToken.objects.active()
-        .select_related("created_by")
-        .filter(token_hash=digest(secret))  # type: ignore[arg-type]
-        .first()
-    )
+    token = ApiToken.objects.active().select_related("created_by").filter(token_hash=digest(secret)).first()
     if token is None or not token.created_by.is_active:
         return None
     now = timezone.now()
@@ -180,7 +176,7 @@ def authenticate(secret: object) -> ApiToken | None:
     return token
 
 
-def revoke(token_id: int, user: AbstractBaseUser | None = None) -> bool:
+def revoke(token_id: int, user: User | None = None) -> bool:
     """Revoke the token (only `user`'s, when given); False if there is none or it was revoked."""
     tokens = ApiToken.objects.active().filter(pk=token_id)
     if user is not None:

@@ -189,7 +189,7 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def statement(queryset) -> Callable[[], object]:  # type: ignore[no-untyped-def]
+def statement(queryset) -> Callable[[], object]:
     """The queryset's SQL compiled once: a call executes and fetches it, no ORM in between."""
     from django.db import connection
 
@@ -203,7 +203,7 @@ def statement(queryset) -> Callable[[], object]:  # type: ignore[no-untyped-def]
     return run
 
 
-def explain(queryset) -> str:  # type: ignore[no-untyped-def]
+def explain(queryset) -> str:
     from django.db import connection
 
     sql, params = queryset.query.sql_with_params()

@@ -58,7 +58,7 @@ def load_mail(count: int) -> int:
     return Email.objects.count()
 
 
-def using(model: str, window: int):  # type: ignore[no-untyped-def]
+def using(model: str, window: int):
     """Settings for `model` (the setting_changed signal makes the provider rebuild)."""
     from django.conf import settings
     from django.test import override_settings
@@ -117,7 +117,7 @@ def reembedded(processes: int) -> int:
     return result.sweep.embedded
 
 
-def timed(run) -> tuple[int, int, float]:  # type: ignore[no-untyped-def]
+def timed(run) -> tuple[int, int, float]:
     """(emails settled, characters embedded, seconds) of `run()`."""
     mark = last_passage_pk()
     started = time.perf_counter()

@@ -38,7 +38,7 @@ CORPUS_SAMPLE = 600  # messages of mail-dev.tar.gz used as seeds, spread over th
 NOT_MESSAGES = {".txt", ".jsonl", ".md"}
 
 
-def _bench_helpers():  # type: ignore[no-untyped-def]
+def _bench_helpers():
     spec = importlib.util.spec_from_file_location("bench_sync", REPO / "bench" / "sync.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["bench_sync"] = module  # dataclasses look their module up here
@@ -149,7 +149,7 @@ def main() -> int:
     return 1 if failures else 0
 
 
-def store_and_read_back(helpers, mutants: list[bytes], failures: Counter[str]) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+def store_and_read_back(helpers, mutants: list[bytes], failures: Counter[str]) -> tuple[int, int]:
     helpers.recreate_database(DATABASE)
     try:
         from django.conf import settings

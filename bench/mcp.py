@@ -43,7 +43,7 @@ sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != RE
 sys.path.insert(0, str(REPO))
 
 
-def _bench_helpers():  # type: ignore[no-untyped-def]
+def _bench_helpers():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_sync", REPO / "bench" / "sync.py")
@@ -144,14 +144,14 @@ class Timings:
         return [total - check for total, check in zip(self.total, self.checking, strict=True)]
 
 
-def timed_checks(client) -> tuple[list[float], list[float]]:  # type: ignore[no-untyped-def]
+def timed_checks(client) -> tuple[list[float], list[float]]:
     """Record how long the client spends validating each result against the output schema."""
     session = client.session
     original = session.validate_tool_result
     spent: list[float] = []
     cpu_spent: list[float] = []
 
-    async def validate(name, result):  # type: ignore[no-untyped-def]
+    async def validate(name, result):
         cpu, started = time.thread_time(), time.perf_counter()
         try:
             await original(name, result)
@@ -178,7 +178,7 @@ async def single_session(
         clients, checks, raws = {}, {}, {}
         sent: list = []  # the client's requests, so a raw POST can send the very same bytes
 
-        async def keep(request) -> None:  # type: ignore[no-untyped-def]
+        async def keep(request) -> None:
             sent.append((dict(request.headers), request.content))
 
         for label, url in urls.items():

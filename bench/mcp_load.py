@@ -57,7 +57,7 @@ CALLER_CATEGORY = range(51000, 58000)
 UNDESCRIBED = 54001
 
 
-def _bench_sync():  # type: ignore[no-untyped-def]
+def _bench_sync():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_sync", REPO / "bench" / "sync.py")
@@ -207,14 +207,14 @@ class Tally:
         return [d for values in self.durations.values() for d in values]
 
 
-def _code(result) -> int | None:  # type: ignore[no-untyped-def]
+def _code(result) -> int | None:
     text = result.content[0].text if result.content else ""
     if text.startswith("MailFathom error "):
         return int(text.removeprefix("MailFathom error ")[:5])
     return None
 
 
-def _calls(ids: list[str], rng: random.Random):  # type: ignore[no-untyped-def]
+def _calls(ids: list[str], rng: random.Random):
     while True:
         yield "list_emails", {"pageSize": 25, "direction": rng.choice(["newestFirst", "oldestFirst"])}
         yield "search_emails", {"queryText": f"{rng.choice(WORDS)} {rng.choice(WORDS)}", "resultLimit": 20}
@@ -262,7 +262,7 @@ async def legitimate(url: str, key: str, ids: list[str], clients: int, seconds: 
 # --- the wrong-key flood (its own process, so it does not share the clients' event loop) ----
 
 
-def _flood(url: str, concurrency: int, seconds: float, queue) -> None:  # type: ignore[no-untyped-def]
+def _flood(url: str, concurrency: int, seconds: float, queue) -> None:
     import anyio
     import httpx2
 

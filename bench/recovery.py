@@ -36,7 +36,7 @@ def _message(n: int) -> bytes:
     )
 
 
-def _wait(condition, seconds: float, interval: float = 0.05) -> float | None:  # type: ignore[no-untyped-def]
+def _wait(condition, seconds: float, interval: float = 0.05) -> float | None:
     """Seconds until `condition()` held, or None if it did not within `seconds`."""
     started = time.monotonic()
     while time.monotonic() - started < seconds:
@@ -56,7 +56,7 @@ def _defaults_env(broker_url: str, var: Path) -> dict[str, str]:
     }
 
 
-def measure_outage(server, broker, var: Path, outage: float, rounds: int) -> None:  # type: ignore[no-untyped-def]
+def measure_outage(server, broker, var: Path, outage: float, rounds: int) -> None:
     from mailbox.models import Email, Folder
     from mailbox.sync.engine import synchronize_account
     from mailbox.tasks import sync_account, watch_folder
@@ -64,7 +64,7 @@ def measure_outage(server, broker, var: Path, outage: float, rounds: int) -> Non
     from tests.celery_worker import Worker
     from tests.mailbox.imap_support import account_for, add_user
 
-    def publish(task, *args, **options) -> None:  # type: ignore[no-untyped-def]
+    def publish(task, *args, **options) -> None:
         with app.connection_for_write(broker.url) as connection:
             task.apply_async(args, connection=connection, **options)
 
@@ -121,7 +121,7 @@ def measure_outage(server, broker, var: Path, outage: float, rounds: int) -> Non
         push.process.kill()
 
 
-def measure_kill(server, broker, var: Path) -> None:  # type: ignore[no-untyped-def]
+def measure_kill(server, broker, var: Path) -> None:
     from mailbox.models import Email, Folder
     from mailfathom.management.commands.serve import child_commands
     from mailfathom.supervisor import ChildProcess, Supervisor

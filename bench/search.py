@@ -545,7 +545,7 @@ class Timing:
 def captured_statements(into: list) -> Iterator[None]:
     from django.db import connection
 
-    def wrapper(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    def wrapper(execute, sql, params, many, context):
         started = time.perf_counter()
         try:
             return execute(sql, params, many, context)

@@ -95,7 +95,7 @@ def setup_django(database: str, *, server_side_binding: bool = False) -> None:
     django.setup()
 
 
-def _server_connection(dbname: str):  # type: ignore[no-untyped-def]
+def _server_connection(dbname: str):
     """Open an autocommit psycopg connection to `dbname` on the configured server."""
     import psycopg
     from django.conf import settings
@@ -178,14 +178,14 @@ def write_maildir(
             os.chown(path, *owner)
 
 
-def seed_user(server, user: str, messages: list[tuple[str, bytes]]) -> None:  # type: ignore[no-untyped-def]
+def seed_user(server, user: str, messages: list[tuple[str, bytes]]) -> None:
     """Lay `messages` into the user's INBOX on disk (before the user's first login)."""
     home = server.root / "mail" / user
     stat = home.stat()
     write_maildir(server.maildir(user), messages, owner=(stat.st_uid, stat.st_gid))
 
 
-def warm_up(server, user: str, password: str, expected: int) -> None:  # type: ignore[no-untyped-def]
+def warm_up(server, user: str, password: str, expected: int) -> None:
     """Let Dovecot assign UIDs and build its index (untimed: a live server has done so)."""
     from imapclient import IMAPClient
 
@@ -200,7 +200,7 @@ def warm_up(server, user: str, password: str, expected: int) -> None:  # type: i
 # --- (a) anchor -------------------------------------------------------------------------
 
 
-def run_anchor(server, user: str, password: str, batch: int) -> Rate:  # type: ignore[no-untyped-def]
+def run_anchor(server, user: str, password: str, batch: int) -> Rate:
     from imapclient import IMAPClient
 
     started = time.perf_counter()
@@ -267,7 +267,7 @@ def peak_rss_kib(reset: bool) -> int:
 SQL_TIMES: dict[str, list] = {}  # statement kind -> [count, seconds], filled under --profile
 
 
-def sql_timer(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+def sql_timer(execute, sql, params, many, context):
     """Django execute wrapper: time each statement in the driver, by kind and table."""
     words = sql.split(None, 4)
     verb = words[0].upper() if words else "?"
@@ -304,7 +304,7 @@ def process_cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def bench_account(account_id: str, host: str, port: int, user: str, password: str):  # type: ignore[no-untyped-def]
+def bench_account(account_id: str, host: str, port: int, user: str, password: str):
     """A fresh account with one mapping, inbox -> INBOX, as the backfill and the import use it."""
     from accounts.models import FolderMapping, FolderRole, MailAccount, Security
 
@@ -340,7 +340,7 @@ def child_main(spec: dict) -> None:
     batches: list[tuple[int, int]] = []  # (bytes of bodies in the batch, RSS KiB after it)
     store = engine.store_messages
 
-    def watched_store(folder, messages, **kwargs):  # type: ignore[no-untyped-def]
+    def watched_store(folder, messages, **kwargs):
         stored = store(folder, messages, **kwargs)
         batches.append((sum(len(m.raw or b"") for m in messages), _status_kib("VmRSS") or 0))
         return stored
@@ -467,14 +467,14 @@ PROFILE_ROWS = {
 }
 
 
-def profile_summary(profiler, out: str | None) -> dict:  # type: ignore[no-untyped-def]
+def profile_summary(profiler, out: str | None) -> dict:
     import io
     import pstats
 
     stats = pstats.Stats(profiler)
     if out:
         stats.dump_stats(out)
-    table = stats.stats  # type: ignore[attr-defined]
+    table = stats.stats  # type: ignore[attr-defined]  # pstats keeps its table in an undeclared attribute
     from django.db.models.sql.compiler import SQLInsertCompiler
 
     insert_line = SQLInsertCompiler.as_sql.__code__.co_firstlineno

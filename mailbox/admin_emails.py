@@ -13,6 +13,8 @@ within whatever the filters already narrowed, best match first.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import SEARCH_VAR
 from django.db.models import Case, IntegerField, QuerySet, Value, When
@@ -25,6 +27,12 @@ from mailbox.admin_read_only import ReadOnlyAdmin
 from mailbox.models import Email, Folder, Participant
 from mailbox.services.console_search import rank_for_console
 from mailfathom.errors import MailFathomError
+
+if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
+    from django.contrib.admin.options import _FieldGroups, _ListDisplayT
+    from django.db.models.query import _OrderByFieldName
+    from django.utils.datastructures import _ListOrTuple
+
 
 MAIL_CONTENT_PERMISSION = "mailbox.view_mail_content"
 UNMAPPED = "(unmapped)"
@@ -93,7 +101,7 @@ class FolderFilter(admin.SimpleListFilter):
         if account.isdigit():
             folders = folders.filter(account_id=int(account))
         folders = folders.order_by("account__account_id", "mapping__alias")
-        return [(str(f.pk), f"{f.account.account_id} / {f.mapping.alias}") for f in folders]  # type: ignore[union-attr]
+        return [(str(f.pk), f"{f.account.account_id} / {f.mapping.alias}") for f in folders]  # type: ignore[union-attr]  # the choices list only mapped folders, so mapping is set
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Email]) -> QuerySet[Email]:
         value = self.value()
@@ -112,17 +120,23 @@ class EmailAdmin(ReadOnlyAdmin):
 
     # --- what a user sees, by permission ------------------------------------------------
 
-    def get_list_display(self, request: HttpRequest) -> list[str]:
+    def get_list_display(self, request: HttpRequest) -> _ListDisplayT[Email]:
         return list(CONTENT_LIST if may_read_content(request) else METADATA_LIST)
 
-    def get_list_display_links(self, request: HttpRequest, list_display: object) -> list[str]:
+    def get_list_display_links(
+        self, request: HttpRequest, list_display: _ListDisplayT[Email]
+    ) -> _ListDisplayT[Email]:
         return ["subject_line"] if may_read_content(request) else ["received"]
 
-    def get_fields(self, request: HttpRequest, obj: Email | None = None) -> list[str]:
+    @staticmethod
+    def _field_names(request: HttpRequest) -> list[str]:
         return CONTENT_FIELDS + METADATA_FIELDS if may_read_content(request) else list(METADATA_FIELDS)
 
+    def get_fields(self, request: HttpRequest, obj: Email | None = None) -> _FieldGroups:
+        return [*self._field_names(request)]
+
     def get_readonly_fields(self, request: HttpRequest, obj: Email | None = None) -> list[str]:
-        return self.get_fields(request, obj)
+        return self._field_names(request)
 
     def get_search_fields(self, request: HttpRequest) -> list[str]:
         # Non-empty only to draw the search box; get_search_results does the searching.
@@ -144,7 +158,7 @@ class EmailAdmin(ReadOnlyAdmin):
             # "does any mail say X" to someone not allowed to read mail.
             return queryset, False
         try:
-            ranked = rank_for_console(queryset, search_term)  # type: ignore[arg-type]
+            ranked = rank_for_console(queryset, search_term)  # type: ignore[arg-type]  # the changelist queryset is the EmailQuerySet rank_for_console takes
         except MailFathomError as error:
             self.message_user(request, str(error), messages.ERROR)
             return queryset.none(), False
@@ -155,7 +169,7 @@ class EmailAdmin(ReadOnlyAdmin):
         )
         return queryset.filter(id__in=ranked).annotate(search_rank=order), False
 
-    def get_ordering(self, request: HttpRequest) -> list[str]:
+    def get_ordering(self, request: HttpRequest) -> _ListOrTuple[_OrderByFieldName]:
         if self._searching(request):
             return ["search_rank", "-received_at", "-id"]  # best match first
         return list(self.ordering)

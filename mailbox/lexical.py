@@ -17,6 +17,7 @@ cheaper: computing the tsvector was most of PostgreSQL's work per inserted email
 from __future__ import annotations
 
 from django.contrib.postgres.search import SearchVector
+from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Left, Length
 
 CONFIGURATION = "simple"
@@ -26,7 +27,7 @@ STEMMERS = ("english_stem", "german_stem")
 INDEXED_BODY_CHARACTERS = 100_000
 
 
-def lexical_document() -> SearchVector:
+def lexical_document() -> CombinedExpression:
     """The expression of Email.search_vector (a generated column: immutable functions only)."""
     subject = SearchVector("subject", config=CONFIGURATION, weight="A")
     participants = SearchVector("participants_text", config=CONFIGURATION, weight="B")
@@ -34,7 +35,7 @@ def lexical_document() -> SearchVector:
     return subject + participants + body
 
 
-def indexed_length():
+def indexed_length() -> CombinedExpression:
     """The expression of Email.search_length: characters of what the index read.
 
     BM25's length normalization compares a message with the collection's average length;

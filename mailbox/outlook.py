@@ -48,8 +48,8 @@ _POLICY = policy.SMTP.clone(max_line_length=998)
 
 # The libraries log per stream and attachment (names included, at INFO to ERROR): nothing
 # of a message belongs in our log, so they are silenced; a failure is an OutlookError.
-for _name in ("extract_msg", "olefile", "RTFDE"):
-    logging.getLogger(_name).setLevel(logging.CRITICAL + 1)
+for _logger in ("extract_msg", "olefile", "RTFDE"):
+    logging.getLogger(_logger).setLevel(logging.CRITICAL + 1)
 
 
 DAMAGED = "damaged Outlook file"
@@ -146,6 +146,7 @@ def _html(msg: MessageBase) -> str:
 
     (extract-msg's own htmlBody writes one from the plain text when there is none.)
     """
+    raw: bytes | str | None
     try:
         raw = msg.getStream("__substg1.0_10130102")
         if raw is None and msg.rtfBody:
@@ -216,7 +217,7 @@ def _attachment(att: object, seed: str, depth: int, n: int) -> MIMEPart | None:
     data_type = getattr(att, "dataType", None)
     if data_type is None:
         return None  # by reference, an OLE object, or unreadable: nothing to attach
-    data = att.data  # type: ignore[attr-defined]
+    data = att.data  # type: ignore[attr-defined]  # att is an extract_msg attachment, passed here as object
     part = MIMEPart(policy=_POLICY)
     if isinstance(data, MessageBase):
         if depth >= MAX_NESTING:

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Iterable
 from functools import partial
+from typing import Any
 
 from celery import shared_task
 from django.db import transaction
@@ -31,7 +32,7 @@ EMBED_SECONDS_PER_TASK = 50
 
 
 @shared_task(name="mailbox.sync_account", bind=True, ignore_result=True, max_retries=LOCKED_RETRIES)
-def sync_account(self, account_pk: int, force: bool = False) -> dict:  # type: ignore[no-untyped-def]
+def sync_account(self: Any, account_pk: int, force: bool = False) -> dict[str, Any]:  # self: the bound Task
     """Synchronize one account; a vanished account is logged and skipped.
 
     A folder whose lease another run holds is tried again a second after that lease
@@ -99,7 +100,7 @@ WATCHER_KEY = idle.WATCHER_KEY
 
 
 @shared_task(name="mailbox.watch_folder", ignore_result=True)
-def watch_folder(folder_pk: int) -> dict:
+def watch_folder(folder_pk: int) -> dict[str, Any]:
     """Hold an IDLE session on one folder for up to WATCH_SECONDS (push mode)."""
     try:
         result = idle.watch_folder(folder_pk, max_seconds=WATCH_SECONDS)
@@ -137,7 +138,7 @@ def refresh_term_stats() -> int:
 
 
 @shared_task(name="mailbox.embed_pending", ignore_result=True)
-def embed_pending() -> dict:
+def embed_pending() -> dict[str, Any]:
     """Embed mail that has no passage under the active profile, newest first, in bounded batches.
 
     One sweep at a time: the sweep slot (a Redis key expiring on its own if the worker dies)

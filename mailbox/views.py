@@ -63,5 +63,5 @@ def _hardened(response: HttpResponse) -> HttpResponse:
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     # django.utils.log.log_response skips a response carrying this mark; without it a
     # refused link would be written to the log with its token in the path.
-    response._has_been_logged = True  # type: ignore[attr-defined]
+    response._has_been_logged = True  # type: ignore[attr-defined]  # Django's private flag: log_response skips a response already logged
     return response

@@ -55,10 +55,12 @@ class Channel(redis.Channel):
     def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
         transport = self.connection
         if transport is not None and transport.client is not None:
-            return super()._connparams(asynchronous=asynchronous)
+            params: dict[str, Any] = super()._connparams(asynchronous=asynchronous)
+            return params
         # Detached by a lost connection: only restoring or acknowledging messages builds
         # a pool now, and it should reach the broker (or fail as a connection error).
-        return redis.Channel._connparams(_OpenedWith(self), asynchronous=asynchronous)  # type: ignore[arg-type]
+        detached: dict[str, Any] = redis.Channel._connparams(_OpenedWith(self), asynchronous=asynchronous)  # type: ignore[arg-type]  # _OpenedWith stands in for the Channel whose attributes _connparams reads
+        return detached
 
 
 class Transport(redis.Transport):
@@ -79,7 +81,7 @@ def install() -> None:
 class Consumer(CeleryConsumer):
     """Celery's consumer, reconnecting every few seconds for as long as the broker is away."""
 
-    def ensure_connected(self, conn):  # type: ignore[no-untyped-def]
+    def ensure_connected(self, conn: Any) -> Any:  # a kombu Connection; Celery declares no types
         conn.ensure_connection = functools.partial(
             conn.ensure_connection,
             interval_start=RECONNECT_INTERVAL_START,

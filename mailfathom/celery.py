@@ -2,6 +2,7 @@
 
 import os
 import socket
+from typing import Any
 
 from celery import Celery, bootsteps
 from celery.signals import beat_init, before_task_publish, worker_init
@@ -33,17 +34,17 @@ class RecordHeartbeat(bootsteps.StartStopStep):
         super().__init__(worker, **kwargs)
         self.timer_entry = None
 
-    def start(self, worker) -> None:  # type: ignore[no-untyped-def]
+    def start(self, worker: Any) -> None:  # Celery's WorkController, untyped
         self.record(worker)
         self.timer_entry = worker.timer.call_repeatedly(heartbeat.HEARTBEAT_SECONDS, self.record, (worker,))
 
-    def stop(self, worker) -> None:  # type: ignore[no-untyped-def]
+    def stop(self, worker: Any) -> None:
         if self.timer_entry is not None:
             self.timer_entry.cancel()
             self.timer_entry = None
 
     @staticmethod
-    def record(worker) -> None:  # type: ignore[no-untyped-def]
+    def record(worker: Any) -> None:
         for queue in worker.app.amqp.queues.consume_from:
             heartbeat.record(heartbeat.worker_role(queue), worker.hostname or "")
 

@@ -14,9 +14,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off"}
@@ -780,6 +783,7 @@ class MailFathomSettings:
         )
         if role == "chat":
             return chat
+        temperature: float | None
         if role == UTILITY_ROLE:
             prefix, temperature, output = "drafting_utility_", 0.0, self.drafting_utility_max_output_tokens
         elif role == DRAFTING_ROLE:
@@ -919,7 +923,7 @@ def _read(
     cls: type[T], declared: tuple[Setting, ...], environ: Mapping[str, str], problems: dict[str, str]
 ) -> T:
     values: dict[str, Any] = {}
-    for attribute, setting in zip(dataclasses.fields(cls), declared, strict=True):  # type: ignore[arg-type]
+    for attribute, setting in zip(dataclasses.fields(cls), declared, strict=True):
         raw = environ.get(setting.name)
         if raw is None or (raw.strip() == "" and setting.kind != "str"):
             continue

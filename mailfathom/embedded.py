@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 
 from mailfathom import config
 
@@ -98,7 +99,7 @@ def ensure_postgres() -> dict[str, str]:
     return {"HOST": socket_host, "USER": "postgres", "NAME": DATABASE_NAME, "PASSWORD": ""}
 
 
-def _import_pgserver():  # type: ignore[no-untyped-def]
+def _import_pgserver() -> ModuleType:
     # platformdirs warns that XDG_RUNTIME_DIR is unset (always, as root in a container);
     # the fallback it takes is the one we want, so the warning is noise.
     with warnings.catch_warnings():

@@ -87,5 +87,5 @@ def server_error(request: HttpRequest) -> HttpResponse:
         response = HttpResponse(UNAVAILABLE_PAGE, status=503, content_type="text/html; charset=utf-8")
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     response["Cache-Control"] = "no-store"
-    response._has_been_logged = True  # type: ignore[attr-defined]
+    response._has_been_logged = True  # type: ignore[attr-defined]  # Django's private flag: log_response skips a response already logged
     return response

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -103,10 +104,11 @@ SECURE_HSTS_PRELOAD = _https and MAILFATHOM.hsts_preload
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if MAILFATHOM.trust_x_forwarded_proto else None
 
 # --- Database ---------------------------------------------------------------------------
+DATABASES: dict[str, dict[str, Any]]
 if EMBEDDED_DATABASE:
     DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", **embedded.ensure_postgres()}}
 else:
-    DATABASES = {"default": dj_database_url.parse(_deployment.database_url)}
+    DATABASES = {"default": dict(dj_database_url.parse(_deployment.database_url))}
 # Connections are kept for a minute (checked before reuse) rather than opened per call:
 # an MCP call runs its use case on a pool thread framed like a request, and opening a
 # PostgreSQL connection for each one was most of what the bridge added (docs/benchmarks.md).

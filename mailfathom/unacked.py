@@ -70,7 +70,7 @@ def holder_is_dead(holder: dict[str, Any], alive: dict[str, float], now: float) 
     me = _incarnation()
     if holder.get("host") == me["host"]:
         if holder.get("pid") == me["pid"]:
-            return holder.get("started") != me["started"]  # an earlier process with our pid
+            return bool(holder.get("started") != me["started"])  # an earlier process with our pid
         return not _runs_here(int(holder.get("pid") or 0))
     seen = alive.get(_name(holder))
     return seen is None or now - seen > DEAD_AFTER_SECONDS

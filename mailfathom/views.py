@@ -26,7 +26,7 @@ def health(request: HttpRequest) -> JsonResponse:
     response = JsonResponse(body, status=report.http_status)
     # A 503 here is the report doing its job: the part that is down was logged as a warning,
     # so Django's request logger does not add an error line for it.
-    response._has_been_logged = report.http_status >= 500  # type: ignore[attr-defined]
+    response._has_been_logged = report.http_status >= 500  # type: ignore[attr-defined]  # Django's private flag: log_response skips a response already logged
     return response
 
 

@@ -60,7 +60,7 @@ def resolve(host: str, port: int) -> list[Address]:
     address is refused. Raises socket.gaierror when the name does not resolve.
     """
     found = getaddrinfo(host, port, 0, socket.SOCK_STREAM)
-    addresses = [(family, sockaddr) for family, _, _, _, sockaddr in found]
+    addresses: list[Address] = [(family, sockaddr) for family, _, _, _, sockaddr in found]
     for _, sockaddr in addresses:
         address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])  # drop an IPv6 zone
         if _refused(address):
@@ -108,7 +108,8 @@ class _PinnedTLS(tls.IMAP4_TLS):
     def _create_socket(self, timeout: float | None = None) -> socket.socket:
         sock = _connect_any(self._addresses, timeout if timeout is not None else self._timeout)
         # The certificate is checked against the host name, not the address connected.
-        return tls.wrap_socket(sock, self.ssl_context, self.host)
+        wrapped: socket.socket = tls.wrap_socket(sock, self.ssl_context, self.host)  # IMAPClient's, untyped
+        return wrapped
 
 
 class PinnedIMAPClient(IMAPClient):

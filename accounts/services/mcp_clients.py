@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -75,7 +76,7 @@ def client_config(client: str, url: str, key: str | None = None) -> ClientConfig
     return builder(url, key)
 
 
-def _json(document: dict) -> str:
+def _json(document: Mapping[str, object]) -> str:
     return json.dumps(document, indent=2) + "\n"
 
 

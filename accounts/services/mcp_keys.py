@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TypeGuard
 
 from django.db import transaction
 from django.db.models import Q
@@ -188,23 +189,23 @@ _refused = _VerifiedKeys(REFUSED_KEY_SECONDS, REFUSED_KEY_CAPACITY)
 _KEY_LENGTH = len(KEY_MARKER) + 43
 
 
-def _plausible(token: object) -> bool:
+def _plausible(token: object) -> TypeGuard[str]:
     return isinstance(token, str) and bool(token) and len(token) <= MAX_TOKEN_LENGTH
 
 
-def well_formed(token: object) -> bool:
+def well_formed(token: object) -> TypeGuard[str]:
     """Whether `token` has the shape of an issued key; anything else is refused with no query."""
     return isinstance(token, str) and len(token) == _KEY_LENGTH and token.startswith(KEY_MARKER)
 
 
 def recently_verified(token: object) -> KeyGrant | None:
     """The grant of `token` if it was verified in the last few seconds; no I/O (safe on a loop)."""
-    return _verified.get(_digest(token)) if _plausible(token) else None  # type: ignore[arg-type]
+    return _verified.get(_digest(token)) if _plausible(token) else None
 
 
 def recently_refused(token: object) -> bool:
     """Whether `token` was refused in the last few seconds; no I/O (safe on a loop)."""
-    return _plausible(token) and _refused.get(_digest(token)) is not None  # type: ignore[arg-type]
+    return _plausible(token) and _refused.get(_digest(token)) is not None
 
 
 def verify(token: object) -> KeyGrant | None:
@@ -220,10 +221,10 @@ def verify(token: object) -> KeyGrant | None:
         return cached
     key = authenticate(token)
     if key is None:
-        _refused.put(_digest(token), _REFUSED)  # type: ignore[arg-type]
+        _refused.put(_digest(token), _REFUSED)
         return None
     grant = grant_of(key)
-    _verified.put(_digest(token), grant)  # type: ignore[arg-type]
+    _verified.put(_digest(token), grant)
     return grant
 
 

@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 DELIVERY_BUSY = 63005
 TASK_REQUESTER = "answering.drafting"
-_DELIVERED_STATUSES = {
+_DELIVERED_STATUSES: dict[str, set[str]] = {
     DraftAppendMode.APPROVED: {DraftStatus.APPROVED, DraftStatus.EDITED},
     DraftAppendMode.EVERY: {DraftStatus.PENDING, DraftStatus.APPROVED, DraftStatus.EDITED},
 }

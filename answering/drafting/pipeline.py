@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -37,7 +38,7 @@ from opentelemetry import trace
 from answering.drafting import assess as assess_stage
 from answering.drafting.classify import classify
 from answering.drafting.condense import condense
-from answering.drafting.fit import EXAMPLES, SOURCE, TAIL, Parts, budget_tokens, estimate_tokens, fit
+from answering.drafting.fit import EXAMPLES, SOURCE, TAIL, Parts, Plan, budget_tokens, estimate_tokens, fit
 from answering.drafting.gather import gather
 from answering.drafting.generate import (
     DRAFT_INSTRUCTION_VERSION,
@@ -90,7 +91,7 @@ class ComposedDraft:
     tokens: dict[str, dict[str, int]]  # per stage {"prompt": n, "completion": n}
     thread_ids: tuple[UUID, ...] = ()
     reference_ids: tuple[int, ...] = ()
-    findings: tuple[dict, ...] = ()  # assess.Finding.as_json() of each flagged fact
+    findings: tuple[dict[str, Any], ...] = ()  # assess.Finding.as_json() of each flagged fact
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,7 @@ def _fitted(
     retrieval_mode: str,
     instruction: str,
     budget: int,
-):
+) -> tuple[str, Plan, bool]:
     """(the user turn, the fit plan, whether the answered body had to be cut to fit)."""
     cut = False
     for _ in range(MAX_ANSWERED_CUTS + 1):

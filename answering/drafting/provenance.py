@@ -224,6 +224,7 @@ def locate_in_mailbox(email: Email, own: frozenset[str]) -> Callable[[Fact], lis
         if budget[0] <= 0:
             return []
         budget[0] -= 1
+        ids: Iterable[uuid.UUID]
         if fact.kind == "email":
             # An address is whose mail it heads: looked up where it is written, not ranked as words.
             ids = (

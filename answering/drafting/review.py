@@ -20,6 +20,7 @@ import logging
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
@@ -198,7 +199,7 @@ def _move(
         raise _refused(Draft.objects.get(pk=draft_id))
 
 
-def _reassessed(draft: Draft, body: str) -> dict[str, object]:
+def _reassessed(draft: Draft, body: str) -> dict[str, Any]:  # keyword arguments of update()
     assessment = reassess_draft(draft, body)
     return {
         "body": body,

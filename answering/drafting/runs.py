@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
@@ -320,7 +321,7 @@ def _attempt(
     stage: str,
     outcome: str,
     alias: str,
-    tokens: dict,
+    tokens: dict[str, Any],
     summary: RunSummary,
 ) -> None:
     summary.refused[outcome] = summary.refused.get(outcome, 0) + 1

@@ -112,12 +112,16 @@ def stream(
     return response
 
 
+def _next_block(text: Iterator[str]) -> str | None:
+    return next(text, None)
+
+
 async def _async(text: Iterator[str]) -> AsyncIterator[str]:
     # Thread-sensitive: every step runs on the one thread holding the request's connection,
     # which is where the server-side cursor lives.
-    step = sync_to_async(next, thread_sensitive=True)
+    step = sync_to_async(_next_block, thread_sensitive=True)
     while True:
-        block = await step(text, None)
+        block = await step(text)
         if block is None:
             return
         yield block

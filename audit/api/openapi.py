@@ -27,7 +27,7 @@ class ErrorSerializer(serializers.Serializer[Any]):
     argument = serializers.CharField(
         required=False, help_text="The refused argument, with a five-digit code."
     )
-    fields = serializers.JSONField(
+    fields = serializers.JSONField(  # type: ignore[assignment]  # a declared field: the metaclass moves it off the class
         required=False, help_text="With code `invalid`: what is wrong with each field of the request body."
     )
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import ValidationError
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Field, Model, Q, QuerySet
 from rest_framework.pagination import BasePagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -51,7 +51,7 @@ class SignedCursorPagination(BasePagination):
     cursor_param = "cursor"
     page_size_param = "page_size"
 
-    def paginate_queryset(self, queryset: QuerySet[Any], request: Request, view: Any = None) -> list[Any]:
+    def paginate_queryset(self, queryset: QuerySet[Any], request: Request, view: Any = None) -> list[Any]:  # type: ignore[override]  # pages querysets only, never a plain sequence
         size = self.page_size(request)
         fingerprint = self.fingerprint(request)
         page = queryset.order_by(*(f"-{name}" for name in self.ordering))
@@ -114,7 +114,8 @@ class SignedCursorPagination(BasePagination):
             if not isinstance(values, list) or len(values) != len(self.ordering):
                 raise ValueError("cursor position out of shape")
             position = [
-                model._meta.get_field(name).to_python(value)
+                # The ordering names concrete fields, never a relation's reverse side.
+                cast("Field[Any, Any]", model._meta.get_field(name)).to_python(value)
                 for name, value in zip(self.ordering, values, strict=True)
             ]
             if any(value is None for value in position):

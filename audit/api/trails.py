@@ -101,7 +101,7 @@ class MutationPageSerializer(serializers.Serializer[Any]):
 
 # --- Parameters and responses shared by the routes --------------------------------------------
 
-_REFUSALS = {
+_REFUSALS: dict[int | tuple[int, str], OpenApiResponse] = {
     400: OpenApiResponse(ErrorSerializer, description="A filter, page size, cursor or format refused."),
     401: OpenApiResponse(ErrorSerializer, description="No credential, or one not accepted."),
     403: OpenApiResponse(ErrorSerializer, description="The credential lacks the route's permission."),
@@ -121,7 +121,7 @@ _RANGE = [
 
 def _range(subject: str) -> list[OpenApiParameter]:
     return [
-        OpenApiParameter(p.name, p.type, description=(p.description or "").format(subject)) for p in _RANGE
+        OpenApiParameter(p.name, p.type, description=str(p.description or "").format(subject)) for p in _RANGE
     ]
 
 
@@ -138,7 +138,7 @@ MUTATION_FILTERS = [
     *_range("Acts requested"),
     OpenApiParameter("requester", str, description="User name, API token name or task name, exactly."),
 ]
-_EXPORT_RESPONSES = {
+_EXPORT_RESPONSES: dict[int | tuple[int, str], OpenApiResponse] = {
     (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV with a header row."),
     (200, "application/jsonl"): OpenApiResponse(OpenApiTypes.STR, description="One JSON object a line."),
     **_REFUSALS,

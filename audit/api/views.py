@@ -7,7 +7,7 @@ ROUTES table in audit/api/urls.py repeats them for the permission-matrix test.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -42,7 +42,7 @@ class ComplianceApiView(APIView):
         refuse_token_in_url(request)
         super().initial(request, *args, **kwargs)
 
-    def throttled(self, request: Request, wait: float | None) -> None:
+    def throttled(self, request: Request, wait: float | None) -> NoReturn:
         raise exceptions.Throttled(wait=wait, detail=throttling.refusal_sentence(self.throttle_scope))
 
     def get_exception_handler(self) -> Callable[..., Response | None]:
@@ -154,9 +154,11 @@ class TokenListView(ComplianceApiView):
     def post(self, request: Request) -> Response:
         asked = TokenCreateSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
+        user = request.user
+        assert user.is_authenticated  # HasApiPermission admits a signed-in user only
         try:
             issued = tokens.create_token(
-                request.user, asked.validated_data["name"], asked.validated_data["permissions"]
+                user, asked.validated_data["name"], asked.validated_data["permissions"]
             )
         except tokens.TokenRefused as refusal:
             if "does not hold" in str(refusal):
@@ -185,7 +187,9 @@ class TokenRevokeView(ComplianceApiView):
         responses={200: TokenSerializer, **refusals(400, 401, 403, 404, 406, 429)},
     )
     def post(self, request: Request, token_id: int) -> Response:
-        if not tokens.revoke(token_id, request.user):
+        user = request.user
+        assert user.is_authenticated  # HasApiPermission admits a signed-in user only
+        if not tokens.revoke(token_id, user):
             raise exceptions.NotFound("No active token of yours has this id.")
         return Response(TokenSerializer(ApiToken.objects.get(pk=token_id)).data)
 

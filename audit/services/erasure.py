@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -277,7 +278,7 @@ def _as_json(accounts: Iterable[AccountCounts]) -> dict[str, dict[str, int]]:
     return {counts.account_id: _kinds(counts) for counts in accounts}
 
 
-def _from_json(value: dict) -> tuple[AccountCounts, ...]:
+def _from_json(value: dict[str, Any]) -> tuple[AccountCounts, ...]:
     return tuple(
         AccountCounts(account_id=name, **{kind: int(kinds.get(kind, 0)) for kind in KINDS})
         for name, kinds in sorted(value.items())

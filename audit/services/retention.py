@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import transaction
 from django.db.models import DateTimeField, DurationField, ExpressionWrapper, F, QuerySet, Value
@@ -87,7 +88,7 @@ def _erase_orphaned_mutations(now: datetime, batch: int) -> int:
         return _erase_batch(expired, batch)
 
 
-def _erase_batch(expired: QuerySet, batch: int) -> int:
+def _erase_batch(expired: QuerySet[Any], batch: int) -> int:
     ids = list(expired.values_list("pk", flat=True)[:batch])
     if not ids:
         return 0

@@ -144,8 +144,8 @@ class _Extractor:
         self_closing = markup[gt - 1 : gt] == "/"
         self.tag(name, closing)
         if name in _RAW_TEXT and not closing and not self_closing:
-            close = re.compile(r"</" + name + r"\b", re.I).search(markup, gt + 1)
-            content_end = close.start() if close else len(markup)
+            closing_tag = re.compile(r"</" + name + r"\b", re.I).search(markup, gt + 1)
+            content_end = closing_tag.start() if closing_tag else len(markup)
             if name not in _SKIPPED_RAW:
                 self.text(gt + 1, content_end)
             return content_end

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
+from typing import TypedDict
 
 from mailbox.parsing.classify import (
     cid_references,
@@ -22,7 +24,7 @@ from mailbox.parsing.fields import (
 from mailbox.parsing.headers import Headers, charset_of, parse_date, scan_headers
 from mailbox.parsing.htmltext import html_to_text
 from mailbox.parsing.limits import Budget, ParseLimits
-from mailbox.parsing.results import Address, ParsedMessage
+from mailbox.parsing.results import Address, BulkHeaders, ParsedMessage
 from mailbox.parsing.structure import Entity, decoded_body, walk
 
 _NEWLINES = re.compile(r"\r\n?")
@@ -116,7 +118,23 @@ def _html_texts(
     return texts
 
 
-def _from_headers(headers: Headers, budget: Budget) -> dict[str, object]:
+class _HeaderFields(TypedDict):
+    """The ParsedMessage fields read from the top-level header block."""
+
+    message_id: str
+    in_reply_to: str
+    references: tuple[str, ...]
+    subject: str
+    sent_at: datetime | None
+    sender: Address | None
+    to: tuple[Address, ...]
+    cc: tuple[Address, ...]
+    bcc: tuple[Address, ...]
+    reply_to: tuple[Address, ...]
+    bulk_headers: BulkHeaders
+
+
+def _from_headers(headers: Headers, budget: Budget) -> _HeaderFields:
     """Return the ParsedMessage fields that come from the top-level header block."""
     truncated = headers.truncated
 

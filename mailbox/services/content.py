@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from itertools import islice
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from pydantic import Field
@@ -149,7 +149,7 @@ class ContentResult(WireModel):
     emails: list[EmailEntry]
 
 
-_AVAILABILITY = {
+_AVAILABILITY: dict[str, BodyAvailability] = {
     Availability.AVAILABLE: BodyAvailability.READABLE,
     Availability.ENCRYPTED: BodyAvailability.ENCRYPTED,
     Availability.EXCEEDED_SIZE_LIMIT: BodyAvailability.EXCEEDED_SIZE_LIMIT,
@@ -395,13 +395,14 @@ def _content(
     include_links: bool,
 ) -> EmailContent:
     parsed = parse_message(raw.data, limits) if raw is not None else None
-    readable = parsed is not None and email.availability == Availability.AVAILABLE
-    plain = _representation(parsed.text_body if readable else "", budget, scanning, html=False)
-    if readable and "text-truncated" in parsed.defects and plain.truncated_by == TruncatedBy.NONE:
+    readable = parsed if email.availability == Availability.AVAILABLE else None
+    plain = _representation(readable.text_body if readable is not None else "", budget, scanning, html=False)
+    truncated = readable is not None and "text-truncated" in readable.defects
+    if truncated and plain.truncated_by == TruncatedBy.NONE:
         # The parser itself stopped short; originalCharacterCount is then a lower bound.
         plain = plain.model_copy(update={"truncated_by": TruncatedBy.BODY_LIMIT})
     html = None
-    if include_html and readable and parsed.has_html:
+    if include_html and readable is not None and readable.has_html and raw is not None:
         markup = sanitized_html(raw.data, limits)
         html = _representation(markup, budget, scanning, html=True) if markup is not None else None
     attachments = [
@@ -428,8 +429,17 @@ def _representation(text: str, budget: _Budget, scanning: bool, *, html: bool) -
     return budget.take(text, original, scan_cut, markup=html)
 
 
+class _Described(TypedDict):
+    """The fields of an Attachment that do not depend on its download link."""
+
+    file_name: str | None
+    media_type: str
+    size_bytes: int
+    was_file_name_normalized: bool
+
+
 def _attachment(email: Email, info: AttachmentInfo, raw: StoredRaw | None, include_links: bool) -> Attachment:
-    described = {
+    described: _Described = {
         "file_name": info.file_name or None,
         "media_type": info.media_type,
         "size_bytes": info.size,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection, models
 from django.db.models.fields import AutoFieldMixin
@@ -53,7 +53,8 @@ def copy_rows(model: type[models.Model], objects: Sequence[models.Model]) -> int
         for field in model._meta.concrete_fields
         if not field.generated and not (isinstance(field, AutoFieldMixin) and _unset(objects, field))
     ]
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    # Concrete fields all have a column; only the stubs' Field allows None.
+    columns = ", ".join(connection.ops.quote_name(cast(str, field.column)) for field in fields)
     statement = f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN"
     readers = [_reader(field) for field in fields]
     with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
@@ -62,13 +63,13 @@ def copy_rows(model: type[models.Model], objects: Sequence[models.Model]) -> int
     return len(objects)
 
 
-def _reader(field: models.Field) -> Callable[[models.Model], Any]:
+def _reader(field: models.Field[Any, Any]) -> Callable[[models.Model], Any]:
     """How one column's value is taken from an object: as is, or prepared as an INSERT prepares it."""
     if type(field) in _AS_IS:
         return attrgetter(field.attname)
     return lambda obj: field.get_db_prep_save(field.pre_save(obj, True), connection=connection)
 
 
-def _unset(objects: Sequence[models.Model], field: models.Field) -> bool:
+def _unset(objects: Sequence[models.Model], field: models.Field[Any, Any]) -> bool:
     """An auto-incrementing key nobody set: the database's sequence fills it in."""
     return all(getattr(obj, field.attname) is None for obj in objects)

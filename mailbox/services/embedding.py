@@ -17,6 +17,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -234,7 +235,8 @@ def semantic_state(profile: EmbeddingProfile | None | object = _READ) -> Capabil
 def profile_matches(profile: EmbeddingProfile | None | object = _READ) -> bool:
     """Whether the configured embedder makes vectors in the active profile's space."""
     embedder = get_embedder()
-    profile = active_profile() if profile is _READ else profile
+    # _READ is the one value that is not a profile or None.
+    profile = cast("EmbeddingProfile | None", active_profile() if profile is _READ else profile)
     if embedder is None or profile is None:
         return False
     spec = embedder.profile

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
 from itertools import islice
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
@@ -204,10 +205,10 @@ def preview_erasure(request: ErasureRequest) -> ErasurePreview:
         return ErasurePreview(_counts(ids))
 
 
-def _counts(ids: QuerySet) -> tuple[AccountCounts, ...]:
+def _counts(ids: QuerySet[Any, Any]) -> tuple[AccountCounts, ...]:
     per_account: dict[str, dict[str, int]] = {}
 
-    def add(kind: str, rows: Iterable[dict]) -> None:
+    def add(kind: str, rows: Iterable[Mapping[str, Any]]) -> None:
         for row in rows:
             per_account.setdefault(row["account_name"], {})[kind] = int(row["n"])
 

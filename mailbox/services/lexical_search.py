@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connection, transaction
 
@@ -87,7 +88,8 @@ class QueryWords:
         thousands of messages to find it; every word still counts in the BM25 stage.
         """
         documents = self.documents or {}
-        chosen, spent = [], 0
+        chosen: list[str] = []
+        spent = 0
         for word in self.weights:
             spent += documents.get(word, 1)
             if chosen and spent > budget:
@@ -389,7 +391,7 @@ def _occurrences(candidates: EmailQuerySet, words: QueryWords, limit: int, bind:
     """
 
 
-def occurrence_rows(candidates: EmailQuerySet, query: str, limit: int) -> tuple[list[tuple], float]:
+def occurrence_rows(candidates: EmailQuerySet, query: str, limit: int) -> tuple[list[tuple[Any, ...]], float]:
     """The rows BM25F scores (see _occurrences) and the average length: for bench/retrieval.py,
     which scores them afresh under other weights without rerunning stage 1."""
     words = query_words(query)
@@ -418,7 +420,7 @@ def refresh_term_stats() -> int:
             f"coalesce((ts_lexize('{german_stem}', word))[1], '') FROM ts_stat(%s)",
             [indexed],
         )
-        words = cursor.rowcount
+        words: int = cursor.rowcount
         cursor.execute(f"SELECT count(*), avg({column(Email, 'search_length')}) FROM {table(Email)}")
         emails, average = cursor.fetchone()
         LexicalCollectionStat.objects.all().delete()
@@ -488,7 +490,9 @@ def _placed(headline: str, text: str) -> list[_Fragment]:
     masked = text.translate(_MASK)
     placed, cursor = [], 0
     for piece in headline.split(_DELIMITER):
-        plain, marks, start = [], [], 0
+        plain: list[str] = []
+        marks: list[tuple[int, int]] = []
+        start = 0
         for character in piece:
             if character == _START:
                 start = len(plain)

@@ -30,7 +30,8 @@ from mailbox.models import Email, Folder
 from mailbox.services import search, sensitive
 from mailbox.services.bounds import whole_number
 from mailbox.services.lexical_search import highlight
-from mailbox.services.selection import MailFilter, select
+from mailbox.services.mail_filter import MailFilter
+from mailbox.services.selection import select
 
 FRAGMENTS = 4
 SEPARATOR = " … "

@@ -13,6 +13,8 @@ values:
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, models
 
@@ -24,10 +26,12 @@ def table(model: type[models.Model]) -> str:
 
 def column(model: type[models.Model], field: str) -> str:
     """The column of the model's `field`, quoted for raw SQL."""
-    return connection.ops.quote_name(model._meta.get_field(field).column)
+    found = model._meta.get_field(field)
+    assert isinstance(found, models.Field) and found.column is not None  # a concrete column
+    return connection.ops.quote_name(found.column)
 
 
-def selects_nothing(queryset: models.QuerySet) -> bool:
+def selects_nothing(queryset: models.QuerySet[Any]) -> bool:
     """Whether `queryset` is empty by construction: Django compiles it to no SQL at all.
 
     A condition such as `id__in=[]` (a scope whose folders leave nothing to read) makes the
@@ -50,14 +54,14 @@ class Params:
     """
 
     def __init__(self) -> None:
-        self.values: list[object] = []
+        self.values: list[Any] = []  # any value psycopg adapts (Django passes its own as Any)
 
     def __call__(self, value: object) -> str:
         """Bind `value`; return its placeholder."""
         self.values.append(value)
         return "%s"
 
-    def query(self, queryset: models.QuerySet) -> str:
+    def query(self, queryset: models.QuerySet[Any]) -> str:
         """Embed `queryset`'s SQL here, its parameters bound where its placeholders stand.
 
         A queryset that selects nothing (see selects_nothing) cannot be embedded: check first.

@@ -22,6 +22,7 @@ import queue as queue_module
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection, connections, transaction
 from django.db.models import Exists, OuterRef
@@ -185,7 +186,7 @@ def _sweep(processes: int, report: Callable[[int], None]) -> SweepResult:
     # database connections; a connection must never be shared across a fork.
     connections.close_all()
     context = multiprocessing.get_context("fork")
-    events: multiprocessing.Queue = context.Queue()
+    events: multiprocessing.Queue[Any] = context.Queue()
     children = [
         context.Process(target=_sweep_shard, args=(Shard(index, processes), events), daemon=True)
         for index in range(processes)
@@ -214,7 +215,7 @@ def _sweep(processes: int, report: Callable[[int], None]) -> SweepResult:
     return total
 
 
-def _sweep_shard(shard: Shard, events: multiprocessing.Queue) -> None:
+def _sweep_shard(shard: Shard, events: multiprocessing.Queue[Any]) -> None:
     """One child's part: its shard of the pending mail, each batch reported to the parent."""
     try:
         result = embed_pending(shard=shard, progress=_settled(lambda settled: events.put(("batch", settled))))

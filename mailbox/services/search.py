@@ -19,14 +19,17 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
-from mailbox.models import Email
+from mailbox.models import Email, EmailQuerySet
 from mailbox.services import embedding
 from mailbox.services.bounds import bounded_text, whole_number
+from mailbox.services.embedding import VectorHit
 from mailbox.services.freshness import FolderFreshness, folder_freshness
-from mailbox.services.lexical_search import highlight, rank_lexical
+from mailbox.services.lexical_search import LexicalHit, highlight, rank_lexical
+from mailbox.services.mail_filter import MailFilter
 from mailbox.services.raw_sql import selects_nothing
-from mailbox.services.selection import MailFilter, Selection, select
+from mailbox.services.selection import Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
 from mailfathom.capability import SEMANTIC_PARTIAL as PARTIAL
 from mailfathom.providers import get_embedder
@@ -178,7 +181,7 @@ _coverage_cache: dict[tuple[str, int | None], tuple[float, tuple[int, int]]] = {
 _coverage_lock = threading.Lock()
 
 
-def _coverage(selection: Selection, candidates) -> tuple[int, int]:
+def _coverage(selection: Selection, candidates: EmailQuerySet) -> tuple[int, int]:
     profile = embedding.active_profile()
     key = (selection.fingerprint(), profile.pk if profile else None)
     now = time.monotonic()
@@ -209,7 +212,7 @@ def forget_coverage() -> None:
 
 
 def rank(
-    candidates, query: str, limit: int, *, lexical_query: str | None = None
+    candidates: EmailQuerySet, query: str, limit: int, *, lexical_query: str | None = None
 ) -> tuple[list[tuple[str, float, str]], str, str]:
     """Rank `candidates` for `query`: [(email id, score, match kind)], mode, semantic state.
 
@@ -246,7 +249,7 @@ def rank(
     return fused.ranked, "hybrid", embedding.AVAILABLE
 
 
-def _lexical_only(lexical, limit: int) -> list[tuple[str, float, str]]:
+def _lexical_only(lexical: list[LexicalHit], limit: int) -> list[tuple[str, float, str]]:
     return [(hit.email_id, hit.score, "exact" if hit.exact else "stemmed") for hit in lexical[:limit]]
 
 
@@ -274,7 +277,13 @@ class Fused:
     held_back: int  # results of the vector ranking alone that were not close enough to be hits
 
 
-def fuse(lexical, semantic, received: dict, limit: int, fusion: Fusion | None = None) -> Fused:
+def fuse(
+    lexical: list[LexicalHit],
+    semantic: list[VectorHit],
+    received: dict[str, datetime],
+    limit: int,
+    fusion: Fusion | None = None,
+) -> Fused:
     """Weighted reciprocal rank fusion of the two rankings; ties go to the newest received.
 
     A result only the vector ranking found is kept only while it is close enough to the
@@ -295,14 +304,14 @@ def fuse(lexical, semantic, received: dict, limit: int, fusion: Fusion | None = 
         kinds[hit.email_id] = "exact" if hit.exact else "stemmed"
     padding_allowed = len(lexical) < fusion.enough_lexical
     held_back = 0
-    for position, hit in enumerate(semantic, start=1):
-        similarity = 1.0 - hit.distance
-        if hit.email_id not in kinds and (not padding_allowed or similarity < fusion.min_similarity):
+    for position, near in enumerate(semantic, start=1):
+        similarity = 1.0 - near.distance
+        if near.email_id not in kinds and (not padding_allowed or similarity < fusion.min_similarity):
             held_back += 1
             continue
         share = (similarity - low) / span if by_scores else 1.0 / (fusion.k + position)
-        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + fusion.vector_weight * share
-        kinds.setdefault(hit.email_id, "semantic")
+        scores[near.email_id] = scores.get(near.email_id, 0.0) + fusion.vector_weight * share
+        kinds.setdefault(near.email_id, "semantic")
     present = [email_id for email_id in scores if email_id in received]
     order = sorted(present, key=lambda email_id: (-scores[email_id], -received[email_id].timestamp()))
     return Fused(

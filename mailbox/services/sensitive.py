@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from html import escape
 from html.parser import HTMLParser
+from typing import Any
 
 import phonenumbers
 from django.conf import settings
@@ -273,7 +274,7 @@ class _Markup(HTMLParser):
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.items: list[tuple] = []
+        self.items: list[tuple[Any, ...]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.items.append(("start", tag, attrs, False))

@@ -54,7 +54,7 @@ class StoreResult:
     defective: int = 0
     suppressed: int = 0  # erased on request before (mailbox.services.suppression): never stored
     stored_bytes: int = 0
-    email_ids: list = field(default_factory=list)
+    email_ids: list[uuid.UUID] = field(default_factory=list)
 
 
 def bulk_local_parts() -> frozenset[str]:
@@ -136,6 +136,7 @@ def store_messages(
     result = StoreResult()
     prepared: list[tuple[IncomingMessage, ParsedMessage | None]] = []
     for message in messages:
+        parsed: ParsedMessage | None
         if message.raw is not None:
             parsed = parse_message(message.raw)
         else:

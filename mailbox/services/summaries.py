@@ -11,8 +11,9 @@ of silently changing what callers read.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from accounts.models import MailAccount
 from mailbox.models import Availability, Email, Folder, Participant, ParticipantRole
@@ -108,8 +109,8 @@ def summarize(emails: list[Email]) -> list[EmailSummary]:
 
 def _summary(
     email: Email,
-    account: dict,
-    aliases: dict[int, str | None],
+    account: Mapping[str, Any],
+    aliases: Mapping[int, str | None],
     to_addresses: dict[object, list[str]],
 ) -> EmailSummary:
     parts_read = email.attachment_count is not None

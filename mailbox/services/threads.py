@@ -68,14 +68,14 @@ class _Components:
 
 def _stored_threads(
     account_pk: int, keys: set[str], batch: Iterable[uuid.UUID]
-) -> list[tuple[uuid.UUID, list]]:
+) -> list[tuple[uuid.UUID, list[str]]]:
     """(thread_id, thread_keys) of the account's threaded emails, outside `batch`, sharing a key.
 
     One GIN probe per key (`@>` a one-element array), not one `&&` with all of them: the
     planner's estimate for an overlap with hundreds of elements is most of the table, and
     it scans the table (6.6 s at 100,000 emails, 11 ms this way; docs/benchmarks.md).
     """
-    rows: list[tuple[uuid.UUID, list]] = []
+    rows: list[tuple[uuid.UUID, list[str]]] = []
     ordered = sorted(keys)
     excluded = list(batch)
     e = table(Email)
@@ -111,8 +111,8 @@ def assign_threads(account_pk: int, emails: Sequence[Email]) -> int:
     all_keys = set().union(*keys_of)
     components = _Components()
     stored = _stored_threads(account_pk, all_keys, (email.pk for email in emails)) if all_keys else []
-    for thread_id, keys in stored:
-        for key in keys:
+    for thread_id, held_keys in stored:
+        for key in held_keys:
             components.union(f"t:{thread_id}", f"k:{key}")
     for position, (email, keys) in enumerate(zip(emails, keys_of, strict=True)):
         node = f"e:{position}"

@@ -27,7 +27,8 @@ from mailbox.models import Email
 from mailbox.services import cursor as cursors
 from mailbox.services.bounds import whole_number
 from mailbox.services.freshness import FolderFreshness, folder_freshness
-from mailbox.services.selection import MailFilter, select
+from mailbox.services.mail_filter import MailFilter
+from mailbox.services.selection import select
 from mailbox.services.summaries import EmailSummary, summarize
 from mailfathom.errors import FILTER_REFUSED, PAGE_SIZE_OUT_OF_RANGE, MailFathomError
 from mailfathom.wire import WireModel

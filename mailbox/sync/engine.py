@@ -197,7 +197,7 @@ def synchronize_folder(
         _reset_uidvalidity(folder, uidvalidity)
 
     server_uids = set(client.search(["ALL"]))
-    result.expunged = _remove_expunged(folder, server_uids)
+    result.expunged = _remove_expunged(folder, uidvalidity, server_uids)
 
     new_uids = sorted(uid for uid in server_uids if uid > folder.highest_uid)
     limit = folder.account.max_message_bytes
@@ -225,8 +225,8 @@ def synchronize_folder(
     if progress and done < len(new_uids):  # the tail was erased on request: nothing to fetch
         progress(Progress(label=result.alias, done=len(new_uids), total=len(new_uids)))
 
-    result.flags_updated = _reconcile_flags(client, folder, server_uids)
-    result.refetched = _refetch_missing_content(client, folder)
+    result.flags_updated = _reconcile_flags(client, folder, uidvalidity, server_uids)
+    result.refetched = _refetch_missing_content(client, folder, uidvalidity)
     Folder.objects.filter(pk=folder.pk, lease_token=token).record_progress(
         timezone.now(), highest_modseq=int(modseq) if modseq is not None else None
     )
@@ -242,15 +242,15 @@ def _reset_uidvalidity(folder: Folder, uidvalidity: int) -> None:
     folder.uidvalidity, folder.highest_uid, folder.highest_modseq = uidvalidity, 0, None
 
 
-def _remove_expunged(folder: Folder, server_uids: set[int]) -> int:
-    local = Email.objects.filter(folder=folder, uidvalidity=folder.uidvalidity, uid__lte=folder.highest_uid)
+def _remove_expunged(folder: Folder, uidvalidity: int, server_uids: set[int]) -> int:
+    local = Email.objects.filter(folder=folder, uidvalidity=uidvalidity, uid__lte=folder.highest_uid)
     gone = [pk for pk, uid in local.values_list("pk", "uid") if uid not in server_uids]
     if gone:
         Email.objects.filter(pk__in=gone).delete()
     return len(gone)
 
 
-def _byte_bounded(uids: list[int], meta: dict, limit: int) -> Iterable[list[int]]:
+def _byte_bounded(uids: list[int], meta: dict[int, Any], limit: int) -> Iterable[list[int]]:
     """Split `uids` so no batch fetches more than MAX_BATCH_BYTES of bodies (one always fits)."""
     batch: list[int] = []
     size = 0
@@ -270,7 +270,9 @@ _HEADER_FETCH = f"BODY.PEEK[HEADER]<0.{HEADER_BLOCK_BYTES}>"
 _HEADER_ANSWER = b"BODY[HEADER]<0>"
 
 
-def _fetch_bodies(client: IMAPClient, folder: Folder, uids: list[int], meta: dict) -> list[IncomingMessage]:
+def _fetch_bodies(
+    client: IMAPClient, folder: Folder, uids: list[int], meta: dict[int, Any]
+) -> list[IncomingMessage]:
     """Fetch the bodies of the batch's messages under the size limit (BODY.PEEK: no \\Seen).
 
     Of a message over the limit only the header block is fetched, at most
@@ -304,7 +306,7 @@ def _fetch_bodies(client: IMAPClient, folder: Folder, uids: list[int], meta: dic
     return messages
 
 
-def _header_answer(answer: dict) -> bytes | None:
+def _header_answer(answer: dict[bytes, Any]) -> bytes | None:
     """The header bytes of a partial header FETCH, whatever the server named the item."""
     value = answer.get(_HEADER_ANSWER)
     if value is None:  # some servers answer the partial without its origin, or as BODY[HEADER]
@@ -318,11 +320,9 @@ def _flags(raw: Iterable[Any]) -> tuple[str, ...]:
     return tuple(sorted(flag for flag in decoded if flag.casefold() != "\\recent"))
 
 
-def _reconcile_flags(client: IMAPClient, folder: Folder, server_uids: set[int]) -> int:
+def _reconcile_flags(client: IMAPClient, folder: Folder, uidvalidity: int, server_uids: set[int]) -> int:
     """Refresh the flags of held messages; only changed rows are written."""
-    local = dict(
-        Email.objects.filter(folder=folder, uidvalidity=folder.uidvalidity).values_list("uid", "flags")
-    )
+    local = dict(Email.objects.filter(folder=folder, uidvalidity=uidvalidity).values_list("uid", "flags"))
     uids = sorted(uid for uid in local if uid in server_uids)
     now = timezone.now()
     changed = 0
@@ -331,21 +331,21 @@ def _reconcile_flags(client: IMAPClient, folder: Folder, server_uids: set[int]) 
         for uid, info in answer.items():
             flags = list(_flags(info[b"FLAGS"]))
             if uid in local and sorted(local[uid]) != flags:
-                Email.objects.filter(folder=folder, uidvalidity=folder.uidvalidity, uid=uid).update(
+                Email.objects.filter(folder=folder, uidvalidity=uidvalidity, uid=uid).update(
                     flags=flags, flags_observed=True, flags_observed_at=now
                 )
                 changed += 1
-    Email.objects.filter(folder=folder, uidvalidity=folder.uidvalidity, flags_observed=False).update(
+    Email.objects.filter(folder=folder, uidvalidity=uidvalidity, flags_observed=False).update(
         flags_observed=True, flags_observed_at=now
     )
     return changed
 
 
-def _refetch_missing_content(client: IMAPClient, folder: Folder) -> int:
+def _refetch_missing_content(client: IMAPClient, folder: Folder, uidvalidity: int) -> int:
     """Fetch content held back for storage headroom, and content a read asked to repair."""
-    wanted = Email.objects.filter(folder=folder, uidvalidity=folder.uidvalidity).filter(
+    wanted = Email.objects.filter(folder=folder, uidvalidity=uidvalidity).filter(
         availability=Availability.AWAITING_STORAGE_HEADROOM
-    ) | Email.objects.filter(folder=folder, uidvalidity=folder.uidvalidity, repair_request__isnull=False)
+    ) | Email.objects.filter(folder=folder, uidvalidity=uidvalidity, repair_request__isnull=False)
     refetched = 0
     for email in wanted.select_related("account"):
         answer = client.fetch([email.uid], ["BODY.PEEK[]"])

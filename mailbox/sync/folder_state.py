@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
+from typing import cast
 
 from django.conf import settings
 from django.db.models import F, Max, Min, Q
@@ -28,8 +29,8 @@ def due_accounts(now: datetime) -> list[MailAccount]:
     return [
         account
         for account in accounts
-        if account.last_progress is None
-        or account.last_progress <= now - timedelta(seconds=account.poll_interval_seconds)
+        if (last := account.last_progress) is None  # type: ignore[attr-defined]  # annotated by the query above
+        or last <= now - timedelta(seconds=account.poll_interval_seconds)
     ]
 
 
@@ -48,11 +49,13 @@ def accounts_to_resume(now: datetime) -> list[tuple[int, int, uuid.UUID]]:
     A run that died leaves its lease held until it expires; nothing else would queue the
     account before its poll interval passes again. One query on the held-lease index.
     """
-    return list(
+    rows = (
         Folder.objects.abandoned(now)
         .filter(account__in=MailAccount.objects.synchronized(), mapping__isnull=False)
         .values_list("account_id", "pk", "lease_token")
     )
+    # An abandoned folder is one whose lease is still held, so its token is set.
+    return cast("list[tuple[int, int, uuid.UUID]]", list(rows))
 
 
 def seconds_until_free(account_pk: int, now: datetime | None = None) -> float:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from imapclient import IMAPClient
 
@@ -42,7 +43,7 @@ def watch_folder(
     folder_pk: int,
     *,
     max_seconds: float,
-    client_factory: Callable | None = None,
+    client_factory: Callable[..., Any] | None = None,
     stop: threading.Event | None = None,
     poll_interval: float = 1.0,
 ) -> WatchResult:

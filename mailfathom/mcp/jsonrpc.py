@@ -173,7 +173,8 @@ def _replaying(body: bytes, receive: Any, trailing: dict[str, Any] | None) -> An
             return {"type": "http.request", "body": body, "more_body": False}
         if trailing is not None:
             return trailing
-        return await receive()
+        message: dict[str, Any] = await receive()
+        return message
 
     return replay
 

@@ -137,7 +137,8 @@ class ProviderHandler(Generic[P]):
         if not endpoint.configured:
             return []
         backend = import_string(self.backends[endpoint.provider])
-        return backend.configuration_problems(values, **self._role_arguments)
+        problems: list[str] = backend.configuration_problems(values, **self._role_arguments)
+        return problems
 
 
 embedders: ProviderHandler[Embedder] = ProviderHandler(EMBEDDING_ROLE, EMBEDDING_BACKENDS, ResilientEmbedder)

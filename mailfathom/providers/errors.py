@@ -102,8 +102,10 @@ class ProviderError(MailFathomError):
         self.status = status
 
     def __reduce__(self) -> tuple[object, ...]:
-        extra = {"role": self.role, "retry_after": self.retry_after, "status": self.status}
-        return (functools.partial(ProviderError, **extra), (self.kind, self.transient))
+        rebuild = functools.partial(
+            ProviderError, role=self.role, retry_after=self.retry_after, status=self.status
+        )
+        return (rebuild, (self.kind, self.transient))
 
     def __repr__(self) -> str:
         return f"ProviderError(kind={self.kind!r}, transient={self.transient}, status={self.status})"

@@ -26,6 +26,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, replace
+from typing import cast
 
 import redis
 from django.conf import settings
@@ -87,7 +88,7 @@ def is_configured(role: str) -> bool:
 def _remember(role: str, **changes: object) -> None:
     with _local_lock:
         current = _local.get(role, Health(role, CapabilityState.AVAILABLE))
-        _local[role] = replace(current, **changes)  # type: ignore[arg-type]
+        _local[role] = replace(current, **changes)  # type: ignore[arg-type]  # changes holds Health fields by name
 
 
 def record_success(role: str) -> None:
@@ -131,7 +132,8 @@ def read_health(role: str, *, configured: bool | None = None) -> Health:
     if configured is None:
         configured = is_configured(role)
     try:
-        raw = _redis().hgetall(health_key(role))
+        # redis_client() makes a client that decodes no response: keys and values are bytes.
+        raw = cast("dict[bytes, bytes]", _redis().hgetall(health_key(role)))
     except (redis.RedisError, OSError) as error:
         logger.warning("provider health not read: role=%s error=%s", role, type(error).__name__)
         with _local_lock:

@@ -168,4 +168,5 @@ class LocalEmbedder(EmbeddingBackend):
             matrix = engine.query(cleaned) if query else engine.passage(cleaned)
         finally:
             lock.release()
-        return matrix.tolist()
+        vectors: list[list[float]] = matrix.tolist()  # the engine's numpy array, untyped
+        return vectors

@@ -29,7 +29,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from mailfathom.config import Endpoint
 from mailfathom.providers import health
@@ -52,7 +52,7 @@ CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: Callable[[], float] = random.random) -> float:
     """Seconds to wait before retry `attempt` (0-based): half exponential, half jitter."""
-    ceiling = min(cap, base * 2**attempt)
+    ceiling: float = min(cap, base * 2**attempt)
     return ceiling / 2 + rng() * ceiling / 2
 
 
@@ -192,7 +192,7 @@ class Resilience:
             self._settle(error, outcome.attempts, size)
             if error is not None:
                 raise error
-            return value
+            return cast(T, value)  # the call's result whenever no error was recorded
         finally:
             if not handed_over:
                 self.limit.release()

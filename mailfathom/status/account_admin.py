@@ -9,8 +9,11 @@ forced run. A run creates the folder rows from the mappings, so both work before
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
@@ -26,6 +29,9 @@ from answering.services.draft_now import queue_drafting, why_not_drafting
 from mailbox import tasks
 from mailbox.services.sync_status import AccountStatus, SyncState, account_status, account_statuses
 from mailfathom import moments
+
+if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
+    from django.contrib.admin.options import _FieldsetSpec
 
 NOT_READY = {
     "no-mapping": "{name} has no mapped folder yet: use “Test connection and map folders” first.",
@@ -63,7 +69,7 @@ class SyncedMailAccountAdmin(MailAccountAdmin):
 
     # --- the list: statuses for the page's rows, read once ----------------------------
 
-    def get_changelist_instance(self, request: HttpRequest):  # type: ignore[no-untyped-def]
+    def get_changelist_instance(self, request: HttpRequest) -> ChangeList:
         changelist = super().get_changelist_instance(request)
         rows = list(changelist.result_list)  # evaluated here; the template reuses the same rows
         statuses = {s.account_pk: s for s in account_statuses([row.pk for row in rows])}
@@ -75,7 +81,7 @@ class SyncedMailAccountAdmin(MailAccountAdmin):
     def _status(obj: MailAccount) -> AccountStatus | None:
         found = getattr(obj, "sync_status", None)
         if found is None and obj.pk is not None:
-            found = obj.sync_status = account_status(obj.pk)
+            found = obj.sync_status = account_status(obj.pk)  # type: ignore[attr-defined]  # cached on the instance for the page
         return found
 
     @admin.display(description="state")
@@ -122,7 +128,7 @@ class SyncedMailAccountAdmin(MailAccountAdmin):
 
     # --- the change page ---------------------------------------------------------------
 
-    def get_fieldsets(self, request: HttpRequest, obj: MailAccount | None = None):  # type: ignore[no-untyped-def]
+    def get_fieldsets(self, request: HttpRequest, obj: MailAccount | None = None) -> _FieldsetSpec:
         fieldsets = super().get_fieldsets(request, obj)
         if obj is None:
             return fieldsets
@@ -135,12 +141,18 @@ class SyncedMailAccountAdmin(MailAccountAdmin):
     @admin.display(description="Status")
     def synchronization_status(self, obj: MailAccount) -> SafeString:
         status = self._status(obj)
-        return render_to_string(  # type: ignore[return-value]
+        return render_to_string(
             "admin/accounts/mailaccount/sync_status.html",
             {"status": status, "never": SyncState.NEVER},
         )
 
-    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
         extra = dict(extra_context or {})
         if self.has_change_permission(request):
             extra["sync_now_url"] = reverse("admin:accounts_mailaccount_synchronize", args=[object_id])

@@ -14,6 +14,7 @@ from answering.services.drafting_status import DraftingStatus, drafting_status
 from answering.services.period_use import PeriodUse, read_period_use
 from mailbox.services import coverage_status, embedding
 from mailbox.services.coverage_status import DayCount, EmbeddingProgress
+from mailbox.services.embedding import ProfileSwitch
 from mailbox.services.sync_status import AccountStatus, account_statuses
 from mailfathom import heartbeat
 from mailfathom.capability import CapabilityState
@@ -45,7 +46,7 @@ class SystemStatus:
     processes: list[ProcessSeen] | None  # None when Redis cannot be read
     embedding: EmbeddingProgress
     semantic_search: CapabilityState
-    embedding_switch: embedding.ProfileSwitch | None  # the model changed and reembed has not run
+    embedding_switch: ProfileSwitch | None  # the model changed and reembed has not run
     answering: PeriodUse
     stored_per_day: list[DayCount]
     drafting: DraftingStatus  # its own section: templates/admin/status/drafting.html
@@ -77,7 +78,7 @@ def processes_seen(now: float | None = None) -> list[ProcessSeen] | None:
             slug=role.replace(":", "-"),
             label=label,
             host=seen[role].host,
-            seen_at=datetime.fromtimestamp(seen[role].at, tz=UTC) if seen[role].at else None,
+            seen_at=datetime.fromtimestamp(at, tz=UTC) if (at := seen[role].at) else None,
             age_seconds=seen[role].age(now),
             alive=seen[role].alive(now),
         )

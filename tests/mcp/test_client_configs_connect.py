@@ -34,7 +34,7 @@ def _reach(client: str, text: str, key: str) -> tuple[str, dict[str, str]]:
     if client == "claude-code":
         argv = shlex.split(text)
         assert argv[:6] == ["claude", "mcp", "add", "--transport", "http", "mailfathom"]
-        name, value = _HEADER.match(argv[argv.index("--header") + 1]).groups()  # type: ignore[union-attr]
+        name, value = _HEADER.match(argv[argv.index("--header") + 1]).groups()  # type: ignore[union-attr]  # the snippet always carries the header
         return argv[6], {name: value}
     document = json.loads(text)
     if client == "claude-desktop":
@@ -43,7 +43,7 @@ def _reach(client: str, text: str, key: str) -> tuple[str, dict[str, str]]:
         header = args[args.index("--header") + 1]
         for variable, value in server["env"].items():
             header = header.replace("${" + variable + "}", value)
-        name, value = _HEADER.match(header).groups()  # type: ignore[union-attr]
+        name, value = _HEADER.match(header).groups()  # type: ignore[union-attr]  # the snippet always carries the header
         return args[2], {name: value}
     if client == "cursor":
         server = document["mcpServers"]["mailfathom"]

@@ -56,10 +56,10 @@ def world(settings, scripted, model) -> Iterator[World]:
     health.clear_health("chat")
     health.clear_health("embedding")
     built = build_world()
-    built.private_attachment_id = _store_with_attachment(  # type: ignore[attr-defined]
+    built.private_attachment_id = _store_with_attachment(  # type: ignore[attr-defined]  # extra ids carried on the built world
         Folder.objects.get(mapping__account__account_id="private"), "payslip PRIVATE-7731", 990001
     )
-    built.work_attachment_id = _store_with_attachment(  # type: ignore[attr-defined]
+    built.work_attachment_id = _store_with_attachment(  # type: ignore[attr-defined]  # extra ids carried on the built world
         Folder.objects.get(mapping__account__account_id="work", mapping__alias="inbox"), "invoice", 990002
     )
     embed_pending()

@@ -166,7 +166,7 @@ def _arguments_text(arguments: dict[str, Any] | str) -> str:
 
 def _call_parts(index: int, call: Call) -> tuple[str, str, str]:
     """(call_id, name, arguments text) of one scripted call."""
-    call_id = call[2] if len(call) > 2 else f"call_{index}"  # type: ignore[misc]
+    call_id = call[2] if len(call) > 2 else f"call_{index}"  # type: ignore[misc]  # a scripted call has two items or three (its id)
     return call_id, call[0], _arguments_text(call[1])
 
 

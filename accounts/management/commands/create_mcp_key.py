@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.services.mcp_keys import create_key
@@ -23,10 +25,10 @@ class Command(BaseCommand):
             help="Comma-separated account identifiers the key is limited to (default: every account).",
         )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         accounts = options["accounts"]
         try:
-            issued = create_key(str(options["name"]), accounts)  # type: ignore[arg-type]
+            issued = create_key(str(options["name"]), accounts)
         except ValueError as error:
             raise CommandError(str(error)) from None
         # The key alone on stdout, so automation can capture it; the note goes to stderr.

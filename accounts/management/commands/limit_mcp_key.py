@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.management.commands.create_mcp_key import account_list
@@ -17,14 +19,14 @@ class Command(BaseCommand):
         reach.add_argument("--accounts", type=account_list, help="Comma-separated account identifiers.")
         reach.add_argument("--all-accounts", action="store_true", help="Let the key read every account.")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         prefix = str(options["prefix"]).strip().rstrip("…")
         matches = list(McpApiKey.objects.filter(prefix=prefix).values_list("pk", flat=True)[:2])
         if len(matches) != 1:
             raise CommandError("No single MCP API key has this prefix.")
         accounts = None if options["all_accounts"] else options["accounts"]
         try:
-            limit_key(matches[0], accounts)  # type: ignore[arg-type]
+            limit_key(matches[0], accounts)
         except ValueError as error:
             raise CommandError(str(error)) from None
         reach = "every account" if accounts is None else "only the accounts named"

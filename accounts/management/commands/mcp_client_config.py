@@ -1,4 +1,5 @@
 import sys
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -35,14 +36,14 @@ class Command(BaseCommand):
             "else MAILFATHOM_HTTP_HOST and MAILFATHOM_HTTP_PORT).",
         )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         key = options["key"]
         if key == "-":
             key = sys.stdin.readline().strip()
             if not key:
                 raise CommandError("--key - read no key from standard input.")
         url = endpoint_url(str(options["url"])) if options["url"] else mcp_url(default_origin())
-        config = client_config(str(options["client"]), url, key)  # type: ignore[arg-type]
+        config = client_config(str(options["client"]), url, key)
         self.stdout.write(config.text, ending="")
         self.stderr.write(f"{config.title}: {config.where}")
         if config.note:

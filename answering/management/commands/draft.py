@@ -48,7 +48,7 @@ class Command(BaseCommand):
                 raise CommandError(reason)
             _ledger_reachable()
             # tqdm redraws one line in place; Django's OutputWrapper would add a newline per update.
-            bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))
+            bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))  # type: ignore[arg-type]  # the TextIO OutputWrapper wraps; the stubs see _out as Callable
             with bars:
                 summary = draft_account(account, trigger=RunTrigger.COMMAND, progress=bars)
         except KeyboardInterrupt:

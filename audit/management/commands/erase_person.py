@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import getpass
 from datetime import UTC, date, datetime, time
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -50,13 +51,13 @@ class Command(BaseCommand):
         parser.add_argument("--execute", action="store_true", help="Erase; without it, only count.")
         parser.add_argument("--yes", action="store_true", help="Do not ask for confirmation.")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         requester = Requester(name=_os_user(), kind=ErasureRequesterKind.COMMAND)
-        addresses: list[str] = options["address"]  # type: ignore[assignment]
+        addresses: list[str] = options["address"]
         try:
             requested = request_erasure(
                 addresses,
-                account_ids=options["account"],  # type: ignore[arg-type]
+                account_ids=options["account"],
                 received_on_or_after=_day(str(options["from_day"])) if options["from_day"] else None,
                 received_before=_day(str(options["before_day"])) if options["before_day"] else None,
                 requester=requester,

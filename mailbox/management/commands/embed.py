@@ -1,4 +1,5 @@
 from collections.abc import Callable
+from typing import Any
 
 import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -27,7 +28,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-progress", action="store_true", help="Do not draw a progress bar.")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         # The worker's sweep, reembed and this command share one slot, so they never embed the
         # same rows.
         try:
@@ -53,8 +54,8 @@ class Command(BaseCommand):
             f"{result.skipped_empty} with no text{stopped.get(result.stopped_by, '')}."
         )
 
-    def _sweep(self, renew: Callable[[], bool], options: dict[str, object]) -> SweepResult:
-        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))
+    def _sweep(self, renew: Callable[[], bool], options: dict[str, Any]) -> SweepResult:
+        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))  # type: ignore[arg-type]  # the TextIO OutputWrapper wraps; the stubs see _out as Callable
 
         def report(event: Progress) -> None:
             renew()  # a long sweep keeps its slot
@@ -63,8 +64,8 @@ class Command(BaseCommand):
         try:
             with bars:
                 return embed_pending(
-                    max_batches=options["max_batches"],  # type: ignore[arg-type]
-                    batch_size=int(options["batch_size"]),  # type: ignore[call-overload]
+                    max_batches=options["max_batches"],
+                    batch_size=int(options["batch_size"]),
                     progress=report,
                 )
         except KeyboardInterrupt:

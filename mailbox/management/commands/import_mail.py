@@ -1,5 +1,6 @@
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -24,12 +25,12 @@ class Command(BaseCommand):
         parser.add_argument("path", type=Path)
         parser.add_argument("--no-progress", action="store_true", help="Do not draw a progress bar.")
 
-    def handle(self, *args: object, **options: object) -> None:
-        path: Path = options["path"]  # type: ignore[assignment]
+    def handle(self, *args: object, **options: Any) -> None:
+        path: Path = options["path"]
         if not path.exists():
             raise CommandError("The path is neither a file nor a folder.")
         # tqdm redraws one line in place; Django's OutputWrapper would add a newline per update.
-        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))
+        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))  # type: ignore[arg-type]  # the TextIO OutputWrapper wraps; the stubs see _out as Callable
         try:
             with bars:
                 result = import_archive(str(options["account"]), str(options["folder"]), path, progress=bars)

@@ -1,4 +1,5 @@
 import os
+from typing import Any
 
 import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -33,11 +34,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-progress", action="store_true", help="Do not draw a progress bar.")
 
-    def handle(self, *args: object, **options: object) -> None:
-        processes = int(options["processes"])  # type: ignore[call-overload]
+    def handle(self, *args: object, **options: Any) -> None:
+        processes = int(options["processes"])
         if not 1 <= processes <= 64:
             raise CommandError("--processes must be between 1 and 64.")
-        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))
+        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))  # type: ignore[arg-type]  # the TextIO OutputWrapper wraps; the stubs see _out as Callable
         try:
             with bars:
                 result = reembed(everything=bool(options["all"]), processes=processes, progress=bars)

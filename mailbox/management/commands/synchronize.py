@@ -21,7 +21,7 @@ class Command(BaseCommand):
         if account is None:
             raise CommandError("No account has that identifier.")
         # tqdm redraws one line in place; Django's OutputWrapper would add a newline per update.
-        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))
+        bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))  # type: ignore[arg-type]  # the TextIO OutputWrapper wraps; the stubs see _out as Callable
         try:
             with bars:
                 run = synchronize_account(account.pk, force=True, progress=bars)

@@ -1,4 +1,5 @@
 import sys
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
@@ -18,8 +19,8 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=500, help="Emails per transaction (1-5000).")
         parser.add_argument("--no-progress", action="store_true", help="Do not draw a progress bar.")
 
-    def handle(self, *args: object, **options: object) -> None:
-        batch_size = int(options["batch_size"])  # type: ignore[call-overload]
+    def handle(self, *args: object, **options: Any) -> None:
+        batch_size = int(options["batch_size"])
         if not 1 <= batch_size <= 5000:
             raise CommandError("--batch-size must be between 1 and 5000.")
         accounts = MailAccount.objects.order_by("pk")
