@@ -24,7 +24,7 @@ from django.utils.html import format_html
 from mailbox.admin_read_only import ReadOnlyAdmin
 from mailbox.models import Email, Folder, Participant
 from mailbox.services.console_search import rank_for_console
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 
 MAIL_CONTENT_PERMISSION = "mailbox.view_mail_content"
 UNMAPPED = "(unmapped)"

@@ -15,8 +15,8 @@ from answering.services.period_use import PeriodUse, read_period_use
 from mailbox.services import coverage_status, embedding
 from mailbox.services.coverage_status import DayCount, EmbeddingProgress
 from mailbox.services.sync_status import AccountStatus, account_statuses
-from mailfathom import heartbeat
-from mailfathom.capability import CapabilityState
+from mailfathom.core import heartbeat
+from mailfathom.core.capability import CapabilityState
 
 logger = logging.getLogger(__name__)
 
