@@ -8,6 +8,7 @@ from django.http import HttpRequest
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
+from accounts import admin_mcp  # noqa: F401  (registers the MCP key admin)
 from accounts.admin_connection import test_connection_view
 from accounts.forms import FolderMappingFormSet, MailAccountForm
 from accounts.models import DraftingExample, DraftingSignature, FolderMapping, MailAccount, SyncMode
@@ -44,8 +45,12 @@ class FolderMappingInline(admin.TabularInline):
     fields = ["alias", "remote_name", "role", "visible_to_tools"]
 
 
-@admin.register(MailAccount)
 class MailAccountAdmin(admin.ModelAdmin):
+    """The account itself: its form, folders, drafting texts and the connection test.
+
+    Registered by mailfathom.admin together with the parts mailbox and answering add.
+    """
+
     form = MailAccountForm
     inlines = [FolderMappingInline, DraftingSignatureInline, DraftingExampleInline]
     list_display = ["account_id", "display_name", "imap_host", "served", "sync_enabled", "sync_mode"]
@@ -132,6 +137,3 @@ class MailAccountAdmin(admin.ModelAdmin):
             )
         ]
         return custom + super().get_urls()
-
-
-from accounts import admin_mcp  # noqa: E402,F401

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from mailfathom.errors import MailFathomError
-from mailfathom.keys import ring
+from mailfathom.core.errors import MailFathomError
+from mailfathom.core.signing import ring
 
 CREDENTIAL_UNREADABLE = 81001
 

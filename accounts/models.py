@@ -11,8 +11,8 @@ from django.db.models.functions import Lower
 
 from accounts import crypto
 from accounts.signals import drafting_switched_on
-from mailfathom.hosts import is_loopback_host
-from mailfathom.text import has_control_character
+from mailfathom.core.hosts import is_loopback_host
+from mailfathom.core.text import has_control_character
 
 IDENTIFIER_IMMUTABLE = "The account identifier cannot be changed once saved."
 

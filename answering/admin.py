@@ -37,7 +37,7 @@ from answering.drafting.deliver import is_delivered, wants_copy
 from answering.models import Draft, DraftStatus, Verdict
 from mailbox.admin_emails import MAIL_CONTENT_PERMISSION
 from mailbox.models import ParticipantRole
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 
 if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
     from django.contrib.admin.options import _ListDisplayT

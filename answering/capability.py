@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from mailbox.services import embedding
-from mailfathom.capability import CapabilityState
+from mailfathom.core.capability import CapabilityState
+from mailfathom.core.resettable import forgotten_when_changed
 from mailfathom.providers.chat import CHAT_ROLE
 from mailfathom.providers.health import read_health
-from mailfathom.resettable import forgotten_when_changed
 
 WITHHOLD_SECONDS = 60.0
 

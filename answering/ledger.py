@@ -41,10 +41,10 @@ from django.conf import settings
 from django.db import connection
 from opentelemetry import metrics
 
-from mailfathom.config import MailFathomSettings
-from mailfathom.errors import MailFathomError
-from mailfathom.keyvalue import redis_client
-from mailfathom.resettable import forgotten_when_changed
+from mailfathom.core.config import MailFathomSettings
+from mailfathom.core.errors import MailFathomError
+from mailfathom.core.redis_store import redis_client
+from mailfathom.core.resettable import forgotten_when_changed
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from datetime import datetime
 from mailbox.services import search
 from mailbox.services.mail_filter import MailFilter, offered_to_model
 from mailbox.services.selection import parse_filter
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.providers.chat import ToolDefinition
 
 TOOL_NAME = "search_mail"

@@ -38,7 +38,7 @@ from answering.ledger import SPEND_REFUSED, PeriodLedger
 from answering.lookup import SEARCH_MAIL, TOOL_NAME, Lookup, LookupRefused, parse_lookup
 from answering.relevance import RelevanceSettings, filter_passages
 from mailbox.services.passages import Passage, PassageRetrieval, retrieve_passages
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.providers.chat import CHAT_ROLE, ChatMessage, ChatModel, ToolCall
 from mailfathom.providers.errors import BAD_RESPONSE, ProviderError
 

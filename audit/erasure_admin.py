@@ -27,7 +27,7 @@ from audit.services.erasure import (
     preview_counts,
 )
 from mailbox.services.erasure import KINDS, MAX_ADDRESS_LENGTH, MAX_ADDRESSES
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 
 EXECUTE_PERMISSION = "audit.execute_erasurerequestrecord"
 

@@ -1,7 +1,7 @@
 """The record of an erasure request: who asked, what it would remove, what it removed.
 
 It never holds an address. Each address is kept as a keyed hash (HMAC-SHA256 under the
-"erasure-request" purpose key of mailfathom.keys), so the table cannot become a list of
+"erasure-request" purpose key of mailfathom.core.signing), so the table cannot become a list of
 the people who asked to be forgotten; the addresses live in memory only while a request
 is previewed or executed, and executing later means supplying them again
 (docs/operations/compliance.md, Erasure requests).

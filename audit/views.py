@@ -16,7 +16,7 @@ from django.shortcuts import render
 
 from audit.services.erasure import erasure_statement
 from mailbox.services.erasure import KINDS
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 
 PERMISSION = "audit.view_erasurerequestrecord"
 

@@ -164,7 +164,7 @@ def main() -> None:
     from django.db import connection, connections
     from django.test import Client
 
-    from mailfathom import heartbeat
+    from mailfathom.core import heartbeat
 
     settings.ALLOWED_HOSTS = ["testserver"]
     settings.PROVIDER_HEALTH_NAMESPACE = NAMESPACE

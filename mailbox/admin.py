@@ -17,7 +17,7 @@ from mailbox.admin_emails import EmailAdmin
 from mailbox.admin_read_only import ReadOnlyAdmin
 from mailbox.models import Email, Folder
 from mailbox.sync.folder_state import record_interrupted_runs
-from mailfathom import moments
+from mailfathom.core import instants
 
 NEVER = "never"
 UNMAPPED = "(unmapped)"
@@ -71,7 +71,7 @@ class FolderAdmin(ReadOnlyAdmin):
     @admin.display(description="last committed", ordering="last_committed_at")
     def last_committed(self, obj: Folder) -> str:
         # To the second and as an age: a run that found nothing still visibly moves it.
-        return moments.stamp(obj.last_committed_at, never=NEVER)
+        return instants.stamp(obj.last_committed_at, never=NEVER)
 
     @admin.display(description="last failure", ordering="last_failure_at")
     def last_failure(self, obj: Folder) -> str:
@@ -79,7 +79,7 @@ class FolderAdmin(ReadOnlyAdmin):
             return "-"
         if obj.last_failure_at is None:
             return str(obj.last_failure_code)
-        return f"{obj.last_failure_code} at {moments.to_the_second(obj.last_failure_at)}"
+        return f"{obj.last_failure_code} at {instants.to_the_second(obj.last_failure_at)}"
 
     @admin.display(description="messages", ordering="message_count")
     def message_count(self, obj: Folder) -> int:
@@ -95,7 +95,7 @@ class FolderAdmin(ReadOnlyAdmin):
             return "-"
         server = f" of {obj.interrupted_server}" if obj.interrupted_server is not None else ""
         return (
-            f"last seen {moments.to_the_second(obj.interrupted_at)}, {obj.interrupted_stored}{server} stored"
+            f"last seen {instants.to_the_second(obj.interrupted_at)}, {obj.interrupted_stored}{server} stored"
         )
 
     def has_sync_permission(self, request: HttpRequest) -> bool:

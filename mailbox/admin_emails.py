@@ -26,7 +26,7 @@ from django.utils.html import format_html
 from mailbox.admin_read_only import ReadOnlyAdmin
 from mailbox.models import Email, Folder, Participant
 from mailbox.services.console_search import rank_for_console
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 
 if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
     from django.contrib.admin.options import _FieldGroups, _ListDisplayT

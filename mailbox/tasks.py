@@ -18,7 +18,7 @@ from mailbox.services import coverage_status, embedding, lexical_search, reembed
 from mailbox.sync import folder_state, idle
 from mailbox.sync.engine import synchronize_account
 from mailbox.sync.folder_state import due_accounts, lease_seconds
-from mailfathom.keyvalue import redis_client
+from mailfathom.core.redis_store import redis_client
 
 logger = logging.getLogger(__name__)
 

@@ -1,3 +1,18 @@
-"""Admin registrations of the project layer: the mail account admin with synchronization status."""
+"""The mail account admin, registered once, from the part each app owns.
 
-from mailfathom.status import account_admin  # noqa: F401  (registers SyncedMailAccountAdmin)
+accounts.admin.MailAccountAdmin (the account, its folders and the connection test), mailbox's
+synchronization status and "Synchronize now", answering's "Draft now": an edit to any of
+them shows on the page. Registered here, in the roof, because the roof is what may import
+every app.
+"""
+
+from django.contrib import admin
+
+from accounts.models import MailAccount
+from answering.admin_accounts import DraftNowAction
+from mailbox.admin_accounts import SynchronizedMailAccountAdmin
+
+
+@admin.register(MailAccount)
+class MailAccountAdmin(DraftNowAction, SynchronizedMailAccountAdmin):
+    actions = ["synchronize_now", "draft_now"]

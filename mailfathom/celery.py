@@ -7,7 +7,8 @@ from typing import Any
 from celery import Celery, bootsteps
 from celery.signals import beat_init, before_task_publish, worker_init
 
-from mailfathom import broker, heartbeat, unacked
+from mailfathom import broker, unacked
+from mailfathom.core import heartbeat
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mailfathom.settings")
 
@@ -16,7 +17,7 @@ app = Celery("mailfathom")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
-# Set in the beat process only: what it publishes is how beat is seen (mailfathom.heartbeat).
+# Set in the beat process only: what it publishes is how beat is seen (mailfathom.core.heartbeat).
 _in_beat = False
 
 

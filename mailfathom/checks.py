@@ -11,10 +11,10 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, register
 from django.core.checks import Warning as CheckWarning
 
-from mailfathom import config
-from mailfathom.config import MailFathomSettings
-from mailfathom.hosts import is_loopback_host
-from mailfathom.keys import ring
+from mailfathom.core import config
+from mailfathom.core.config import MailFathomSettings
+from mailfathom.core.hosts import is_loopback_host
+from mailfathom.core.signing import ring
 
 
 @register()
@@ -135,7 +135,7 @@ def check_settings_are_declared(app_configs: object = None, **kwargs: object) ->
 
     return [
         Error(
-            f"{read.path}:{read.line} reads settings.MAILFATHOM.{read.name}, which mailfathom.config "
+            f"{read.path}:{read.line} reads settings.MAILFATHOM.{read.name}, which mailfathom.core.config "
             "does not declare.",
             id="mailfathom.E010",
         )

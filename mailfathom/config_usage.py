@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mailfathom.config import MailFathomSettings
+from mailfathom.core.config import MailFathomSettings
 
 FIRST_PARTY = ("mailfathom", "accounts", "mailbox", "answering", "audit")
 TYPE_NAME = MailFathomSettings.__name__

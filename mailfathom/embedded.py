@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
-from mailfathom import config
+from mailfathom.core import config
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ PROJECT_DIR = Path(__file__).resolve().parent.parent
 def var_dir() -> Path:
     """Return the folder holding the embedded servers' data (MAILFATHOM_VAR_DIR, default var/).
 
-    Read from the environment through mailfathom.config because settings call this while
+    Read from the environment through mailfathom.core.config because settings call this while
     they are being built. A relative path is taken from the project folder, not from
     wherever the process was started, so every entrypoint finds the same servers.
     """

@@ -27,7 +27,7 @@ from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.core.exceptions import ValidationError
 
-from mailfathom.keyvalue import redis_client
+from mailfathom.core.redis_store import redis_client
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.views import defaults
 
-from mailfathom.errors import DEPENDENCY_UNAVAILABLE, DEPENDENCY_UNAVAILABLE_MESSAGE
+from mailfathom.core.errors import DEPENDENCY_UNAVAILABLE, DEPENDENCY_UNAVAILABLE_MESSAGE
 
 logger = logging.getLogger("mailfathom.outage")
 

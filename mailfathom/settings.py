@@ -2,7 +2,7 @@
 
 Two shapes, one code path: with DATABASE_URL / REDIS_URL set, those servers are used; with
 them unset, the embedded PostgreSQL and Redis under var/ are started or found (see
-mailfathom.embedded). Every environment variable read here is declared in mailfathom.config
+mailfathom.embedded). Every environment variable read here is declared in mailfathom.core.config
 (MAILFATHOM_* as MailFathomSettings, the deployment's own as DeploymentSettings) and
 refused at startup by mailfathom.checks when out of range.
 """
@@ -15,7 +15,8 @@ from typing import Any
 
 import dj_database_url
 
-from mailfathom import config, embedded
+from mailfathom import embedded
+from mailfathom.core import config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -206,7 +207,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "filters": {"attachment_paths": {"()": "mailfathom.log_filters.RedactAttachmentPaths"}},
+    "filters": {"attachment_paths": {"()": "mailfathom.core.log_filters.RedactAttachmentPaths"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": MAILFATHOM.log_level},
     "loggers": {

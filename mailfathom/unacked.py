@@ -29,7 +29,7 @@ from celery import bootsteps
 from celery.signals import task_received
 from kombu.exceptions import OperationalError
 
-from mailfathom import heartbeat
+from mailfathom.core import heartbeat
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 `configure(settings, chat_model="m")` takes pytest-django's `settings` fixture, which restores
 the value after the test. Both the change and the restore send Django's setting_changed, so
 every provider, ledger and cache built from the old values is forgotten
-(mailfathom.resettable); no test resets anything by hand. An undeclared name raises TypeError.
+(mailfathom.core.resettable); no test resets anything by hand. An undeclared name raises TypeError.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from urllib.parse import quote
 import pytest
 from django.db import connection
 
-from mailfathom import config
+from mailfathom.core import config
 from mailfathom.providers import ProviderError, health
 from tests.providers.openai_server import ScriptedOpenAIServer
 

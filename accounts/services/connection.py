@@ -30,8 +30,8 @@ from accounts.models import (
     normalize_alias,
 )
 from accounts.services import imap
-from mailfathom.errors import MailFathomError
-from mailfathom.hosts import is_loopback_host
+from mailfathom.core.errors import MailFathomError
+from mailfathom.core.hosts import is_loopback_host
 
 logger = logging.getLogger(__name__)
 

@@ -22,13 +22,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from accounts.models import FolderMapping, FolderRole, MailAccount, normalize_alias
-from mailfathom.errors import (
+from mailfathom.core.errors import (
     FILTER_REFUSED,
     UNKNOWN_ACCOUNT,
     UNKNOWN_FOLDER_ROLE,
     MailFathomError,
 )
-from mailfathom.text import has_control_character
+from mailfathom.core.text import has_control_character
 
 MAX_ACCOUNTS = 64
 MAX_FOLDERS = 64

@@ -20,8 +20,8 @@ import time
 from django.conf import settings
 
 from answering.capability import WITHHOLD_SECONDS, Capability
-from mailfathom.capability import CapabilityState
-from mailfathom.config import DRAFTING_ROLES
+from mailfathom.core.capability import CapabilityState
+from mailfathom.core.config import DRAFTING_ROLES
 from mailfathom.providers.health import read_health
 
 

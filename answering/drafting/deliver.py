@@ -38,7 +38,7 @@ from audit.models import MutationKind, MutationOutcome, RequesterKind
 from audit.services.mutations import Mutation, message_id_hash, record_mutation
 from mailbox.models import Folder
 from mailbox.services.drafts_folder import DraftsSession, drafts_folder_of, drafts_session
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 
 logger = logging.getLogger(__name__)
 

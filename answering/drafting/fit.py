@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from mailfathom.config import MailFathomSettings
+from mailfathom.core.config import MailFathomSettings
 
 STAGE = "fit"
 

@@ -62,8 +62,8 @@ from answering.models import AttemptOutcome
 from answering.relevance import RelevanceSettings
 from mailbox.models import Email
 from mailbox.services.passages import Passage
-from mailfathom.config import DRAFTING_ROLE, MailFathomSettings
-from mailfathom.errors import MailFathomError
+from mailfathom.core.config import DRAFTING_ROLE, MailFathomSettings
+from mailfathom.core.errors import MailFathomError
 from mailfathom.providers import drafting_models, utility_models
 from mailfathom.providers.chat import ChatModel
 

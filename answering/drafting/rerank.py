@@ -21,7 +21,7 @@ from answering.drafting.spend import MeteredModel
 from answering.lookup import Lookup
 from answering.relevance import RelevanceOutcome, RelevanceSettings, filter_passages
 from mailbox.services.passages import Passage
-from mailfathom.config import UTILITY_ROLE
+from mailfathom.core.config import UTILITY_ROLE
 
 STAGE = "rerank"
 

@@ -29,7 +29,7 @@ from django.utils import timezone
 from answering.drafting.deliver import Delivery, Requester, deliver_draft, withdraw_draft
 from answering.drafting.verdict import reassess_draft
 from answering.models import Draft, DraftStatus, Verdict
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ does not start at all while drafting is unavailable.
 
 Every run is recorded as a DraftRun row (what triggered it, when it began and ended, and
 its counts), written when it begins and when it ends: the status page reads the latest.
-A caller may pass a `progress` callback, called with a mailfathom.progress.Progress after
+A caller may pass a `progress` callback, called with a mailfathom.core.progress.Progress after
 each email (`manage.py draft` draws it as a bar).
 
 One run per account at a time: a session-level PostgreSQL advisory lock, taken without
@@ -42,9 +42,9 @@ from answering.drafting.pipeline import ComposedDraft, DraftRefused, compose_dra
 from answering.ledger import LEDGER_UNAVAILABLE, SPEND_REFUSED
 from answering.models import AttemptOutcome, Draft, DraftAttempt, DraftRun, DraftStatus, RunTrigger
 from mailbox.models import Email
-from mailfathom.capability import CapabilityState
-from mailfathom.errors import MailFathomError
-from mailfathom.progress import Progress, ProgressCallback
+from mailfathom.core.capability import CapabilityState
+from mailfathom.core.errors import MailFathomError
+from mailfathom.core.progress import Progress, ProgressCallback
 
 logger = logging.getLogger(__name__)
 

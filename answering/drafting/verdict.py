@@ -24,7 +24,7 @@ from answering.drafting.correspondents import (
 from answering.drafting.provenance import locate_in_mailbox, origins_for
 from answering.models import Draft
 from mailbox.models import Email
-from mailfathom.config import MailFathomSettings
+from mailfathom.core.config import MailFathomSettings
 
 
 def assess_draft(

@@ -17,7 +17,7 @@ from accounts.models import MailAccount
 from answering.drafting.capability import drafting_capability
 from answering.models import RunTrigger
 from answering.tasks import draft_account_task
-from mailfathom.capability import CapabilityState
+from mailfathom.core.capability import CapabilityState
 
 
 def why_not_drafting(account: MailAccount) -> str:

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from django.conf import settings
 
 from answering.ledger import PeriodLedger, drafting_ledger, period_ledger
-from mailfathom.config import DRAFTING_ROLES
-from mailfathom.errors import MailFathomError
+from mailfathom.core.config import DRAFTING_ROLES
+from mailfathom.core.errors import MailFathomError
 
 
 @dataclass(frozen=True)

@@ -47,13 +47,13 @@ from audit.services.answering_trail import RetrievedEmail, RunAudit, RunOutcome,
 from mailbox.services import sensitive
 from mailbox.services.bounds import bounded_text
 from mailbox.services.passages import Passage
-from mailfathom.capability import CapabilityState
-from mailfathom.config import MailFathomSettings
-from mailfathom.errors import MailFathomError
+from mailfathom.core.capability import CapabilityState
+from mailfathom.core.config import MailFathomSettings
+from mailfathom.core.errors import MailFathomError
+from mailfathom.core.wire import WireModel
 from mailfathom.providers import get_chat_model
 from mailfathom.providers.chat import ChatModel
 from mailfathom.providers.errors import ProviderError
-from mailfathom.wire import WireModel
 
 logger = logging.getLogger(__name__)
 _tracer = trace.get_tracer("mailfathom.answering")

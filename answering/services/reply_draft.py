@@ -29,9 +29,9 @@ from answering.ledger import SPEND_REFUSED, drafting_ledger
 from answering.models import AttemptOutcome
 from mailbox.models import Email
 from mailbox.services import sensitive
-from mailfathom.capability import CapabilityState
-from mailfathom.errors import UNKNOWN_EMAIL, MailFathomError
-from mailfathom.wire import WireModel
+from mailfathom.core.capability import CapabilityState
+from mailfathom.core.errors import UNKNOWN_EMAIL, MailFathomError
+from mailfathom.core.wire import WireModel
 
 EMAIL_ID_REFUSED = 51004
 DRAFTING_UNAVAILABLE = 56001

@@ -17,7 +17,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from mailfathom.errors import MailFathomError, published
+from mailfathom.core.errors import MailFathomError, published
 
 logger = logging.getLogger(__name__)
 

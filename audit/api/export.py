@@ -26,7 +26,7 @@ from django.core.handlers.asgi import ASGIRequest
 from django.db.models import QuerySet
 from django.http import HttpRequest, StreamingHttpResponse
 
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 
 FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl; charset=utf-8"}
 # Accept header media types that ask for each format (the first match in the header wins).

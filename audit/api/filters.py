@@ -16,8 +16,8 @@ from django.db.models import Exists, OuterRef, QuerySet
 from rest_framework.request import Request
 
 from audit.models import AnsweringRunEmail, AnsweringRunEntry, MutationEntry, MutationKind, RunOutcome
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
-from mailfathom.instants import parse_instant
+from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.instants import parse_instant
 
 MAX_TEXT = 200  # the longest account identifier or requester name a trail stores
 

@@ -27,8 +27,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit.api.throttling import credential_of
-from mailfathom import keys
-from mailfathom.errors import PAGE_SIZE_OUT_OF_RANGE, MailFathomError
+from mailfathom.core import signing
+from mailfathom.core.errors import PAGE_SIZE_OUT_OF_RANGE, MailFathomError
 
 CURSOR_NOT_ISSUED = 52001
 CURSOR_FOR_OTHER_SELECTION = 52002
@@ -97,13 +97,13 @@ class SignedCursorPagination(BasePagination):
     def encode(self, row: Model, fingerprint: str) -> str:
         values = [_wire(getattr(row, name)) for name in self.ordering]
         payload = {"v": PAYLOAD_VERSION, "p": values, "f": fingerprint}
-        return keys.sign(PURPOSE, json.dumps(payload, separators=(",", ":"), sort_keys=True).encode())
+        return signing.sign(PURPOSE, json.dumps(payload, separators=(",", ":"), sort_keys=True).encode())
 
     def decode(self, text: str, fingerprint: str, model: type[Model]) -> list[Any]:
         """The position a cursor carries; 52001 if it is not ours, 52002 if it is for another selection."""
         if not text or len(text) > MAX_CURSOR_LENGTH:
             raise MailFathomError(CURSOR_NOT_ISSUED, _NOT_ISSUED, argument="cursor")
-        payload = keys.verify(PURPOSE, text)
+        payload = signing.verify(PURPOSE, text)
         if payload is None:
             raise MailFathomError(CURSOR_NOT_ISSUED, _NOT_ISSUED, argument="cursor")
         try:

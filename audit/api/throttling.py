@@ -25,7 +25,7 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from audit.tokens import ApiToken
-from mailfathom.keyvalue import redis_client
+from mailfathom.core.redis_store import redis_client
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from audit.api.openapi import refusals
 from audit.api.pagination import SignedCursorPagination
 from audit.api.permissions import ANY, HasApiPermission
 from audit.tokens import ApiToken
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 
 
 class ComplianceApiView(APIView):

@@ -29,8 +29,8 @@ from audit.services.mutations import Mutation, record_mutation
 from mailbox.services.erasure import KINDS, AccountCounts, ErasureRequest, erasure_request
 from mailbox.services.erasure import execute_erasure as erase_mail
 from mailbox.services.erasure import preview_erasure as count_mail
-from mailfathom import keys
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core import signing
+from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def request_erasure(
         received_on_or_after=received_on_or_after,
         received_before=received_before,
     )
-    ring = keys.derived_keys(PURPOSE)
+    ring = signing.derived_keys(PURPOSE)
     if not ring:
         raise RuntimeError("MAILFATHOM_KEYRING is empty")
     preview = count_mail(request)
@@ -259,7 +259,7 @@ def _request_again(record: ErasureRequestRecord, addresses: Iterable[str]) -> Er
     )
     stored = sorted(record.address_hashes)
     # Every ring key is tried: a request made before a rotation still executes after it.
-    for key in keys.derived_keys(PURPOSE):
+    for key in signing.derived_keys(PURPOSE):
         supplied = sorted(address_hash(address, key) for address in request.addresses)
         if hmac.compare_digest("".join(supplied), "".join(stored)):
             return request

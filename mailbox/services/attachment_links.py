@@ -1,7 +1,7 @@
 """Attachment download links: mint and read the signed token, and the response policy.
 
 A link is MAILFATHOM_PUBLIC_BASE_URL + "/attachments/<token>". The token is signed with
-the "attachment-link" purpose key (mailfathom.keys), so no other signed value (a cursor)
+the "attachment-link" purpose key (mailfathom.core.signing), so no other signed value (a cursor)
 can stand in for one, and it names one email, one part index, an expiry, and a prefix of
 the stored message's SHA-256 so a link stops working if the stored copy is replaced by
 different bytes. It is a bearer capability: whoever holds it may fetch that one file until
@@ -19,7 +19,7 @@ from urllib.parse import quote
 from django.conf import settings
 from django.utils import timezone
 
-from mailfathom import keys
+from mailfathom.core import signing
 
 PURPOSE = "attachment-link"
 PATH_PREFIX = "/attachments/"
@@ -63,7 +63,7 @@ def public_base_url() -> str:
 
 def links_available() -> bool:
     """Whether this deployment can mint links: a public address and a non-empty key ring."""
-    return bool(public_base_url()) and bool(keys.ring())
+    return bool(public_base_url()) and bool(signing.ring())
 
 
 def issue_link(email_id: uuid.UUID, part_index: int, sha256: str, now: datetime | None = None) -> IssuedLink:
@@ -79,7 +79,7 @@ def issue_link(email_id: uuid.UUID, part_index: int, sha256: str, now: datetime 
             sha256[:DIGEST_PREFIX_LENGTH],
         )
     )
-    token = keys.sign(PURPOSE, payload.encode("ascii"))
+    token = signing.sign(PURPOSE, payload.encode("ascii"))
     return IssuedLink(url=f"{public_base_url()}{PATH_PREFIX}{token}", expires_at=expires_at)
 
 
@@ -90,7 +90,7 @@ def read_link(token: str, now: datetime | None = None) -> LinkClaim | None:
     """
     if not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN_LENGTH:
         return None
-    payload = keys.verify(PURPOSE, token)
+    payload = signing.verify(PURPOSE, token)
     if payload is None:
         return None
     try:

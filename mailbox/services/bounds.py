@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
-from mailfathom.text import has_control_character
+from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.text import has_control_character
 
 
 def bounded_text(value: object, *, maximum: int, argument: str) -> str:

@@ -32,8 +32,8 @@ from mailbox.models import Availability, Email, Participant, RawMessage, RepairR
 from mailbox.parsing import AttachmentInfo, ParseLimits, attachment_bytes, parse_message, sanitized_html
 from mailbox.services import attachment_links, sensitive
 from mailbox.services.summaries import RemoteFlags
-from mailfathom.errors import CONTENT_UNAVAILABLE, UNKNOWN_EMAIL, MailFathomError
-from mailfathom.wire import WireModel
+from mailfathom.core.errors import CONTENT_UNAVAILABLE, UNKNOWN_EMAIL, MailFathomError
+from mailfathom.core.wire import WireModel
 
 MAX_EMAILS = 10
 MAX_ID_LENGTH = 64

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from mailbox.models import Availability, CoverageSample, Email
 from mailbox.services.sync_status import stored_per_folder
-from mailfathom.resettable import forgotten_when_changed
+from mailfathom.core.resettable import forgotten_when_changed
 
 SAMPLE_SECONDS = 300
 SAMPLES_KEPT = timedelta(days=30)

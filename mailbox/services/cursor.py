@@ -20,8 +20,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from mailfathom import keys
-from mailfathom.errors import MailFathomError
+from mailfathom.core import signing
+from mailfathom.core.errors import MailFathomError
 
 CURSOR_NOT_ISSUED = 52001
 CURSOR_FOR_OTHER_SELECTION = 52002
@@ -55,7 +55,7 @@ def issue(position: Position, direction: str, fingerprint: str) -> str:
         "d": direction,
         "f": fingerprint,
     }
-    return keys.sign(PURPOSE, json.dumps(payload, separators=(",", ":"), sort_keys=True).encode())
+    return signing.sign(PURPOSE, json.dumps(payload, separators=(",", ":"), sort_keys=True).encode())
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def decode(text: object, directions: tuple[str, ...]) -> DecodedCursor:
     """Authenticate and parse a cursor without touching the database; 52001 if it is not ours."""
     if not isinstance(text, str) or not text or len(text) > MAX_CURSOR_LENGTH:
         raise MailFathomError(CURSOR_NOT_ISSUED, _NOT_ISSUED_MESSAGE)
-    payload = keys.verify(PURPOSE, text)
+    payload = signing.verify(PURPOSE, text)
     if payload is None:
         raise MailFathomError(CURSOR_NOT_ISSUED, _NOT_ISSUED_MESSAGE)
     try:

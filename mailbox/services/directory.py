@@ -24,7 +24,7 @@ from django.conf import settings
 from accounts.models import FolderRole, MailAccount, SyncMode
 from accounts.services.scope import resolve_scope
 from mailbox.services.freshness import last_commits
-from mailfathom.wire import WireModel
+from mailfathom.core.wire import WireModel
 
 SynchronizationMode = Literal["polling", "push"]
 WireFolderRole = Literal["inbox", "sent", "drafts", "junk", "archive", "trash"]

@@ -32,7 +32,7 @@ from accounts.services.imap import open_client
 from mailbox.models import Folder
 from mailbox.parsing.fields import parse_message_id
 from mailbox.sync.failures import classify
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 
 logger = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from django.utils import timezone
 from mailbox.models import Availability, Email, EmailQuerySet, EmbeddingProfile, EmbeddingSpend, Passage
 from mailbox.services.own_words import own_words
 from mailbox.services.raw_sql import Params, column, selects_nothing, table
-from mailfathom.capability import CapabilityState
-from mailfathom.progress import Progress, ProgressCallback
+from mailfathom.core.capability import CapabilityState
+from mailfathom.core.progress import Progress, ProgressCallback
 from mailfathom.providers import EMBEDDING_ROLE, get_embedder
 from mailfathom.providers.base import Embedder
 from mailfathom.providers.errors import ProviderError

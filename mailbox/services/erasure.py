@@ -29,7 +29,7 @@ from django.db.models.functions import Coalesce, Lower
 from accounts.models import MailAccount
 from mailbox.models import Email, Folder, Participant, Passage, RawMessage, RepairRequest, Suppression
 from mailbox.services import lexical_search, suppression
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from mailbox.models import Folder
 from mailbox.services.selection import Selection
-from mailfathom.wire import WireModel
+from mailfathom.core.wire import WireModel
 
 
 class FolderFreshness(WireModel):

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
-from mailfathom.instants import MAX_INSTANT_LENGTH, parse_instant
+from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.instants import MAX_INSTANT_LENGTH, parse_instant
 
 MAX_SUBJECT_FRAGMENT = 256
 MAX_ADDRESS_LENGTH = 320
-# Counted before the text is parsed (mailfathom.instants owns the bound).
+# Counted before the text is parsed (mailfathom.core.instants owns the bound).
 MAX_TIMESTAMP_LENGTH = MAX_INSTANT_LENGTH
 TIMESTAMP_REQUIREMENT = "an ISO 8601 date and time with a time zone, such as 2024-05-01T09:30:00Z"
 

@@ -37,8 +37,8 @@ from mailbox.services.embedding import (
     embed_pending,
     pending_count,
 )
-from mailfathom.keyvalue import redis_client
-from mailfathom.progress import Progress, ProgressCallback
+from mailfathom.core.progress import Progress, ProgressCallback
+from mailfathom.core.redis_store import redis_client
 from mailfathom.providers import get_embedder
 from mailfathom.providers.base import Embedder
 

@@ -31,12 +31,12 @@ from mailbox.services.mail_filter import MailFilter
 from mailbox.services.raw_sql import selects_nothing
 from mailbox.services.selection import Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
-from mailfathom.capability import SEMANTIC_PARTIAL as PARTIAL
+from mailfathom.core.capability import SEMANTIC_PARTIAL as PARTIAL
+from mailfathom.core.resettable import forgotten_when_changed
+from mailfathom.core.wire import WireModel
 from mailfathom.providers import get_embedder
 from mailfathom.providers.errors import ProviderError
 from mailfathom.providers.local import E5_MODEL, USE_MODEL
-from mailfathom.resettable import forgotten_when_changed
-from mailfathom.wire import WireModel
 
 logger = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from mailbox.services.mail_filter import (
     MailFilter,
     read_filter,
 )
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
-from mailfathom.text import has_control_character as _has_control_character
+from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.text import has_control_character as _has_control_character
 
 
 @dataclass(frozen=True)

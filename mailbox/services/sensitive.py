@@ -35,7 +35,7 @@ from stdnum.de import idnr
 from stdnum.es import dni, nie
 from stdnum.us import ssn
 
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 
 CARD = "card"
 IBAN = "iban"

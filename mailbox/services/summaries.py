@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from accounts.models import MailAccount
 from mailbox.models import Availability, Email, Folder, Participant, ParticipantRole
-from mailfathom.wire import WireModel
+from mailfathom.core.wire import WireModel
 
 ContentAvailability = Literal[
     "available", "exceededSizeLimit", "awaitingStorageHeadroom", "encryptedNotReadableLocally"

@@ -2,7 +2,7 @@
 
 An erased message leaves one Suppression row per stored copy: its remote identity (folder,
 UIDVALIDITY, UID) and a keyed hash of its Message-ID. The hash is an HMAC-SHA256 under the
-"erasure-suppression" purpose key (mailfathom.keys), so the table holds nothing a reader
+"erasure-suppression" purpose key (mailfathom.core.signing), so the table holds nothing a reader
 could turn back into an identifier without the key ring; every ring key is tried when
 checking, so rotating the ring keeps old suppressions working. See
 docs/operations/erasure.md.
@@ -15,7 +15,7 @@ import hmac
 from collections.abc import Iterable
 
 from mailbox.models import Folder, Suppression
-from mailfathom import keys
+from mailfathom.core import signing
 
 PURPOSE = "erasure-suppression"
 
@@ -32,7 +32,7 @@ def message_id_hash(message_id: str) -> str:
     """
     if not message_id.strip():
         return ""
-    ring = keys.derived_keys(PURPOSE)
+    ring = signing.derived_keys(PURPOSE)
     if not ring:
         raise RuntimeError("MAILFATHOM_KEYRING is empty")
     return hmac.new(ring[0], _normalized(message_id), hashlib.sha256).hexdigest()
@@ -42,7 +42,7 @@ def _hashes_under_every_key(message_id: str) -> list[str]:
     if not message_id.strip():
         return []
     text = _normalized(message_id)
-    return [hmac.new(key, text, hashlib.sha256).hexdigest() for key in keys.derived_keys(PURPOSE)]
+    return [hmac.new(key, text, hashlib.sha256).hexdigest() for key in signing.derived_keys(PURPOSE)]
 
 
 def suppressed_uids(folder: Folder, uidvalidity: int, uids: Iterable[int]) -> set[int]:

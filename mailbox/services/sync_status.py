@@ -36,7 +36,7 @@ from mailbox.models import Email, Folder
 from mailbox.sync.failures import describe
 from mailbox.sync.folder_state import record_interrupted_runs
 from mailbox.sync.idle import WATCHER_KEY
-from mailfathom.keyvalue import redis_client
+from mailfathom.core.redis_store import redis_client
 
 logger = logging.getLogger(__name__)
 

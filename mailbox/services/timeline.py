@@ -30,8 +30,8 @@ from mailbox.services.freshness import FolderFreshness, folder_freshness
 from mailbox.services.mail_filter import MailFilter
 from mailbox.services.selection import select
 from mailbox.services.summaries import EmailSummary, summarize
-from mailfathom.errors import FILTER_REFUSED, PAGE_SIZE_OUT_OF_RANGE, MailFathomError
-from mailfathom.wire import WireModel
+from mailfathom.core.errors import FILTER_REFUSED, PAGE_SIZE_OUT_OF_RANGE, MailFathomError
+from mailfathom.core.wire import WireModel
 
 MIN_PAGE_SIZE = 1
 MAX_PAGE_SIZE = 100

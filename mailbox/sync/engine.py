@@ -35,7 +35,7 @@ from mailbox.sync.failures import (
     connection_is_dead,
     describe_internal,
 )
-from mailfathom.progress import Progress, ProgressCallback
+from mailfathom.core.progress import Progress, ProgressCallback
 
 logger = logging.getLogger(__name__)
 

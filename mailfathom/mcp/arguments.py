@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mailbox.services.mail_filter import read_flag, refused
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 
 Converter = Callable[[str, Any], Any]
 

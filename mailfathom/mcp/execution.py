@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from asgiref.sync import sync_to_async
 from django.core.signals import request_finished, request_started
 
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 
 T = TypeVar("T")
 

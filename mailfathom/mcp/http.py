@@ -37,10 +37,10 @@ from starlette.datastructures import Headers
 
 from accounts.services.mcp_keys import recently_refused, recently_verified, verify, well_formed
 from accounts.services.scope import limited_to_accounts
-from mailfathom import config
-from mailfathom.config import MailFathomSettings
-from mailfathom.errors import DEPENDENCY_UNAVAILABLE, DEPENDENCY_UNAVAILABLE_MESSAGE, MailFathomError
-from mailfathom.hosts import is_loopback_host
+from mailfathom.core import config
+from mailfathom.core.config import MailFathomSettings
+from mailfathom.core.errors import DEPENDENCY_UNAVAILABLE, DEPENDENCY_UNAVAILABLE_MESSAGE, MailFathomError
+from mailfathom.core.hosts import is_loopback_host
 from mailfathom.mcp.execution import UseCaseRunner
 from mailfathom.mcp.jsonrpc import BodyScreen, PlainErrors, answer_error
 from mailfathom.mcp.server import OWN_ERROR_MESSAGES, build_server

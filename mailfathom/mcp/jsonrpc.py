@@ -31,7 +31,7 @@ import pydantic
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 from starlette.datastructures import Headers
 
-from mailfathom.errors import CALLER_CATEGORY
+from mailfathom.core.errors import CALLER_CATEGORY
 
 logger = logging.getLogger("mailfathom.mcp")
 

@@ -19,8 +19,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from mailfathom.capability import SEMANTIC_PARTIAL, CapabilityState
-from mailfathom.wire import WireModel
+from mailfathom.core.capability import SEMANTIC_PARTIAL, CapabilityState
+from mailfathom.core.wire import WireModel
 
 RETRIEVAL_MODES = ("lexical", "hybrid")
 SEMANTIC_SEARCH_STATES = (

@@ -26,7 +26,7 @@ from mcp_types import (
     TextContent,
 )
 
-from mailfathom.errors import (
+from mailfathom.core.errors import (
     DEPENDENCY_UNAVAILABLE,
     DEPENDENCY_UNAVAILABLE_MESSAGE,
     UNDESCRIBED,

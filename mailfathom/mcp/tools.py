@@ -19,11 +19,11 @@ from accounts.services import scope
 from answering.services import question, reply_draft
 from mailbox.services import content, directory, mail_filter, search, timeline
 from mailbox.services.mail_filter import MailFilter
+from mailfathom.core.wire import WireModel
 from mailfathom.mcp import arguments as args
 from mailfathom.mcp.answering import answering_available, drafting_available
 from mailfathom.mcp.arguments import Argument
 from mailfathom.mcp.schemas import output_schema
-from mailfathom.wire import WireModel
 
 LOCAL_ONLY = (
     "It reads MailFathom's local copy only: it never contacts a mail server, never marks mail as "

@@ -25,7 +25,8 @@ from typing import Any, Generic, TypeVar
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from mailfathom.config import DRAFTING_ROLE, UTILITY_ROLE, MailFathomSettings
+from mailfathom.core.config import DRAFTING_ROLE, UTILITY_ROLE, MailFathomSettings
+from mailfathom.core.resettable import forgotten_when_changed
 from mailfathom.providers.base import EMBEDDING_ROLE, Embedder, EmbeddingProfileSpec
 from mailfathom.providers.chat import (
     CHAT_ROLE,
@@ -38,7 +39,6 @@ from mailfathom.providers.chat import (
 )
 from mailfathom.providers.errors import ProviderError, provider_code
 from mailfathom.providers.resilience import Resilience, ResilientEmbedder
-from mailfathom.resettable import forgotten_when_changed
 
 P = TypeVar("P")
 

@@ -12,7 +12,7 @@ becomes one of the provider codes callers see (docs/errors.md):
 - 73001 the provider answered, but with nothing usable (a malformed reply, a vector of the
   wrong size, a model it does not serve).
 
-All three lie outside the caller category of mailfathom.errors, so a boundary publishes
+All three lie outside the caller category of mailfathom.core.errors, so a boundary publishes
 each as 54001 and only the server log and the health record say which it was.
 
 Messages are fixed sentences per kind and role: they never carry the provider's own error
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 
 CREDENTIAL_REFUSED = "credential_refused"
 TIMEOUT = "timeout"

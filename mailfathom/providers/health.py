@@ -31,9 +31,9 @@ from typing import cast
 import redis
 from django.conf import settings
 
-from mailfathom.capability import CapabilityState
-from mailfathom.keyvalue import redis_client
-from mailfathom.resettable import forgotten_when_changed
+from mailfathom.core.capability import CapabilityState
+from mailfathom.core.redis_store import redis_client
+from mailfathom.core.resettable import forgotten_when_changed
 
 logger = logging.getLogger("mailfathom.providers")
 

@@ -31,7 +31,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from mailfathom.config import MailFathomSettings
+from mailfathom.core.config import MailFathomSettings
 from mailfathom.providers.base import EmbeddingBackend, EmbeddingProfileSpec, clean_text
 from mailfathom.providers.errors import TIMEOUT, UNAVAILABLE, ProviderError
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import openai
 
-from mailfathom.config import MailFathomSettings
+from mailfathom.core.config import MailFathomSettings
 from mailfathom.providers.chat import (
     CHAT_ROLE,
     FINISH_FILTER,

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 import openai
 
-from mailfathom.config import Endpoint, MailFathomSettings
+from mailfathom.core.config import Endpoint, MailFathomSettings
 from mailfathom.providers.base import (
     E5_PASSAGE_PREFIX,
     E5_QUERY_PREFIX,

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from mailfathom.config import Endpoint
+from mailfathom.core.config import Endpoint
 from mailfathom.providers import health
 from mailfathom.providers.base import Embedder, EmbeddingBackend, EmbeddingProfileSpec
 from mailfathom.providers.errors import (

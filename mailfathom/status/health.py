@@ -25,8 +25,8 @@ import redis
 from django.db import DatabaseError, connection
 
 from mailbox.services import coverage_status, sync_status
-from mailfathom import heartbeat
-from mailfathom.keyvalue import redis_client
+from mailfathom.core import heartbeat
+from mailfathom.core.redis_store import redis_client
 
 logger = logging.getLogger(__name__)
 

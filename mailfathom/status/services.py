@@ -16,8 +16,8 @@ from mailbox.services import coverage_status, embedding
 from mailbox.services.coverage_status import DayCount, EmbeddingProgress
 from mailbox.services.embedding import ProfileSwitch
 from mailbox.services.sync_status import AccountStatus, account_statuses
-from mailfathom import heartbeat
-from mailfathom.capability import CapabilityState
+from mailfathom.core import heartbeat
+from mailfathom.core.capability import CapabilityState
 
 logger = logging.getLogger(__name__)
 

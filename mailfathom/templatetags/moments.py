@@ -1,4 +1,4 @@
-"""Template tags for instants and lengths of time (mailfathom.moments)."""
+"""Template tags for instants and lengths of time (mailfathom.core.instants)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from mailfathom import moments
+from mailfathom.core import instants
 
 register = template.Library()
 
@@ -21,14 +21,14 @@ def when(moment: datetime | None, now: datetime | None = None, never: str = "nev
     return format_html(
         '<time datetime="{}" title="{}">{}</time>',
         moment.isoformat(),
-        moments.to_the_second(moment),
-        moments.relative(moment, now),
+        instants.to_the_second(moment),
+        instants.relative(moment, now),
     )
 
 
 @register.filter
 def duration(seconds: float | None) -> str:
-    return "" if seconds is None else moments.duration(seconds)
+    return "" if seconds is None else instants.duration(seconds)
 
 
 @register.filter

@@ -1,4 +1,4 @@
-"""One control-character rule (mailfathom.text): C0, DEL and C1 are refused everywhere a
+"""One control-character rule (mailfathom.core.text): C0, DEL and C1 are refused everywhere a
 caller names something, and admin cannot store a name no caller could ever type."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from accounts.models import FolderMapping, MailAccount
 from accounts.services.scope import resolve_scope
 from mailbox.services.bounds import bounded_text
 from mailbox.services.selection import MailFilter, validate_filter
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
-from mailfathom.text import has_control_character
+from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.text import has_control_character
 from tests.factories import FolderMappingFactory, MailAccountFactory, account_form_data
 
 C1 = ["\x80", "\x85", "\x9f"]  # first, NEL, last

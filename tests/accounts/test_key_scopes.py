@@ -13,7 +13,7 @@ from accounts.models import FolderRole, McpApiKey
 from accounts.services import mcp_keys
 from accounts.services.mcp_keys import create_key, forget_verified_keys, limit_key, revoke, verify
 from accounts.services.scope import limited_to_accounts, resolve_scope
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from tests.factories import FolderMappingFactory, MailAccountFactory
 
 pytestmark = pytest.mark.django_db

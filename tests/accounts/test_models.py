@@ -9,8 +9,8 @@ from django.db import IntegrityError, connection, transaction
 
 from accounts import crypto
 from accounts.models import FolderRole, MailAccount, Security
-from mailfathom.errors import MailFathomError
-from mailfathom.hosts import is_loopback_host
+from mailfathom.core.errors import MailFathomError
+from mailfathom.core.hosts import is_loopback_host
 from tests.factories import FolderMappingFactory, MailAccountFactory
 
 pytestmark = pytest.mark.django_db

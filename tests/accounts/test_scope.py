@@ -6,7 +6,7 @@ import pytest
 
 from accounts.models import FolderRole
 from accounts.services.scope import resolve_scope
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from tests.factories import FolderMappingFactory, MailAccountFactory
 
 pytestmark = pytest.mark.django_db

@@ -294,7 +294,7 @@ def test_a_passage_cannot_promote_itself_and_is_dropped_when_judged_low(
 
 @pytest.mark.django_db
 def test_a_lookup_bound_beyond_one_search_window_is_refused_and_junk_cannot_be_asked_for():
-    from mailfathom.errors import MailFathomError
+    from mailfathom.core.errors import MailFathomError
 
     with pytest.raises(MailFathomError) as refused:
         retrieve_passages("insurer", accounts=None, folders=None, limit=51, max_characters=1200)

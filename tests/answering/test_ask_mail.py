@@ -21,8 +21,8 @@ from answering.services.question import ask_mail
 from mailbox.models import Folder
 from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
-from mailfathom.capability import CapabilityState
-from mailfathom.errors import MailFathomError
+from mailfathom.core.capability import CapabilityState
+from mailfathom.core.errors import MailFathomError
 from mailfathom.providers import health
 from mailfathom.providers.errors import ProviderError
 from tests.answering.conftest import chat_endpoint, chat_script, configure

@@ -19,7 +19,7 @@ from audit.models import MutationEntry, MutationKind, MutationOutcome, Requester
 from audit.services.mutations import message_id_hash
 from mailbox.models import Direction, Email
 from mailbox.sync.engine import synchronize_account
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from tests.answering.drafts_support import DraftFactory, answered_email, drafting_account, drafts_on_server
 from tests.answering.imap_cut import AppendCuttingProxy
 from tests.dovecot import dovecot_server  # noqa: F401

@@ -17,7 +17,7 @@ from answering import capability as capability_module
 from answering.capability import WITHHOLD_SECONDS
 from answering.ledger import SPEND_REFUSED
 from answering.services.question import ask_mail
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from mailfathom.providers import get_chat_model, health
 from mailfathom.providers.errors import CIRCUIT_OPEN, ProviderError
 from mailfathom.providers.resilience import CLOSED

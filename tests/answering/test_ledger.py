@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from answering.ledger import SPEND_REFUSED, PeriodLedger
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 
 
 @pytest.fixture

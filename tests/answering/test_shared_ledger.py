@@ -22,7 +22,7 @@ from answering.ledger import (
     ledger_namespace,
     period_ledger,
 )
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from tests.support import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ django.setup()
 from django.conf import settings
 settings.PROVIDER_HEALTH_NAMESPACE = sys.argv[1]  # the test's namespace, as its fixture would set it
 from answering.ledger import period_ledger
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 start_at, tries = float(sys.argv[2]), int(sys.argv[3])
 while time.time() < start_at:
     time.sleep(0.001)

@@ -115,13 +115,13 @@ def test_tampered_cursor_is_refused_with_52001(signed_in, tamper):
 
 
 def test_cursor_signed_for_another_purpose_is_refused_with_52001(signed_in):
-    from mailfathom import keys
+    from mailfathom.core import signing
 
     client, user = signed_in
     tokens_of(user, 5)
     cursor = client.get("/api/tokens/?page_size=2").json()["nextCursor"]
-    payload = keys.verify("api-cursor", cursor)
-    foreign = keys.sign("timeline-cursor", payload)
+    payload = signing.verify("api-cursor", cursor)
+    foreign = signing.sign("timeline-cursor", payload)
     assert client.get(f"/api/tokens/?page_size=2&cursor={foreign}").json()["code"] == 52001
 
 

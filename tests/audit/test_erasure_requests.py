@@ -22,7 +22,7 @@ from audit.services.erasure import (
 )
 from mailbox.models import Email
 from mailbox.services.erasure import KINDS
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
 from tests.mailbox.test_erasure import PERSON, TOKEN, message, row_counts, store

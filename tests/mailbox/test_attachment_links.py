@@ -17,7 +17,7 @@ from mailbox.models import Email, Folder, RawMessage
 from mailbox.services import attachment_links
 from mailbox.services.content import get_email_content
 from mailbox.services.store import IncomingMessage, store_messages
-from mailfathom import keys
+from mailfathom.core import signing
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
 
@@ -181,8 +181,8 @@ def test_altered_tokens_are_refused_alike(email, client):
 
 
 def test_token_signed_for_another_purpose_is_refused(email, client):
-    payload = keys.verify(attachment_links.PURPOSE, token_of(issued(email)[0].download_url))
-    refused_alike(client, f"/attachments/{keys.sign('list-cursor', payload)}")
+    payload = signing.verify(attachment_links.PURPOSE, token_of(issued(email)[0].download_url))
+    refused_alike(client, f"/attachments/{signing.sign('list-cursor', payload)}")
 
 
 def test_token_signed_by_an_older_ring_key_still_works(email, client, settings):

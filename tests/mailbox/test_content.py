@@ -18,7 +18,7 @@ from mailbox.models import Availability, Email, Folder, RawMessage, RepairReques
 from mailbox.services import content
 from mailbox.services.content import ContentResult, get_email_content
 from mailbox.services.store import IncomingMessage, store_messages
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
 

@@ -41,7 +41,7 @@ from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.search import search_emails
 from mailbox.services.store import IncomingMessage, store_messages
 from mailbox.services.timeline import list_emails
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder

@@ -22,7 +22,7 @@ from mailbox.sync.folder_state import ensure_folders
 from mailbox.tasks import sync_account, sync_due_accounts
 from mailfathom import unacked
 from mailfathom.celery import app
-from mailfathom.keyvalue import redis_client
+from mailfathom.core.redis_store import redis_client
 from tests.celery_worker import Worker
 from tests.dovecot import dovecot_server  # noqa: F401
 from tests.factories import FolderMappingFactory, MailAccountFactory

@@ -15,7 +15,7 @@ import pytest
 
 from answering.lookup import SEARCH_MAIL, LookupRefused, parse_lookup, search_mail_tool
 from mailbox.services.mail_filter import FIELDS, MailFilter, declare, declared, offered_to_model
-from mailfathom.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.mcp.arguments import convert_arguments
 from mailfathom.mcp.tools import LIST_EMAILS, SEARCH_EMAILS, list_emails_tool, search_emails_tool
 

@@ -24,7 +24,7 @@ from django.db.models import Count
 from mailbox.models import Email, Folder, Passage
 from mailbox.services import importer
 from mailbox.sync import engine
-from mailfathom.progress import INTERRUPTED, Progress, TerminalProgress
+from mailfathom.core.progress import INTERRUPTED, Progress, TerminalProgress
 from tests.configure import configure, scripted_embeddings
 from tests.dovecot import dovecot_server  # noqa: F401
 from tests.factories import FolderMappingFactory, MailAccountFactory
@@ -266,7 +266,7 @@ def test_embed_says_when_no_provider_is_configured(db, settings):
 
 def test_embed_refuses_while_a_worker_holds_the_sweep(backlog):
     from mailbox.services.reembedding import SWEEP_KEY
-    from mailfathom.keyvalue import redis_client
+    from mailfathom.core.redis_store import redis_client
 
     client = redis_client()
     client.set(SWEEP_KEY, "worker", ex=60)

@@ -23,7 +23,7 @@ from mailbox.services.embedding import embed_pending, pending_count, semantic_st
 from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.reembedding import reembed, sweep_slot
 from mailbox.services.search import search_emails
-from mailfathom.capability import CapabilityState
+from mailfathom.core.capability import CapabilityState
 from mailfathom.providers.local import E5_MODEL, USE_MODEL
 from tests.configure import configure
 from tests.factories import MailAccountFactory

@@ -13,7 +13,7 @@ from mailbox.models import LexicalTermStat
 from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.search import search_emails
 from mailbox.services.selection import MailFilter
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from tests.configure import configure
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder

@@ -11,7 +11,7 @@ from mailbox.models import Email, Folder
 from mailbox.services import sensitive
 from mailbox.services.content import get_email_content
 from mailbox.services.store import IncomingMessage, store_messages
-from mailfathom.errors import MailFathomError, published
+from mailfathom.core.errors import MailFathomError, published
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
 

@@ -11,8 +11,8 @@ from accounts.models import SyncMode
 from mailbox.models import Folder
 from mailbox.sync.folder_state import ensure_folders
 from mailbox.tasks import WATCHER_KEY, start_push_watchers, sync_due_accounts
-from mailfathom import celery_app
-from mailfathom.keyvalue import redis_client
+from mailfathom.celery import app as celery_app
+from mailfathom.core.redis_store import redis_client
 from tests.factories import FolderMappingFactory, MailAccountFactory
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,8 @@ from accounts.models import FolderRole
 from mailbox.models import Availability
 from mailbox.services.selection import MailFilter
 from mailbox.services.timeline import list_emails
-from mailfathom import keys
-from mailfathom.errors import MailFathomError
+from mailfathom.core import signing
+from mailfathom.core.errors import MailFathomError
 from tests.factories import FolderMappingFactory, MailAccountFactory
 from tests.mailbox.factories import BASE_TIME, EmailFactory, mapped_folder
 
@@ -348,7 +348,7 @@ def test_overlong_cursor_is_refused_before_it_is_decoded(ten, monkeypatch):
     def must_not_run(*args, **kwargs):
         raise AssertionError("decoded an over-long cursor")
 
-    monkeypatch.setattr(keys, "verify", must_not_run)
+    monkeypatch.setattr(signing, "verify", must_not_run)
     assert _refusal(cursor="a" * 2001).code == 52001
 
 
@@ -366,14 +366,14 @@ def test_cursor_survives_key_rotation_while_its_key_stays_on_the_ring(ten, setti
 
 def test_token_signed_for_another_purpose_is_52001(ten):
     cursor = list_emails(page_size=3).next_cursor
-    payload = keys.verify("timeline-cursor", cursor)
+    payload = signing.verify("timeline-cursor", cursor)
     assert payload is not None
-    assert _refusal(page_size=3, cursor=keys.sign("attachment-link", payload)).code == 52001
+    assert _refusal(page_size=3, cursor=signing.sign("attachment-link", payload)).code == 52001
 
 
 def test_signed_payload_of_the_wrong_shape_is_52001(ten):
     for payload in (b"not json", b"[]", b'{"v": 1}', b'{"v":1,"t":"x","i":"y","d":"newestFirst","f":"z"}'):
-        assert _refusal(cursor=keys.sign("timeline-cursor", payload)).code == 52001
+        assert _refusal(cursor=signing.sign("timeline-cursor", payload)).code == 52001
 
 
 @pytest.mark.parametrize("direction", ["newestFirst", "oldestFirst"])

@@ -1,4 +1,4 @@
-"""One definition of the capability states (mailfathom.capability.CapabilityState), used by
+"""One definition of the capability states (mailfathom.core.capability.CapabilityState), used by
 provider health, semantic search, answering and the published schema; the wire spellings
 stay inactive, available and degraded. Search alone adds partial (available while little of
 the scope is embedded), between available and degraded in its published enumeration."""
@@ -12,7 +12,7 @@ import pytest
 from answering.capability import answering_capability
 from mailbox.services import embedding
 from mailbox.services.search import search_emails
-from mailfathom.capability import CapabilityState
+from mailfathom.core.capability import CapabilityState
 from mailfathom.mcp.schemas import ENUMERATIONS
 from mailfathom.providers import health
 from tests.configure import configure

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.checks import run_checks
 
-from mailfathom import config
+from mailfathom.core import config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -119,7 +119,7 @@ def test_a_misspelt_setting_is_refused_at_startup_naming_file_line_and_name(tmp_
     (tmp_path / "mailbox").mkdir()
     (tmp_path / "mailbox" / "reader.py").write_text(
         "from django.conf import settings\n"
-        "from mailfathom.config import MailFathomSettings\n\n\n"
+        "from mailfathom.core.config import MailFathomSettings\n\n\n"
         "def limit():\n"
         "    return settings.MAILFATHOM.content_body_character_limt\n\n\n"
         "def model(values: MailFathomSettings):\n"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mailfathom.errors import MailFathomError, published
+from mailfathom.core.errors import MailFathomError, published
 
 
 def test_caller_category_code_passes_through_with_its_sentence():

@@ -21,7 +21,7 @@ from django.utils import timezone
 from accounts.models import SyncMode
 from mailbox.models import Folder
 from mailbox.sync.folder_state import ensure_folders
-from mailfathom import heartbeat
+from mailfathom.core import heartbeat
 from tests.factories import FolderMappingFactory, MailAccountFactory
 from tests.support import free_port, isolated_provider_health
 

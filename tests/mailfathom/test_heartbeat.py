@@ -14,8 +14,8 @@ from django.conf import settings
 
 import mailfathom.celery
 from mailbox import tasks as mailbox_tasks
-from mailfathom import heartbeat
-from mailfathom.keyvalue import redis_client
+from mailfathom.core import heartbeat
+from mailfathom.core.redis_store import redis_client
 from tests.support import database_url, isolated_provider_health, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import pytest
 
 from mailbox.services.selection import parse_filter
 from mailbox.services.timeline import list_emails
-from mailfathom.instants import parse_instant
+from mailfathom.core.instants import parse_instant
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 

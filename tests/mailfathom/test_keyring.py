@@ -1,4 +1,4 @@
-"""One parser of MAILFATHOM_KEYRING (mailfathom.keys.ring) for credentials, signed tokens and
+"""One parser of MAILFATHOM_KEYRING (mailfathom.core.signing.ring) for credentials, signed tokens and
 the startup check: comma-separated keys, newest first, spaces and empty entries ignored."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from cryptography.fernet import Fernet
 
 from accounts import crypto
-from mailfathom import keys
 from mailfathom.checks import check_secrets
+from mailfathom.core import signing
 
 NEWEST = Fernet.generate_key().decode()
 OLDER = Fernet.generate_key().decode()
@@ -22,16 +22,16 @@ def _ids(messages) -> list[str]:
 
 def test_the_ring_is_its_keys_in_order_with_spaces_and_empty_entries_dropped(settings):
     settings.MAILFATHOM_KEYRING = f" , {NEWEST} ,, \t{OLDER}\n, "
-    assert keys.ring() == [NEWEST, OLDER]
+    assert signing.ring() == [NEWEST, OLDER]
 
 
 @pytest.mark.parametrize("raw", ["", " ", ",", " , ,, "])
 def test_a_ring_of_only_separators_and_spaces_is_empty(settings, raw):
     settings.MAILFATHOM_KEYRING = raw
-    assert keys.ring() == []
+    assert signing.ring() == []
     assert "mailfathom.E003" in _ids(check_secrets())
     with pytest.raises(RuntimeError):
-        keys.sign("cursor", b"payload")
+        signing.sign("cursor", b"payload")
     with pytest.raises(ValueError):
         crypto.encrypt("secret")
 
@@ -47,14 +47,14 @@ def test_credentials_are_encrypted_with_the_newest_key_and_read_with_any(setting
 
 def test_tokens_are_signed_with_the_newest_key_and_verified_with_any(settings):
     settings.MAILFATHOM_KEYRING = OLDER
-    signed_by_older = keys.sign("cursor", b"page 2")
+    signed_by_older = signing.sign("cursor", b"page 2")
     settings.MAILFATHOM_KEYRING = f"  {NEWEST},,{OLDER} "
-    signed_by_newest = keys.sign("cursor", b"page 3")
+    signed_by_newest = signing.sign("cursor", b"page 3")
     settings.MAILFATHOM_KEYRING = NEWEST
-    assert keys.verify("cursor", signed_by_newest) == b"page 3"
-    assert keys.verify("cursor", signed_by_older) is None
+    assert signing.verify("cursor", signed_by_newest) == b"page 3"
+    assert signing.verify("cursor", signed_by_older) is None
     settings.MAILFATHOM_KEYRING = f"{NEWEST},{OLDER}"
-    assert keys.verify("cursor", signed_by_older) == b"page 2"
+    assert signing.verify("cursor", signed_by_older) == b"page 2"
 
 
 def test_the_startup_check_numbers_keys_as_the_ring_lists_them(settings):

@@ -35,3 +35,37 @@ def test_privacy_check_catches_a_leaking_log_line(caplog):
     leaked = [line for line in privacy._records[before:] if "Quarterly secret subject" in line]
     assert leaked, "the suite-wide privacy handler did not see the log line"
     privacy._records[before:] = [line for line in privacy._records[before:] if line not in leaked]
+
+
+def _modules_after(statement: str) -> set[str]:
+    """The modules a fresh interpreter holds after `statement`, with Django's settings named."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "mailfathom.test_settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_the_ground_floor_loads_without_celery():
+    # An app's `from mailfathom.core.errors import ...` must not start Celery's autodiscovery.
+    loaded = _modules_after("import mailfathom.core.errors")
+    assert "mailfathom.core.errors" in loaded
+    assert not {name for name in loaded if name == "celery" or name.startswith("celery.")}
+    assert "mailfathom.celery" not in loaded
+
+
+def test_a_django_process_still_loads_the_celery_app_tasks_send_through():
+    loaded = _modules_after("import django\ndjango.setup()")
+    assert "mailfathom.celery" in loaded

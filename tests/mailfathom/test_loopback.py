@@ -1,4 +1,4 @@
-"""One loopback test (mailfathom.hosts.is_loopback_host) behind every loopback-only gate:
+"""One loopback test (mailfathom.core.hosts.is_loopback_host) behind every loopback-only gate:
 unencrypted IMAP, the startup check of posture none, and the request-time loopback gate."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 
 from accounts.models import Security
 from mailfathom.checks import check_mcp_posture
-from mailfathom.hosts import is_loopback_host
+from mailfathom.core.hosts import is_loopback_host
 from mailfathom.mcp.http import LoopbackGate
 from tests.configure import configure
 from tests.factories import MailAccountFactory

@@ -7,7 +7,7 @@ import redis
 from django.db import IntegrityError, InterfaceError, OperationalError, ProgrammingError
 from django.test import RequestFactory
 
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from mailfathom.outage import outage_of, server_error
 
 

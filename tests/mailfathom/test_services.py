@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from mailfathom import celery_app
+from mailfathom.celery import app as celery_app
 from mailfathom.embedded import _socket_dir
 
 

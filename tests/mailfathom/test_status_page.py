@@ -24,7 +24,7 @@ from mailbox.services import coverage_status
 from mailbox.services.store import IncomingMessage, store_messages
 from mailbox.services.sync_status import account_statuses
 from mailbox.sync.folder_state import ensure_folders
-from mailfathom import heartbeat
+from mailfathom.core import heartbeat
 from tests.factories import FolderMappingFactory, MailAccountFactory
 from tests.support import isolated_provider_health
 

@@ -17,12 +17,12 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
+from mailfathom.core.wire import WireModel
 from mailfathom.mcp import calls
 from mailfathom.mcp.execution import UseCaseRunner
 from mailfathom.mcp.server import build_server
 from mailfathom.mcp.tools import ToolSpec
-from mailfathom.wire import WireModel
 from tests.mcp.conftest import error_code, error_text, post, sole_error
 from tests.support import wait_for
 

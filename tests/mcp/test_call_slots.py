@@ -14,7 +14,7 @@ import anyio
 import pytest
 from django.db import connection, transaction
 
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from mailfathom.mcp.execution import SERVER_BUSY, SERVER_BUSY_MESSAGE, UseCaseRunner
 from tests.factories import MailAccountFactory
 from tests.mcp.conftest import call_tool, error_code, error_text, list_tools, payload

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.core.checks import ERROR, WARNING
 
-from mailfathom import config
 from mailfathom.checks import check_mcp_posture
+from mailfathom.core import config
 from tests.configure import configure
 
 

@@ -74,7 +74,7 @@ import json, sys, time
 import django
 django.setup()
 from answering.ledger import period_ledger
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 start_at, tries = float(sys.argv[1]), int(sys.argv[2])
 while time.time() < start_at:
     time.sleep(0.001)

@@ -27,7 +27,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mailfathom.errors import DEPENDENCY_UNAVAILABLE
+from mailfathom.core.errors import DEPENDENCY_UNAVAILABLE
 from tests.mcp.conftest import ROOT, TEST_KEYRING, Server, error_code, post, start_server, with_client
 
 TOOLS_LIST = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()

@@ -8,7 +8,7 @@ import pytest
 
 from mailbox.services import search
 from mailbox.services.summaries import AttachmentSummary, EmailSummary, RemoteFlags
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from mailfathom.mcp import arguments
 from mailfathom.mcp.tools import EXTRACT_CEILING, LIST_EMAILS, SEARCH_EMAILS
 

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from mailfathom.capability import CapabilityState
 from mailfathom.checks import check_chat_provider
-from mailfathom.errors import published
+from mailfathom.core.capability import CapabilityState
+from mailfathom.core.errors import published
 from mailfathom.providers import (
     ChatMessage,
     ChatReply,

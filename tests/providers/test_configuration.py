@@ -6,8 +6,8 @@ import pickle
 
 import pytest
 
-from mailfathom import config
-from mailfathom.errors import MailFathomError, published
+from mailfathom.core import config
+from mailfathom.core.errors import MailFathomError, published
 from mailfathom.providers import (
     EmbeddingProfileSpec,
     ProviderError,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mailfathom.capability import CapabilityState
+from mailfathom.core.capability import CapabilityState
 from mailfathom.providers import ProviderError, get_embedder, health
 from mailfathom.providers.health import RECORD_FIELDS, read_health
 from tests.providers.openai_server import status

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from mailfathom import config
+from mailfathom.core import config
 from mailfathom.providers import embedding_configuration_problems
 from mailfathom.providers import local as local_module
 from mailfathom.providers.local import DEFAULT_MODEL, E5_MODEL, MODELS, USE_MODEL, LocalEmbedder

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from mailfathom.errors import published
+from mailfathom.core.errors import published
 from mailfathom.providers import provider_code
 from mailfathom.providers.openai_compat import OpenAIEmbedder, parse_retry_after
 from tests.providers.openai_server import hang, model_not_found, ok, status, vector_for, wrong_dimension

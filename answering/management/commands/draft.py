@@ -6,8 +6,8 @@ from answering.drafting.runs import RunSummary, draft_account
 from answering.ledger import drafting_ledger
 from answering.models import RunTrigger
 from answering.services.draft_now import why_not_drafting
-from mailfathom.errors import MailFathomError
-from mailfathom.progress import TerminalProgress
+from mailfathom.core.errors import MailFathomError
+from mailfathom.core.progress import TerminalProgress
 
 INTERRUPTED = (
     "Stopped. Every draft stored before Ctrl-C is kept; run the same command again to draft "

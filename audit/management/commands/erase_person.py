@@ -23,7 +23,7 @@ from audit.services.erasure import (
     request_erasure,
 )
 from mailbox.services.erasure import KINDS, AccountCounts
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 
 CONFIRMATION = "erase"
 

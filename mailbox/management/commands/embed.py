@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from mailbox.services.embedding import SWEEP_BATCH, SweepResult, embed_pending
 from mailbox.services.reembedding import SWEEP_BUSY, sweep_slot
-from mailfathom.progress import INTERRUPTED, Progress, TerminalProgress
+from mailfathom.core.progress import INTERRUPTED, Progress, TerminalProgress
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from mailbox.archive import ArchiveError
 from mailbox.services.importer import import_archive
-from mailfathom.errors import MailFathomError
-from mailfathom.progress import INTERRUPTED, TerminalProgress
+from mailfathom.core.errors import MailFathomError
+from mailfathom.core.progress import INTERRUPTED, TerminalProgress
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from mailbox.services.reembedding import SWEEP_BUSY, discard_inactive_passages, reembed
-from mailfathom.progress import INTERRUPTED, TerminalProgress
+from mailfathom.core.progress import INTERRUPTED, TerminalProgress
 from mailfathom.providers import ProviderError
 
 

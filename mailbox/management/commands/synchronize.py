@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import MailAccount
 from mailbox.sync.engine import synchronize_account
-from mailfathom.progress import INTERRUPTED, TerminalProgress
+from mailfathom.core.progress import INTERRUPTED, TerminalProgress
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ import pytest
 
 from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
-from mailfathom.config import DRAFTING_ROLES
+from mailfathom.core.config import DRAFTING_ROLES
 from mailfathom.providers import health
 from tests.answering.drafting.support import DraftingModel, Shop, build_shop
 from tests.providers.openai_server import ScriptedOpenAIServer

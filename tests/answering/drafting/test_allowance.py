@@ -11,7 +11,7 @@ from answering.ledger import SPEND_REFUSED, drafting_ledger, period_ledger
 from answering.models import AttemptOutcome
 from answering.services.question import ask_mail
 from answering.services.reply_draft import draft_reply
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from tests.configure import configure
 
 pytestmark = [pytest.mark.django_db]

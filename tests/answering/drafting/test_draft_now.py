@@ -23,7 +23,7 @@ from answering import tasks
 from answering.drafting import runs
 from answering.drafting.runs import draft_account
 from answering.models import AttemptOutcome, Draft, DraftRun, RunTrigger
-from mailfathom.progress import Progress
+from mailfathom.core.progress import Progress
 from tests.answering.drafting.test_runs import StandInComposer, StandInRefused
 from tests.factories import MailAccountFactory, account_form_data
 from tests.mailbox.factories import EmailFactory, mapped_folder

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from answering.drafting.capability import drafting_capability
 from answering.drafting.checks import check_drafting_endpoints
-from mailfathom.capability import CapabilityState
-from mailfathom.config import DRAFTING_ROLE, UTILITY_ROLE, MailFathomSettings
+from mailfathom.core.capability import CapabilityState
+from mailfathom.core.config import DRAFTING_ROLE, UTILITY_ROLE, MailFathomSettings
 from tests.configure import configure
 
 CHAT = MailFathomSettings().replace(

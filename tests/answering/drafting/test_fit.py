@@ -25,7 +25,7 @@ from answering.drafting.fit import (
     fit,
 )
 from answering.drafting.generate import longest_instruction
-from mailfathom.config import MailFathomSettings
+from mailfathom.core.config import MailFathomSettings
 from tests.configure import configure
 
 INSTRUCTION = estimate_tokens(longest_instruction())

@@ -80,7 +80,7 @@ def test_the_answered_mail_bound_is_at_most_what_the_lexical_arm_reads():
     from dataclasses import fields
 
     from mailbox.services.search import MAX_LEXICAL_QUERY_CHARACTERS
-    from mailfathom.config import MailFathomSettings
+    from mailfathom.core.config import MailFathomSettings
 
     bound = next(f for f in fields(MailFathomSettings) if f.name == "drafting_max_answered_characters")
     assert bound.metadata["maximum"] == MAX_LEXICAL_QUERY_CHARACTERS

@@ -24,7 +24,7 @@ from answering.drafting.runs import account_lock, draft_account
 from answering.ledger import drafting_ledger
 from answering.models import AttemptOutcome, Draft, DraftAttempt, DraftStatus, Intent, Verdict
 from mailbox.models import Email
-from mailfathom.errors import MailFathomError
+from mailfathom.core.errors import MailFathomError
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 from tests.privacy import remember

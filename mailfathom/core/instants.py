@@ -1,15 +1,40 @@
-"""How the console writes an instant and a length of time: to the second, and relative to now.
+"""Instants in and out: the one reading of an instant a caller writes, and how the console writes one.
 
-A run that found nothing still moves its "last committed" time, so the console shows
-instants to the second ("2026-12-01 19:55:03 UTC") and as an age ("12 s ago"); a refresh
-visibly changes them. Shared by every app's admin and the status page.
+In: ISO 8601 with a time zone, converted to UTC before any query sees it. PostgreSQL
+accepts UTC offsets up to 15:59 where Python parses up to 23:59, so an offset such as
++16:00 passed through would fail in the database; one that cannot be shifted into the
+years datetime holds is refused like any other unreadable instant.
+
+Out: to the second ("2026-12-01 19:55:03 UTC") and as an age ("12 s ago"), so a run that
+found nothing still visibly moves its "last committed" time on a refresh.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.utils import timezone
+
+MAX_INSTANT_LENGTH = 64  # counted before parsing; a real ISO 8601 instant is at most 32
+
+
+def parse_instant(text: object, max_length: int = MAX_INSTANT_LENGTH) -> datetime | None:
+    """The UTC instant `text` names, or None when it is not text, too long, naive or unreadable."""
+    if not isinstance(text, str) or len(text) > max_length:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        return None
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        return None
+
+
+# --- writing one for a person --------------------------------------------------------------
 
 
 def to_the_second(moment: datetime) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 
-from mailfathom.keyvalue import redis_client
+from mailfathom.core.redis_store import redis_client
 
 logger = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
-"""The mail account admin with synchronization status and "Synchronize now".
+"""What synchronization adds to the mail account admin: its status and "Synchronize now".
 
-accounts.admin.MailAccountAdmin knows accounts only (the accounts app stands below mailbox);
-this subclass, registered in its place by mailfathom.admin, adds what synchronization says
-about each account: state, last committed progress to the second, messages stored against
-the server's count, the last failure's sentence, and a button and an action that queue a
-forced run. A run creates the folder rows from the mappings, so both work before the first run.
+accounts.admin.MailAccountAdmin knows accounts only (accounts stands below mailbox). This
+subclass adds each account's state, last committed progress to the second, messages stored
+against the server's count, the last failure's sentence, and a button and an action that
+queue a forced run (a run creates the folder rows from the mappings, so both work before
+the first one). mailfathom.admin registers the account admin once, built from this class.
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ from django.utils.translation import ngettext
 
 from accounts.admin import MailAccountAdmin
 from accounts.models import MailAccount
-from answering.services.draft_now import queue_drafting, why_not_drafting
 from mailbox import tasks
 from mailbox.services.sync_status import AccountStatus, SyncState, account_status, account_statuses
-from mailfathom import moments
+from mailfathom.core import instants
 
 if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
     from django.contrib.admin.options import _FieldsetSpec
@@ -48,7 +47,7 @@ def readiness(account: MailAccount, status: AccountStatus | None) -> str:
     return ""
 
 
-class SyncedMailAccountAdmin(MailAccountAdmin):
+class SynchronizedMailAccountAdmin(MailAccountAdmin):
     # Compact, counts before the wide columns: at 1280 px beside the filter column every
     # figure stays on screen (docs/operations/status.md).
     list_display = [
@@ -64,7 +63,7 @@ class SyncedMailAccountAdmin(MailAccountAdmin):
     class Media:
         css = {"all": ["mailfathom/account_list.css"]}
 
-    actions = ["synchronize_now", "draft_now"]
+    actions = ["synchronize_now"]
     change_form_template = "admin/accounts/mailaccount/change_form_with_sync.html"
 
     # --- the list: statuses for the page's rows, read once ----------------------------
@@ -99,8 +98,8 @@ class SyncedMailAccountAdmin(MailAccountAdmin):
         return format_html(
             '<time datetime="{}" title="{}">{}</time>',
             status.last_committed_at.isoformat(),
-            moments.to_the_second(status.last_committed_at),
-            moments.relative(status.last_committed_at),
+            instants.to_the_second(status.last_committed_at),
+            instants.relative(status.last_committed_at),
         )
 
     @admin.display(description="stored / server")
@@ -213,34 +212,3 @@ class SyncedMailAccountAdmin(MailAccountAdmin):
             % {"count": queued},
             messages.SUCCESS,
         )
-
-    @admin.action(description="Draft now", permissions=["sync"])
-    def draft_now(self, request: HttpRequest, queryset: QuerySet[MailAccount]) -> None:
-        """Queue a drafting run for each selected account that would draft; say why not for the rest."""
-        ready = []
-        for account in queryset:
-            reason = why_not_drafting(account)
-            if reason:
-                self.message_user(request, reason, messages.WARNING)
-            else:
-                ready.append(account)
-        if not ready:
-            return
-        queued = queue_drafting([account.pk for account in ready])
-        names = ", ".join(str(account) for account in ready)
-        self.message_user(
-            request,
-            ngettext(
-                "Queued %(count)d drafting run (%(names)s); its drafts appear in the review queue "
-                "once a worker has run it, and the System status page shows what it did.",
-                "Queued %(count)d drafting runs (%(names)s); their drafts appear in the review queue "
-                "once a worker has run them, and the System status page shows what they did.",
-                queued,
-            )
-            % {"count": queued, "names": names},
-            messages.SUCCESS,
-        )
-
-
-admin.site.unregister(MailAccount)
-admin.site.register(MailAccount, SyncedMailAccountAdmin)

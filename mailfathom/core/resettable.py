@@ -38,4 +38,4 @@ def _on_setting_changed(setting: str, **kwargs: Any) -> None:
         reset()
 
 
-setting_changed.connect(_on_setting_changed, dispatch_uid="mailfathom.resettable")
+setting_changed.connect(_on_setting_changed, dispatch_uid="mailfathom.core.resettable")

@@ -1,0 +1,1 @@
+"""The ground floor: rules every layer shares. Nothing here imports an app or an entrypoint."""
