@@ -15,7 +15,7 @@ from accounts.models import MailAccount
 from answering.services.draft_now import queue_drafting, why_not_drafting
 
 
-class DraftNowAction:
+class DraftNowAction(admin.ModelAdmin):  # a mixin of MailAccount's admin (mailfathom.admin)
     """The "Draft now" admin action, for a ModelAdmin of MailAccount."""
 
     @admin.action(description="Draft now", permissions=["sync"])

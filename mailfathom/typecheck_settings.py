@@ -7,6 +7,12 @@ the URLs), so `mypy` starts nothing and reads no secret from var/.
 """
 
 import os
+import sys
+from pathlib import Path
+
+# mypy may put the project folder after the standard library on sys.path, where the stdlib's
+# own `mailbox` module would shadow our app of that name when the plugin imports the models.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 os.environ["DATABASE_URL"] = "postgres://typecheck@localhost:1/typecheck"
 os.environ["REDIS_URL"] = "redis://localhost:1/0"
