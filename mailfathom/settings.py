@@ -15,6 +15,7 @@ from pathlib import Path
 import dj_database_url
 
 from mailfathom import config, embedded
+from mailfathom.version import VERSION
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -188,7 +189,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "MailFathom admin API",
     "DESCRIPTION": "Operator and compliance API of MailFathom.",
-    "VERSION": "0.1.0",
+    "VERSION": VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema describes the staff API, so it is staff-only like the API itself.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAdminUser"],

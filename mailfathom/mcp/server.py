@@ -38,11 +38,12 @@ from mailfathom.mcp.arguments import convert_arguments
 from mailfathom.mcp.execution import UseCaseRunner
 from mailfathom.mcp.tools import TOOLS, ToolSpec
 from mailfathom.outage import note, outage_of
+from mailfathom.version import VERSION
 
 logger = logging.getLogger("mailfathom.mcp")
 
 SERVER_NAME = "mailfathom"
-SERVER_VERSION = "0.1.0"
+SERVER_VERSION = VERSION
 # The protocol's answer to an unknown tool is a JSON-RPC invalid-params error. The name is
 # not repeated: it is the caller's own text, and tools/list says what is published.
 UNKNOWN_TOOL_MESSAGE = "Unknown tool: the name is not one this server publishes (see tools/list)."
