@@ -12,7 +12,7 @@ is checked against this list by a test.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -896,6 +896,23 @@ DEPLOYMENT_SETTINGS: tuple[Setting, ...] = _declarations(DeploymentSettings, "")
 ATTRIBUTES: frozenset[str] = frozenset(f.name for f in dataclasses.fields(MailFathomSettings))
 
 BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
+
+
+def setting_read_by(read: Callable[[MailFathomSettings], Any]) -> Setting:
+    """The declared setting that `read` reads: it must read one attribute of the settings it is given.
+
+    Lets code that keeps a reader (a typed `values.<name>`, which config_usage checks) name the
+    environment variable behind it without spelling the setting as a string.
+    """
+    names: list[str] = []
+
+    class _Probe:
+        def __getattr__(self, name: str) -> int:
+            names.append(name)
+            return 0
+
+    read(_Probe())  # type: ignore[arg-type]  # a stand-in that records the attribute read
+    return next(setting for setting in SETTINGS if setting.attribute == names[0])
 
 
 @dataclass(frozen=True)
