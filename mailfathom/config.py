@@ -22,6 +22,9 @@ TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off"}
 CHAT_APIS = ("chat-completions", "responses")  # the chat endpoint's, and each drafting role's
 DRAFTING_PROVIDERS = ("openai", "none")  # for each drafting role; unset means the chat endpoint's
+# The most the search's lexical arm reads of a text handed to it on its own (a whole email),
+# and so the most of the answered mail drafting may be built from.
+MAX_LEXICAL_QUERY_CHARACTERS = 8000
 
 
 @dataclass(frozen=True)
@@ -506,13 +509,13 @@ class MailFathomSettings:
         512,
         "Characters of the condensed query drafting sends to the vector arm; longer ones are cut.",
     )
-    # At most what the lexical arm reads of a separate text (mailbox.services.search
-    # MAX_LEXICAL_QUERY_CHARACTERS, which a test keeps equal): condense and the lexical arm
-    # must be handed exactly the same string.
+    # At most what the lexical arm reads of a separate text (MAX_LEXICAL_QUERY_CHARACTERS,
+    # which mailbox.services.search reads): condense and the lexical arm must be handed
+    # exactly the same string.
     drafting_max_answered_characters: int = _whole(
         6000,
         500,
-        8000,
+        MAX_LEXICAL_QUERY_CHARACTERS,
         "Characters of the answered mail (subject and body) a draft is built from; the rest is cut.",
     )
     drafting_sources_per_draft: int = _whole(

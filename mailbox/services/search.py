@@ -29,6 +29,7 @@ from mailbox.services.raw_sql import selects_nothing
 from mailbox.services.selection import MailFilter, Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
 from mailfathom.capability import SEMANTIC_PARTIAL as PARTIAL
+from mailfathom.config import MAX_LEXICAL_QUERY_CHARACTERS
 from mailfathom.providers import get_embedder
 from mailfathom.providers.errors import ProviderError
 from mailfathom.providers.local import E5_MODEL, USE_MODEL
@@ -67,8 +68,8 @@ ENOUGH_LEXICAL = 10
 # sees only the embedded mail.
 PARTIAL_BELOW = 0.95
 # The lexical arm may be given its own text (a whole email to find its neighbours by its
-# words): control characters are read as spaces and the text is read up to this bound.
-MAX_LEXICAL_QUERY_CHARACTERS = 8000
+# words): control characters are read as spaces and the text is read up to
+# MAX_LEXICAL_QUERY_CHARACTERS, declared in mailfathom.config beside the drafting setting it bounds.
 
 
 class SearchMatch(WireModel):
