@@ -30,11 +30,9 @@ from answering.models import AttemptOutcome
 from mailbox.models import Email
 from mailbox.services import sensitive
 from mailfathom.capability import CapabilityState
-from mailfathom.errors import UNKNOWN_EMAIL, MailFathomError
+from mailfathom.errors import CAPABILITY_UNAVAILABLE, EMAIL_ID_REFUSED, UNKNOWN_EMAIL, MailFathomError
 from mailfathom.wire import WireModel
 
-EMAIL_ID_REFUSED = 51004
-DRAFTING_UNAVAILABLE = 56001
 MAX_ID_LENGTH = 64
 _HEX = frozenset("0123456789abcdefABCDEF")
 
@@ -143,10 +141,10 @@ def _tokens(tokens: dict[str, dict[str, int]]) -> dict[str, StageTokens]:
 def _unavailable(state: CapabilityState) -> MailFathomError:
     if state == CapabilityState.DEGRADED:
         return MailFathomError(
-            DRAFTING_UNAVAILABLE,
-            "This deployment drafts replies but cannot right now; try again in a minute.",
+            CAPABILITY_UNAVAILABLE,
+            CAPABILITY_UNAVAILABLE.message(does="drafts replies"),
         )
     return MailFathomError(
-        DRAFTING_UNAVAILABLE,
+        CAPABILITY_UNAVAILABLE,
         "This deployment does not draft replies: it declares no drafting endpoint.",
     )

@@ -28,17 +28,19 @@ from rest_framework.response import Response
 
 from audit.api.throttling import credential_of
 from mailfathom import keys
-from mailfathom.errors import PAGE_SIZE_OUT_OF_RANGE, MailFathomError
+from mailfathom.errors import (
+    CURSOR_FOR_OTHER_SELECTION,
+    CURSOR_NOT_ISSUED,
+    PAGE_SIZE_OUT_OF_RANGE,
+    MailFathomError,
+)
 
-CURSOR_NOT_ISSUED = 52001
-CURSOR_FOR_OTHER_SELECTION = 52002
 PURPOSE = "api-cursor"
 MAX_CURSOR_LENGTH = 2000
 PAYLOAD_VERSION = 1
-_NOT_ISSUED = "The cursor argument is not a continuation cursor this server issued."
-_OTHER_SELECTION = (
-    "The cursor argument was issued for different filters, another route or another credential; "
-    "start again without a cursor."
+_NOT_ISSUED = CURSOR_NOT_ISSUED.sentence
+_OTHER_SELECTION = CURSOR_FOR_OTHER_SELECTION.message(
+    other="different filters, another route or another credential"
 )
 
 

@@ -32,15 +32,14 @@ from mailbox.models import Availability, Email, Participant, RawMessage, RepairR
 from mailbox.parsing import AttachmentInfo, ParseLimits, attachment_bytes, parse_message, sanitized_html
 from mailbox.services import attachment_links, sensitive
 from mailbox.services.summaries import RemoteFlags
-from mailfathom.errors import CONTENT_UNAVAILABLE, UNKNOWN_EMAIL, MailFathomError
+from mailfathom.errors import CONTENT_UNAVAILABLE, EMAIL_ID_REFUSED, UNKNOWN_EMAIL, Code, MailFathomError
 from mailfathom.wire import WireModel
 
 MAX_EMAILS = 10
 MAX_ID_LENGTH = 64
 SCANNED_DISPLAY_NAMES = 40
-EMAIL_COUNT_REFUSED = 51005
-EMAIL_ID_REFUSED = 51004
-EMAIL_REPEATED = 51006
+EMAIL_COUNT_REFUSED = Code.EMAIL_COUNT_REFUSED
+EMAIL_REPEATED = Code.EMAIL_REPEATED
 
 _NOT_HELD = "The local mailbox copy holds no email this deployment serves under that identifier."
 _DAMAGED = "The stored content of this email is missing or damaged; it is being repaired, try again later."

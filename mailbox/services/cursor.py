@@ -21,20 +21,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from mailfathom import keys
-from mailfathom.errors import MailFathomError
-
-CURSOR_NOT_ISSUED = 52001
-CURSOR_FOR_OTHER_SELECTION = 52002
+from mailfathom.errors import CURSOR_FOR_OTHER_SELECTION, CURSOR_NOT_ISSUED, MailFathomError
 
 PURPOSE = "timeline-cursor"
 MAX_CURSOR_LENGTH = 2000
 PAYLOAD_VERSION = 1
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{64}")
-_NOT_ISSUED_MESSAGE = "The cursor argument is not a continuation cursor this server issued."
-_OTHER_SELECTION_MESSAGE = (
-    "The cursor argument was issued for different filters or a different direction; "
-    "start again without a cursor."
+_NOT_ISSUED_MESSAGE = CURSOR_NOT_ISSUED.sentence
+_OTHER_SELECTION_MESSAGE = CURSOR_FOR_OTHER_SELECTION.message(
+    other="different filters or a different direction"
 )
 
 

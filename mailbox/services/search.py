@@ -30,6 +30,7 @@ from mailbox.services.selection import MailFilter, Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
 from mailfathom.capability import SEMANTIC_PARTIAL as PARTIAL
 from mailfathom.config import MAX_LEXICAL_QUERY_CHARACTERS
+from mailfathom.errors import Code
 from mailfathom.providers import get_embedder
 from mailfathom.providers.errors import ProviderError
 from mailfathom.providers.local import E5_MODEL, USE_MODEL
@@ -40,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARACTERS = 512
 MIN_RESULT_LIMIT, MAX_RESULT_LIMIT, DEFAULT_RESULT_LIMIT = 1, 50, 20
-RESULT_LIMIT_OUT_OF_RANGE = 51003
+RESULT_LIMIT_OUT_OF_RANGE = Code.RESULT_LIMIT_OUT_OF_RANGE
 EXTRACTS_PER_EMAIL = 3
 CHARACTERS_PER_EXTRACT = 240
 # Each ranking contributes this many candidates to the fusion. How they combine was
