@@ -283,7 +283,21 @@ def fuse(lexical, semantic, received: dict, limit: int, fusion: Fusion | None = 
     query and the query's words did not match enough emails on their own (Fusion).
     `received` maps every email id of both rankings to its received time.
     """
-    fusion = fusion or Fusion()
+    scores, kinds, held_back = fused_scores(lexical, semantic, fusion or Fusion())
+    present = [email_id for email_id in scores if email_id in received]
+    order = sorted(present, key=lambda email_id: (-scores[email_id], -received[email_id].timestamp()))
+    return Fused(
+        ranked=[(email_id, scores[email_id], kinds[email_id]) for email_id in order[:limit]],
+        held_back=held_back,
+    )
+
+
+def fused_scores(lexical, semantic, fusion: Fusion) -> tuple[dict, dict, int]:
+    """Each result's fused score and match kind, and how many vector-only results were held back.
+
+    The one weighted fusion of a lexical and a vector ranking: `fuse` orders mail by it, and
+    drafting's reference search (answering.drafting.references) orders reference chunks by it.
+    """
     by_scores = fusion.method == "scores"
     best = max((hit.score for hit in lexical), default=1.0) or 1.0
     similarities = [1.0 - hit.distance for hit in semantic]
@@ -305,9 +319,4 @@ def fuse(lexical, semantic, received: dict, limit: int, fusion: Fusion | None = 
         share = (similarity - low) / span if by_scores else 1.0 / (fusion.k + position)
         scores[hit.email_id] = scores.get(hit.email_id, 0.0) + fusion.vector_weight * share
         kinds.setdefault(hit.email_id, "semantic")
-    present = [email_id for email_id in scores if email_id in received]
-    order = sorted(present, key=lambda email_id: (-scores[email_id], -received[email_id].timestamp()))
-    return Fused(
-        ranked=[(email_id, scores[email_id], kinds[email_id]) for email_id in order[:limit]],
-        held_back=held_back,
-    )
+    return scores, kinds, held_back
