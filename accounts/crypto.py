@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from mailfathom.core.errors import MailFathomError
+from mailfathom.core.errors import Code, MailFathomError
 from mailfathom.core.signing import ring
 
-CREDENTIAL_UNREADABLE = 81001
+CREDENTIAL_UNREADABLE = Code.CREDENTIAL_UNREADABLE
 
 
 def keyring() -> MultiFernet:

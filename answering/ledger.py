@@ -42,15 +42,13 @@ from django.db import connection
 from opentelemetry import metrics
 
 from mailfathom.core.config import MailFathomSettings
-from mailfathom.core.errors import MailFathomError
+from mailfathom.core.errors import CAPABILITY_UNAVAILABLE, Code, MailFathomError
 from mailfathom.core.redis_store import redis_client
 from mailfathom.core.resettable import forgotten_when_changed
 
 logger = logging.getLogger(__name__)
 
-SPEND_REFUSED = 57001
-# The answering-unavailable code (docs/errors.md): "cannot right now", worth asking again.
-LEDGER_UNAVAILABLE = 56001
+SPEND_REFUSED = Code.SPEND_REFUSED
 # A window's hash outlives its window by this much, so a late charge still finds it.
 EXPIRY_MARGIN_SECONDS = 60
 REDIS_TIMEOUT_SECONDS = 2.0
@@ -140,7 +138,7 @@ def _unavailable(error: BaseException, purpose: str = ANSWERING) -> MailFathomEr
         sentence = "This deployment drafts replies but cannot count what drafting spends right now"
     else:
         sentence = "This deployment answers questions about mail but cannot right now"
-    return MailFathomError(LEDGER_UNAVAILABLE, f"{sentence}; try again in a minute.")
+    return MailFathomError(CAPABILITY_UNAVAILABLE, f"{sentence}; try again in a minute.")
 
 
 class PeriodLedger:

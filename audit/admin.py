@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from audit.models import AnsweringRunEmail, AnsweringRunEntry, MutationEntry
+from audit.models import MUTATION_TRAIL_FIELDS, AnsweringRunEmail, AnsweringRunEntry, MutationEntry
 
 
 class _ReadOnly:
@@ -90,22 +90,8 @@ class MutationEntryAdmin(_ReadOnly, admin.ModelAdmin):
     list_filter = ["account", "kind", "outcome", "requester_kind", "requested_at"]
     date_hierarchy = "requested_at"
     search_fields = ["=account_identifier", "=message_id_hash"]
-    fields = [
-        "kind",
-        "requester",
-        "requester_kind",
-        "account",
-        "account_identifier",
-        "message_id_hash",
-        "folder_alias",
-        "uid",
-        "requested_at",
-        "completed_at",
-        "outcome",
-        "failure_code",
-        "counts",
-        "retention_days",
-    ]
+    # The trail's fields less the id, with the account's link before the identifier it recorded.
+    fields = [*MUTATION_TRAIL_FIELDS[1:4], "account", *MUTATION_TRAIL_FIELDS[4:], "retention_days"]
     readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
 
 

@@ -106,6 +106,25 @@ class MutationOutcome(models.TextChoices):
     ABANDONED = "abandoned", "Abandoned"
 
 
+# What the mutation trail publishes of an entry, in this order: the compliance API's export
+# columns and the admin's fields (which add the account link and the retention) read it.
+MUTATION_TRAIL_FIELDS = (
+    "id",
+    "kind",
+    "requester",
+    "requester_kind",
+    "account_identifier",
+    "message_id_hash",
+    "folder_alias",
+    "uid",
+    "requested_at",
+    "completed_at",
+    "outcome",
+    "failure_code",
+    "counts",
+)
+
+
 class MutationEntryQuerySet(models.QuerySet["MutationEntry"]):
     def expired(self, account: MailAccount, before: datetime) -> MutationEntryQuerySet:
         """This account's entries requested before `before`, oldest first."""

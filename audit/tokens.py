@@ -1,7 +1,7 @@
 """API tokens for scripts reading the compliance API (docs/operations/compliance-api.md).
 
-A token is 256 random bits behind a fixed `mfa_` marker; only its SHA-256 is stored (the
-approach of accounts.services.mcp_keys: that much entropy needs no slow hash). A token
+A token is a credential of mailfathom.core.credentials behind the `mfa_` marker (as MCP keys are
+behind `mfk_`): 256 random bits, only its SHA-256 stored. A token
 carries its own permissions, chosen among API_PERMISSIONS and never more than its
 creator held when it was made; at request time they are intersected again with the
 creator's current permissions, so demoting the creator demotes the token.
@@ -12,25 +12,22 @@ the trails; audit/models.py imports it, which is how Django finds it.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import TypeGuard
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, Permission, User
 from django.db import models, transaction
-from django.db.models import Q
 from django.utils import timezone
 
-TOKEN_MARKER = "mfa_"  # noqa: S105  # a marker, not a secret
-PREFIX_LENGTH = 12
+from mailfathom.core import credentials
+
+TOKENS = credentials.Kind("mfa_")
+TOKEN_MARKER = TOKENS.marker
+PREFIX_LENGTH = credentials.PREFIX_LENGTH
 MAX_NAME_LENGTH = 100
-LAST_USED_RESOLUTION = timedelta(minutes=1)
-# Every token create_token issues: the marker, then 32 bytes in URL-safe base64.
-TOKEN_LENGTH = len(TOKEN_MARKER) + 43
+TOKEN_LENGTH = TOKENS.length
 
 # The four permissions of the compliance API, declared on ApiToken's Meta (app label audit).
 VIEW_AUDIT = "view_audit"
@@ -103,8 +100,7 @@ class TokenRefused(ValueError):
     """A token cannot be created as asked; the message names the argument, never a value."""
 
 
-def digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+digest = credentials.digest
 
 
 def api_permissions() -> models.QuerySet[Permission]:
@@ -142,10 +138,11 @@ def create_token(user: User, name: str, permissions: Iterable[str]) -> IssuedTok
     if reason is not None:
         raise TokenRefused(reason)
     name = name.strip()
-    secret = TOKEN_MARKER + secrets.token_urlsafe(32)
+    issued = TOKENS.issue()
+    secret = issued.secret
     with transaction.atomic():
         record = ApiToken.objects.create(
-            name=name, prefix=secret[:PREFIX_LENGTH], token_hash=digest(secret), created_by=user
+            name=name, prefix=issued.prefix, token_hash=issued.digest, created_by=user
         )
         record.permissions.set(api_permissions().filter(codename__in=wanted))
     return IssuedToken(record=record, secret=secret)
@@ -153,7 +150,7 @@ def create_token(user: User, name: str, permissions: Iterable[str]) -> IssuedTok
 
 def well_formed(secret: object) -> TypeGuard[str]:
     """Whether `secret` has the shape of an issued token; anything else is refused unhashed."""
-    return isinstance(secret, str) and len(secret) == TOKEN_LENGTH and secret.startswith(TOKEN_MARKER)
+    return TOKENS.well_formed(secret)
 
 
 def authenticate(secret: object) -> ApiToken | None:
@@ -166,13 +163,7 @@ def authenticate(secret: object) -> ApiToken | None:
     token = ApiToken.objects.active().select_related("created_by").filter(token_hash=digest(secret)).first()
     if token is None or not token.created_by.is_active:
         return None
-    now = timezone.now()
-    if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
-        # Conditional, so concurrent requests write once rather than each.
-        ApiToken.objects.filter(pk=token.pk).filter(
-            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
-        ).update(last_used_at=now)
-        token.last_used_at = now
+    credentials.note_use(token)
     return token
 
 

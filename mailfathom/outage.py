@@ -82,9 +82,15 @@ def server_error(request: HttpRequest) -> HttpResponse:
     note("web", outage)
     if request.path.startswith("/api/"):
         body = json.dumps({"code": DEPENDENCY_UNAVAILABLE, "detail": DEPENDENCY_UNAVAILABLE_MESSAGE})
-        response = HttpResponse(body, status=503, content_type="application/json")
+        response = HttpResponse(
+            body, status=DEPENDENCY_UNAVAILABLE.http_status, content_type="application/json"
+        )
     else:
-        response = HttpResponse(UNAVAILABLE_PAGE, status=503, content_type="text/html; charset=utf-8")
+        response = HttpResponse(
+            UNAVAILABLE_PAGE,
+            status=DEPENDENCY_UNAVAILABLE.http_status,
+            content_type="text/html; charset=utf-8",
+        )
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     response["Cache-Control"] = "no-store"
     response._has_been_logged = True  # type: ignore[attr-defined]  # Django's private flag: log_response skips a response already logged

@@ -17,6 +17,7 @@ import dj_database_url
 
 from mailfathom import embedded
 from mailfathom.core import config
+from mailfathom.core.version import VERSION
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -191,7 +192,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "MailFathom admin API",
     "DESCRIPTION": "Operator and compliance API of MailFathom.",
-    "VERSION": "0.1.0",
+    "VERSION": VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema describes the staff API, so it is staff-only like the API itself.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAdminUser"],

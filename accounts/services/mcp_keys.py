@@ -1,10 +1,8 @@
 """API keys for /mcp: create one (shown once), authenticate a Bearer token, revoke one.
 
-A key is 256 random bits behind a fixed `mfk_` marker. Only its SHA-256 is stored: a key
-with that much entropy needs no slow hash, and a lookup by digest reveals nothing about
-the key through timing. The first characters are kept as a prefix so an operator can tell
-keys apart. last_used_at is recorded at most once a minute per key, so authenticating a
-busy client does not write on every request.
+A key is a credential of mailfathom.core.credentials behind the `mfk_` marker: 256 random bits,
+only its SHA-256 stored, a prefix kept to tell keys apart, its use recorded at most once a
+minute.
 
 A key reads every served account unless it is limited to some (docs/operations/
 mcp-endpoint.md, Key scopes). The /mcp gate asks `verify`, which remembers a verified key
@@ -15,26 +13,24 @@ remembered (each is a new string); the gate bounds what checking them costs inst
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import TypeGuard
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import MailAccount, McpApiKey
+from mailfathom.core import credentials
 
-KEY_MARKER = "mfk_"
-PREFIX_LENGTH = 12
+KEYS = credentials.Kind("mfk_")
+KEY_MARKER = KEYS.marker
+PREFIX_LENGTH = credentials.PREFIX_LENGTH
 MAX_TOKEN_LENGTH = 200
 MAX_NAME_LENGTH = 100
-LAST_USED_RESOLUTION = timedelta(minutes=1)
+LAST_USED_RESOLUTION = credentials.LAST_USED_RESOLUTION
 VERIFIED_KEY_SECONDS = 5.0
 VERIFIED_KEY_CAPACITY = 1024
 
@@ -47,8 +43,7 @@ class IssuedKey:
     key: str
 
 
-def _digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+_digest = credentials.digest
 
 
 @dataclass(frozen=True)
@@ -84,10 +79,11 @@ def create_key(name: str, accounts: Iterable[str] | None = None) -> IssuedKey:
     if not name or len(name) > MAX_NAME_LENGTH:
         raise ValueError(f"A key name must be 1 to {MAX_NAME_LENGTH} characters.")
     limited = None if accounts is None else accounts_named(accounts)
-    key = KEY_MARKER + secrets.token_urlsafe(32)
+    issued = KEYS.issue()
+    key = issued.secret
     with transaction.atomic():
         record = McpApiKey.objects.create(
-            name=name, prefix=key[:PREFIX_LENGTH], key_hash=_digest(key), limited=limited is not None
+            name=name, prefix=issued.prefix, key_hash=issued.digest, limited=limited is not None
         )
         if limited is not None:
             record.accounts.set(limited)
@@ -122,12 +118,7 @@ def authenticate(token: object) -> McpApiKey | None:
     key = McpApiKey.objects.active().filter(key_hash=_digest(token)).first()
     if key is None:
         return None
-    now = timezone.now()
-    if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
-        McpApiKey.objects.filter(pk=key.pk).filter(
-            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
-        ).update(last_used_at=now)
-        key.last_used_at = now
+    credentials.note_use(key)
     return key
 
 
@@ -185,17 +176,13 @@ _REFUSED = KeyGrant(key_pk=0, account_pks=frozenset())  # a marker, never handed
 _refused = _VerifiedKeys(REFUSED_KEY_SECONDS, REFUSED_KEY_CAPACITY)
 
 
-# Every key create_key issues has this shape: the marker, then 32 bytes in URL-safe base64.
-_KEY_LENGTH = len(KEY_MARKER) + 43
-
-
 def _plausible(token: object) -> TypeGuard[str]:
     return isinstance(token, str) and bool(token) and len(token) <= MAX_TOKEN_LENGTH
 
 
 def well_formed(token: object) -> TypeGuard[str]:
     """Whether `token` has the shape of an issued key; anything else is refused with no query."""
-    return isinstance(token, str) and len(token) == _KEY_LENGTH and token.startswith(KEY_MARKER)
+    return KEYS.well_formed(token)
 
 
 def recently_verified(token: object) -> KeyGrant | None:

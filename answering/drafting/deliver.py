@@ -38,11 +38,11 @@ from audit.models import MutationKind, MutationOutcome, RequesterKind
 from audit.services.mutations import Mutation, message_id_hash, record_mutation
 from mailbox.models import Folder
 from mailbox.services.drafts_folder import DraftsSession, drafts_folder_of, drafts_session
-from mailfathom.core.errors import MailFathomError
+from mailfathom.core.errors import Code, MailFathomError
 
 logger = logging.getLogger(__name__)
 
-DELIVERY_BUSY = 63005
+DELIVERY_BUSY = Code.DELIVERY_BUSY
 TASK_REQUESTER = "answering.drafting"
 _DELIVERED_STATUSES: dict[str, set[str]] = {
     DraftAppendMode.APPROVED: {DraftStatus.APPROVED, DraftStatus.EDITED},

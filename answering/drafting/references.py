@@ -17,9 +17,11 @@ from django.db import connection
 
 from answering.models import ReferenceChunk, ReferenceDocument
 from mailbox.services import embedding
+from mailbox.services.embedding import VectorHit
+from mailbox.services.lexical_search import LexicalHit
 from mailbox.services.passages import Passage
 from mailbox.services.raw_sql import Params, column, table
-from mailbox.services.search import LEXICAL_WEIGHT, RRF_K, VECTOR_WEIGHT
+from mailbox.services.search import NO_FLOOR, Fusion, fused_scores
 from mailfathom.providers import get_embedder
 from mailfathom.providers.errors import ProviderError
 
@@ -79,14 +81,17 @@ def search_references(
     *, account_pk: int, account_id: str, condensed: str, raw: str, limit: int, max_characters: int
 ) -> list[Passage]:
     """Up to `limit` chunks of the account's reference documents, fused best first."""
-    scores: dict[int, float] = {}
-    for weight, ranked in (
-        (LEXICAL_WEIGHT, _lexical(account_pk, raw)),
-        (VECTOR_WEIGHT, _vector(account_pk, condensed)),
-    ):
-        for position, chunk_id in enumerate(ranked, start=1):
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (RRF_K + position)
-    order = sorted(scores, key=lambda chunk_id: (-scores[chunk_id], chunk_id))[:limit]
+    # The search's fusion by rank, with nothing held back: every chunk either arm found counts.
+    lexical = [
+        LexicalHit(email_id=str(chunk_id), score=0.0, exact=False) for chunk_id in _lexical(account_pk, raw)
+    ]
+    vector = [VectorHit(email_id=str(chunk_id), distance=0.0) for chunk_id in _vector(account_pk, condensed)]
+    whole = Fusion(method="rrf", min_similarity=NO_FLOOR, enough_lexical=len(lexical) + 1)
+    scores, _kinds, _held_back = fused_scores(lexical, vector, whole)
+    order = [
+        int(chunk_id) for chunk_id in sorted(scores, key=lambda chunk_id: (-scores[chunk_id], int(chunk_id)))
+    ]
+    order = order[:limit]
     chunks = ReferenceChunk.objects.select_related("document").in_bulk(order)
     return [
         Passage(

@@ -29,13 +29,13 @@ from django.utils import timezone
 from answering.drafting.deliver import Delivery, Requester, deliver_draft, withdraw_draft
 from answering.drafting.verdict import reassess_draft
 from answering.models import Draft, DraftStatus, Verdict
-from mailfathom.core.errors import MailFathomError
+from mailfathom.core.errors import Code, MailFathomError
 
 logger = logging.getLogger(__name__)
 
-REVIEW_REFUSED = 63006
-BODY_REFUSED = 63007
-ACKNOWLEDGEMENT_REQUIRED = 63008
+REVIEW_REFUSED = Code.REVIEW_REFUSED
+BODY_REFUSED = Code.BODY_REFUSED
+ACKNOWLEDGEMENT_REQUIRED = Code.ACKNOWLEDGEMENT_REQUIRED
 MAX_BODY_CHARS = 20_000
 
 _APPROVABLE = {DraftStatus.PENDING}

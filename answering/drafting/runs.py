@@ -39,11 +39,11 @@ from answering.drafting.capability import drafting_capability
 from answering.drafting.deliver import deliver_draft, wants_copy
 from answering.drafting.gate import messages_awaiting_a_draft
 from answering.drafting.pipeline import ComposedDraft, DraftRefused, compose_draft
-from answering.ledger import LEDGER_UNAVAILABLE, SPEND_REFUSED
+from answering.ledger import SPEND_REFUSED
 from answering.models import AttemptOutcome, Draft, DraftAttempt, DraftRun, DraftStatus, RunTrigger
 from mailbox.models import Email
 from mailfathom.core.capability import CapabilityState
-from mailfathom.core.errors import MailFathomError
+from mailfathom.core.errors import CAPABILITY_UNAVAILABLE, MailFathomError
 from mailfathom.core.progress import Progress, ProgressCallback
 
 logger = logging.getLogger(__name__)
@@ -236,7 +236,7 @@ def _draft_one(
     try:
         result = compose(email)
     except MailFathomError as error:
-        if error.code in (SPEND_REFUSED, LEDGER_UNAVAILABLE):
+        if error.code in (SPEND_REFUSED, CAPABILITY_UNAVAILABLE):
             if error.code == SPEND_REFUSED:
                 _attempt(account, email, "admission", AttemptOutcome.CEILING_REACHED, "", {}, summary)
             summary.stopped_by = "ledger"

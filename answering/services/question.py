@@ -49,7 +49,7 @@ from mailbox.services.bounds import bounded_text
 from mailbox.services.passages import Passage
 from mailfathom.core.capability import CapabilityState
 from mailfathom.core.config import MailFathomSettings
-from mailfathom.core.errors import MailFathomError
+from mailfathom.core.errors import CAPABILITY_UNAVAILABLE, MailFathomError
 from mailfathom.core.wire import WireModel
 from mailfathom.providers import get_chat_model
 from mailfathom.providers.chat import ChatModel
@@ -59,7 +59,6 @@ logger = logging.getLogger(__name__)
 _tracer = trace.get_tracer("mailfathom.answering")
 
 MAX_QUESTION_CHARACTERS = 1000
-ANSWERING_UNAVAILABLE = 56001
 
 
 class Citation(WireModel):
@@ -159,11 +158,11 @@ def _recorded(names: Iterable[str] | None, into: list[str] | None) -> Iterable[s
 def _unavailable(state: CapabilityState) -> MailFathomError:
     if state == CapabilityState.DEGRADED:
         return MailFathomError(
-            ANSWERING_UNAVAILABLE,
-            "This deployment answers questions about mail but cannot right now; try again in a minute.",
+            CAPABILITY_UNAVAILABLE,
+            CAPABILITY_UNAVAILABLE.message(does="answers questions about mail"),
         )
     return MailFathomError(
-        ANSWERING_UNAVAILABLE,
+        CAPABILITY_UNAVAILABLE,
         "This deployment does not answer questions about mail: it declares no chat endpoint or "
         "embeds no mail.",
     )

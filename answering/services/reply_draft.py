@@ -30,13 +30,9 @@ from answering.models import AttemptOutcome
 from mailbox.models import Email
 from mailbox.services import sensitive
 from mailfathom.core.capability import CapabilityState
-from mailfathom.core.errors import UNKNOWN_EMAIL, MailFathomError
+from mailfathom.core.errors import CAPABILITY_UNAVAILABLE, UNKNOWN_EMAIL, MailFathomError
+from mailfathom.core.identifiers import issued_uuid
 from mailfathom.core.wire import WireModel
-
-EMAIL_ID_REFUSED = 51004
-DRAFTING_UNAVAILABLE = 56001
-MAX_ID_LENGTH = 64
-_HEX = frozenset("0123456789abcdefABCDEF")
 
 VERDICTS = ("ready", "needsReview")
 REFUSALS = tuple(
@@ -66,20 +62,8 @@ class DraftReplyResult(WireModel):
 
 
 def checked_email_id(value: object) -> uuid.UUID:
-    """`value` as a UUID (32 hex digits, hyphens only where a UUID has them), else 51004."""
-    text = value if isinstance(value, str) and len(value) <= MAX_ID_LENGTH else ""
-    if text[:1] == "{" and text[-1:] == "}":
-        text = text[1:-1]
-    if len(text) == 36 and all(text[i] == "-" for i in (8, 13, 18, 23)):
-        text = text.replace("-", "")
-    if len(text) != 32 or not set(text) <= _HEX or int(text, 16) == 0:
-        raise MailFathomError(
-            EMAIL_ID_REFUSED,
-            f"The storedEmailId argument must be a UUID of at most {MAX_ID_LENGTH} characters that "
-            "this system issued.",
-            argument="storedEmailId",
-        )
-    return uuid.UUID(hex=text)
+    """`value` as a UUID this system could have issued, else 51004 (mailfathom.core.identifiers)."""
+    return issued_uuid(value, "The storedEmailId argument", argument="storedEmailId")
 
 
 def draft_reply(stored_email_id: str) -> DraftReplyResult:
@@ -143,10 +127,10 @@ def _tokens(tokens: dict[str, dict[str, int]]) -> dict[str, StageTokens]:
 def _unavailable(state: CapabilityState) -> MailFathomError:
     if state == CapabilityState.DEGRADED:
         return MailFathomError(
-            DRAFTING_UNAVAILABLE,
-            "This deployment drafts replies but cannot right now; try again in a minute.",
+            CAPABILITY_UNAVAILABLE,
+            CAPABILITY_UNAVAILABLE.message(does="drafts replies"),
         )
     return MailFathomError(
-        DRAFTING_UNAVAILABLE,
+        CAPABILITY_UNAVAILABLE,
         "This deployment does not draft replies: it declares no drafting endpoint.",
     )

@@ -17,22 +17,24 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from mailfathom.core.errors import MailFathomError, published
+from mailfathom.core.errors import MailFathomError, http_status, published
 
 logger = logging.getLogger(__name__)
 
 
 def api_exception_handler(error: Exception, context: dict[str, Any]) -> Response | None:
-    """Map a MailFathomError to 400 (caller codes) or 500 (54001); shape DRF's own refusals alike."""
+    """Map a MailFathomError to its HTTP status in mailfathom.core.errors.Code (400 for a refused
+    argument, 500 for 54001); shape DRF's own refusals alike."""
     if isinstance(error, MailFathomError):
         answer = published(error)
-        if not answer.is_published or answer.code == 54001:
+        status = http_status(answer.code)
+        if status >= 500:
             logger.warning("Compliance API call failed with internal code %s.", error.code)
-            return Response({"code": answer.code, "detail": answer.message}, status=500)
+            return Response({"code": answer.code, "detail": answer.message}, status=status)
         body: dict[str, Any] = {"code": answer.code, "detail": answer.message}
         if answer.argument:
             body["argument"] = answer.argument
-        return Response(body, status=400)
+        return Response(body, status=status)
     # Django's own refusals (DRF raises Http404 for an unknown ?format) as DRF's, so they get
     # the one body shape too, as DRF's handler would convert them.
     if isinstance(error, Http404):

@@ -27,19 +27,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit.api.throttling import credential_of
-from mailfathom.core import signing
+from mailfathom.core import cursors
 from mailfathom.core.errors import PAGE_SIZE_OUT_OF_RANGE, MailFathomError
 
-CURSOR_NOT_ISSUED = 52001
-CURSOR_FOR_OTHER_SELECTION = 52002
 PURPOSE = "api-cursor"
-MAX_CURSOR_LENGTH = 2000
-PAYLOAD_VERSION = 1
-_NOT_ISSUED = "The cursor argument is not a continuation cursor this server issued."
-_OTHER_SELECTION = (
-    "The cursor argument was issued for different filters, another route or another credential; "
-    "start again without a cursor."
-)
+MAX_CURSOR_LENGTH = cursors.MAX_CURSOR_LENGTH
+_OTHER_SELECTION = "different filters, another route or another credential"
 
 
 class SignedCursorPagination(BasePagination):
@@ -96,20 +89,12 @@ class SignedCursorPagination(BasePagination):
 
     def encode(self, row: Model, fingerprint: str) -> str:
         values = [_wire(getattr(row, name)) for name in self.ordering]
-        payload = {"v": PAYLOAD_VERSION, "p": values, "f": fingerprint}
-        return signing.sign(PURPOSE, json.dumps(payload, separators=(",", ":"), sort_keys=True).encode())
+        return cursors.seal(PURPOSE, {"p": values, "f": fingerprint})
 
     def decode(self, text: str, fingerprint: str, model: type[Model]) -> list[Any]:
         """The position a cursor carries; 52001 if it is not ours, 52002 if it is for another selection."""
-        if not text or len(text) > MAX_CURSOR_LENGTH:
-            raise MailFathomError(CURSOR_NOT_ISSUED, _NOT_ISSUED, argument="cursor")
-        payload = signing.verify(PURPOSE, text)
-        if payload is None:
-            raise MailFathomError(CURSOR_NOT_ISSUED, _NOT_ISSUED, argument="cursor")
+        data = cursors.opened(PURPOSE, text, argument="cursor")
         try:
-            data = json.loads(payload)
-            if not isinstance(data, dict) or data.get("v") != PAYLOAD_VERSION:
-                raise ValueError("unknown cursor version")
             values = data["p"]
             if not isinstance(values, list) or len(values) != len(self.ordering):
                 raise ValueError("cursor position out of shape")
@@ -122,9 +107,9 @@ class SignedCursorPagination(BasePagination):
                 raise ValueError("cursor position out of shape")
             issued_for = data["f"]
         except (ValueError, TypeError, KeyError, ValidationError) as error:
-            raise MailFathomError(CURSOR_NOT_ISSUED, _NOT_ISSUED, argument="cursor") from error
+            raise cursors.not_issued("cursor") from error
         if issued_for != fingerprint:
-            raise MailFathomError(CURSOR_FOR_OTHER_SELECTION, _OTHER_SELECTION, argument="cursor")
+            raise cursors.for_other_selection(_OTHER_SELECTION, "cursor")
         return position
 
     def _after(self, position: list[Any]) -> Q:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,8 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from audit.tokens import ApiToken
+from mailfathom.core import config
+from mailfathom.core.config import MailFathomSettings
 from mailfathom.core.redis_store import redis_client
 
 logger = logging.getLogger(__name__)
@@ -34,20 +37,36 @@ KEY_PREFIX = "mailfathom:api-throttle:"
 
 @dataclass(frozen=True)
 class Scope:
-    """A kind of route: the setting holding its rate, and the window that rate is per."""
+    """A kind of route: how its rate is read from the settings, and the window that rate is per."""
 
-    setting: str
+    rate: Callable[[MailFathomSettings], int]
     window_seconds: int
     window_name: str
 
     def limit(self) -> int:
-        return int(getattr(settings.MAILFATHOM, self.setting))
+        return int(self.rate(settings.MAILFATHOM))
+
+    def variable(self) -> str:
+        """The environment variable holding the rate (MAILFATHOM_...)."""
+        return config.setting_read_by(self.rate).name
+
+
+def _read_rate(values: MailFathomSettings) -> int:
+    return values.api_read_requests_per_minute
+
+
+def _export_rate(values: MailFathomSettings) -> int:
+    return values.api_export_requests_per_hour
+
+
+def _erasure_rate(values: MailFathomSettings) -> int:
+    return values.api_erasure_requests_per_hour
 
 
 SCOPES = {
-    "read": Scope("api_read_requests_per_minute", 60, "minute"),
-    "export": Scope("api_export_requests_per_hour", 3600, "hour"),
-    "erasure": Scope("api_erasure_requests_per_hour", 3600, "hour"),
+    "read": Scope(_read_rate, 60, "minute"),
+    "export": Scope(_export_rate, 3600, "hour"),
+    "erasure": Scope(_erasure_rate, 3600, "hour"),
 }
 
 
@@ -99,7 +118,7 @@ def refusal_sentence(scope_name: str) -> str:
     scope = SCOPES[scope_name]
     return (
         f"This credential made more than {scope.limit()} {scope_name} requests in one {scope.window_name} "
-        f"(MAILFATHOM_{scope.setting.upper()}). "
+        f"({scope.variable()}). "
     )
 
 

@@ -24,7 +24,13 @@ from audit.api import export, filters
 from audit.api.openapi import ErrorSerializer
 from audit.api.pagination import SignedCursorPagination
 from audit.api.views import ComplianceApiView
-from audit.models import AnsweringRunEmail, AnsweringRunEntry, MutationKind, RunOutcome
+from audit.models import (
+    MUTATION_TRAIL_FIELDS,
+    AnsweringRunEmail,
+    AnsweringRunEntry,
+    MutationKind,
+    RunOutcome,
+)
 
 # --- Serializers (what the schema documents) ------------------------------------------------
 
@@ -247,21 +253,7 @@ ANSWERING_EXPORT = export.ExportSpec(
 )
 MUTATION_EXPORT = export.ExportSpec(
     name="mutation-trail",
-    columns=(
-        "id",
-        "kind",
-        "requester",
-        "requester_kind",
-        "account_identifier",
-        "message_id_hash",
-        "folder_alias",
-        "uid",
-        "requested_at",
-        "completed_at",
-        "outcome",
-        "failure_code",
-        "counts",
-    ),
+    columns=MUTATION_TRAIL_FIELDS,
     renamed=(("account_identifier", "accountId"),),
 )
 

@@ -30,12 +30,12 @@ from mailbox.services.erasure import KINDS, AccountCounts, ErasureRequest, erasu
 from mailbox.services.erasure import execute_erasure as erase_mail
 from mailbox.services.erasure import preview_erasure as count_mail
 from mailfathom.core import signing
-from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.errors import FILTER_REFUSED, Code, MailFathomError
 
 logger = logging.getLogger(__name__)
 
 PURPOSE = "erasure-request"
-ERASURE_REQUEST_NOT_OPEN = 53004
+ERASURE_REQUEST_NOT_OPEN = Code.ERASURE_REQUEST_NOT_OPEN
 GUIDE = "docs/operations/erasure.md"
 CANNOT_ERASE = (
     "This product erases only its own stored copy. The messages are still on the mail server "

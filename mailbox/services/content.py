@@ -32,21 +32,20 @@ from mailbox.models import Availability, Email, Participant, RawMessage, RepairR
 from mailbox.parsing import AttachmentInfo, ParseLimits, attachment_bytes, parse_message, sanitized_html
 from mailbox.services import attachment_links, sensitive
 from mailbox.services.summaries import RemoteFlags
-from mailfathom.core.errors import CONTENT_UNAVAILABLE, UNKNOWN_EMAIL, MailFathomError
+from mailfathom.core.errors import CONTENT_UNAVAILABLE, UNKNOWN_EMAIL, Code, MailFathomError
+from mailfathom.core.identifiers import issued_uuid
+from mailfathom.core.identifiers import uuid_from_text as _uuid_from_text
 from mailfathom.core.wire import WireModel
 
 MAX_EMAILS = 10
-MAX_ID_LENGTH = 64
 SCANNED_DISPLAY_NAMES = 40
-EMAIL_COUNT_REFUSED = 51005
-EMAIL_ID_REFUSED = 51004
-EMAIL_REPEATED = 51006
+EMAIL_COUNT_REFUSED = Code.EMAIL_COUNT_REFUSED
+EMAIL_REPEATED = Code.EMAIL_REPEATED
 
 _NOT_HELD = "The local mailbox copy holds no email this deployment serves under that identifier."
 _DAMAGED = "The stored content of this email is missing or damaged; it is being repaired, try again later."
 # Availability values whose raw MIME is stored and must be read.
 _RAW_STORED = {Availability.AVAILABLE, Availability.ENCRYPTED}
-_HEX = set("0123456789abcdefABCDEF")
 _MARKER_START = "[redacted:"
 
 
@@ -304,35 +303,7 @@ def _parsed_ids(values: Any) -> list[uuid.UUID]:
 
 def _parsed_id(item: object) -> uuid.UUID:
     """Check one element's type and length, then parse it; refuse the all-zero UUID."""
-    if not isinstance(item, str) or len(item) > MAX_ID_LENGTH:
-        raise _id_refused()
-    email_id = _uuid_from_text(item)
-    if email_id is None or email_id.int == 0:
-        raise _id_refused()
-    return email_id
-
-
-def _uuid_from_text(text: str) -> uuid.UUID | None:
-    """Read 32 hex digits, with hyphens only where a UUID has them and optional braces.
-
-    Stricter than uuid.UUID(), which also takes "+", "_", surrounding whitespace and
-    hyphens anywhere (it hands the digits to int()).
-    """
-    if text[:1] == "{" and text[-1:] == "}":
-        text = text[1:-1]
-    if len(text) == 36 and all(text[i] == "-" for i in (8, 13, 18, 23)):
-        text = text.replace("-", "")
-    if len(text) != 32 or not set(text) <= _HEX:
-        return None
-    return uuid.UUID(hex=text)
-
-
-def _id_refused() -> MailFathomError:
-    return MailFathomError(
-        EMAIL_ID_REFUSED,
-        f"Each storedEmailIds element must be a UUID of at most {MAX_ID_LENGTH} characters "
-        "that this system issued.",
-    )
+    return issued_uuid(item, "Each storedEmailIds element", read=_uuid_from_text)
 
 
 def _participants(email_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[Participant]]:

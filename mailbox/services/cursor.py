@@ -14,28 +14,18 @@ The length is checked before anything is decoded.
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from mailfathom.core import signing
-from mailfathom.core.errors import MailFathomError
-
-CURSOR_NOT_ISSUED = 52001
-CURSOR_FOR_OTHER_SELECTION = 52002
+from mailfathom.core import cursors
 
 PURPOSE = "timeline-cursor"
-MAX_CURSOR_LENGTH = 2000
-PAYLOAD_VERSION = 1
+MAX_CURSOR_LENGTH = cursors.MAX_CURSOR_LENGTH
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{64}")
-_NOT_ISSUED_MESSAGE = "The cursor argument is not a continuation cursor this server issued."
-_OTHER_SELECTION_MESSAGE = (
-    "The cursor argument was issued for different filters or a different direction; "
-    "start again without a cursor."
-)
+_OTHER_SELECTION = "different filters or a different direction"
 
 
 @dataclass(frozen=True)
@@ -48,14 +38,13 @@ class Position:
 
 def issue(position: Position, direction: str, fingerprint: str) -> str:
     """Return a signed cursor continuing after `position` for this direction and selection."""
-    payload = {
-        "v": PAYLOAD_VERSION,
+    fields = {
         "t": position.received_at.isoformat(),
         "i": str(position.email_id),
         "d": direction,
         "f": fingerprint,
     }
-    return signing.sign(PURPOSE, json.dumps(payload, separators=(",", ":"), sort_keys=True).encode())
+    return cursors.seal(PURPOSE, fields)
 
 
 @dataclass(frozen=True)
@@ -67,21 +56,14 @@ class DecodedCursor:
     def require_match(self, direction: str, fingerprint: str) -> Position:
         """Return the position if the cursor belongs to this direction and selection, else 52002."""
         if direction != self.direction or fingerprint != self.fingerprint:
-            raise MailFathomError(CURSOR_FOR_OTHER_SELECTION, _OTHER_SELECTION_MESSAGE)
+            raise cursors.for_other_selection(_OTHER_SELECTION)
         return self.position
 
 
 def decode(text: object, directions: tuple[str, ...]) -> DecodedCursor:
     """Authenticate and parse a cursor without touching the database; 52001 if it is not ours."""
-    if not isinstance(text, str) or not text or len(text) > MAX_CURSOR_LENGTH:
-        raise MailFathomError(CURSOR_NOT_ISSUED, _NOT_ISSUED_MESSAGE)
-    payload = signing.verify(PURPOSE, text)
-    if payload is None:
-        raise MailFathomError(CURSOR_NOT_ISSUED, _NOT_ISSUED_MESSAGE)
+    data = cursors.opened(PURPOSE, text)
     try:
-        data = json.loads(payload)
-        if not isinstance(data, dict) or data.get("v") != PAYLOAD_VERSION:
-            raise ValueError("unknown cursor version")
         received_at = datetime.fromisoformat(data["t"])
         email_id = uuid.UUID(data["i"])
         direction = data["d"]
@@ -94,5 +76,5 @@ def decode(text: object, directions: tuple[str, ...]) -> DecodedCursor:
         ):
             raise ValueError("cursor payload out of shape")
     except (ValueError, TypeError, KeyError) as error:
-        raise MailFathomError(CURSOR_NOT_ISSUED, _NOT_ISSUED_MESSAGE) from error
+        raise cursors.not_issued() from error
     return DecodedCursor(Position(received_at, email_id), direction, fingerprint)

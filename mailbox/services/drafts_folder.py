@@ -32,14 +32,14 @@ from accounts.services.imap import open_client
 from mailbox.models import Folder
 from mailbox.parsing.fields import parse_message_id
 from mailbox.sync.failures import classify
-from mailfathom.core.errors import MailFathomError
+from mailfathom.core.errors import Code, MailFathomError
 
 logger = logging.getLogger(__name__)
 
-DRAFTS_FOLDER_UNMAPPED = 63001
-DRAFTS_FOLDER_MISSING = 63002
-WRITE_REFUSED = 63003
-SERVER_UNAVAILABLE = 63004
+DRAFTS_FOLDER_UNMAPPED = Code.DRAFTS_FOLDER_UNMAPPED
+DRAFTS_FOLDER_MISSING = Code.DRAFTS_FOLDER_MISSING
+WRITE_REFUSED = Code.WRITE_REFUSED
+SERVER_UNAVAILABLE = Code.SERVER_UNAVAILABLE
 
 DRAFT_FLAGS = (b"\\Draft", b"\\Seen")
 TIMEOUT_SECONDS = 60.0

@@ -17,11 +17,11 @@ from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email
 from mailbox.parsing import header_block
 from mailbox.services.store import IncomingMessage, fill_content, store_messages
 from mailbox.sync.folder_state import ensure_folders
-from mailfathom.core.errors import MailFathomError
+from mailfathom.core.errors import Code, MailFathomError
 from mailfathom.core.progress import Progress, ProgressCallback
 
 BATCH_SIZE = 200
-IMPORT_TARGET_UNKNOWN = 62001
+IMPORT_TARGET_UNKNOWN = Code.IMPORT_TARGET_UNKNOWN
 
 
 @dataclass

@@ -17,7 +17,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -32,6 +32,8 @@ from mailbox.services.raw_sql import selects_nothing
 from mailbox.services.selection import Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
 from mailfathom.core.capability import SEMANTIC_PARTIAL as PARTIAL
+from mailfathom.core.config import MAX_LEXICAL_QUERY_CHARACTERS
+from mailfathom.core.errors import Code
 from mailfathom.core.resettable import forgotten_when_changed
 from mailfathom.core.wire import WireModel
 from mailfathom.providers import get_embedder
@@ -42,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARACTERS = 512
 MIN_RESULT_LIMIT, MAX_RESULT_LIMIT, DEFAULT_RESULT_LIMIT = 1, 50, 20
-RESULT_LIMIT_OUT_OF_RANGE = 51003
+RESULT_LIMIT_OUT_OF_RANGE = Code.RESULT_LIMIT_OUT_OF_RANGE
 EXTRACTS_PER_EMAIL = 3
 CHARACTERS_PER_EXTRACT = 240
 # Each ranking contributes this many candidates to the fusion. How they combine was
@@ -70,8 +72,8 @@ ENOUGH_LEXICAL = 10
 # sees only the embedded mail.
 PARTIAL_BELOW = 0.95
 # The lexical arm may be given its own text (a whole email to find its neighbours by its
-# words): control characters are read as spaces and the text is read up to this bound.
-MAX_LEXICAL_QUERY_CHARACTERS = 8000
+# words): control characters are read as spaces and the text is read up to
+# MAX_LEXICAL_QUERY_CHARACTERS, declared in mailfathom.core.config beside the drafting setting it bounds.
 
 
 class SearchMatch(WireModel):
@@ -290,7 +292,23 @@ def fuse(
     query and the query's words did not match enough emails on their own (Fusion).
     `received` maps every email id of both rankings to its received time.
     """
-    fusion = fusion or Fusion()
+    scores, kinds, held_back = fused_scores(lexical, semantic, fusion or Fusion())
+    present = [email_id for email_id in scores if email_id in received]
+    order = sorted(present, key=lambda email_id: (-scores[email_id], -received[email_id].timestamp()))
+    return Fused(
+        ranked=[(email_id, scores[email_id], kinds[email_id]) for email_id in order[:limit]],
+        held_back=held_back,
+    )
+
+
+def fused_scores(
+    lexical: Sequence[LexicalHit], semantic: Sequence[VectorHit], fusion: Fusion
+) -> tuple[dict[str, float], dict[str, str], int]:
+    """Each result's fused score and match kind, and how many vector-only results were held back.
+
+    The one weighted fusion of a lexical and a vector ranking: `fuse` orders mail by it, and
+    drafting's reference search (answering.drafting.references) orders reference chunks by it.
+    """
     by_scores = fusion.method == "scores"
     best = max((hit.score for hit in lexical), default=1.0) or 1.0
     similarities = [1.0 - hit.distance for hit in semantic]
@@ -310,11 +328,6 @@ def fuse(
             held_back += 1
             continue
         share = (similarity - low) / span if by_scores else 1.0 / (fusion.k + position)
-        scores[near.email_id] = scores.get(near.email_id, 0.0) + fusion.vector_weight * share
-        kinds.setdefault(near.email_id, "semantic")
-    present = [email_id for email_id in scores if email_id in received]
-    order = sorted(present, key=lambda email_id: (-scores[email_id], -received[email_id].timestamp()))
-    return Fused(
-        ranked=[(email_id, scores[email_id], kinds[email_id]) for email_id in order[:limit]],
-        held_back=held_back,
-    )
+        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + fusion.vector_weight * share
+        kinds.setdefault(hit.email_id, "semantic")
+    return scores, kinds, held_back

@@ -35,13 +35,13 @@ from stdnum.de import idnr
 from stdnum.es import dni, nie
 from stdnum.us import ssn
 
-from mailfathom.core.errors import MailFathomError
+from mailfathom.core.errors import Code, MailFathomError
 
 CARD = "card"
 IBAN = "iban"
 PHONE = "phone"
 NATIONAL_ID = "nationalId"
-SCAN_FAILED = 82001
+SCAN_FAILED = Code.SCAN_FAILED
 PHONE_DEFAULT_REGION = "US"
 # When a body is cut at the ceiling, this many characters before the cut are withheld too,
 # so an identifier straddling the cut is never served as an undetectable fragment. It is

@@ -15,28 +15,33 @@ from datetime import datetime, timedelta
 
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
-CANNOT_CONNECT = 61001
-LOGIN_REFUSED = 61002
-TIMED_OUT = 61003
-TLS_FAILED = 61004
-UNEXPECTED_ANSWER = 61005
-FOLDER_MISSING = 61006
-LEASE_LOST = 61007
-CONNECTION_LOST = 61008
-INTERNAL_FAILURE = 61009
+from mailfathom.core.errors import Code
+
+CANNOT_CONNECT = Code.CANNOT_CONNECT
+LOGIN_REFUSED = Code.LOGIN_REFUSED
+TIMED_OUT = Code.TIMED_OUT
+TLS_FAILED = Code.TLS_FAILED
+UNEXPECTED_ANSWER = Code.UNEXPECTED_ANSWER
+FOLDER_MISSING = Code.FOLDER_MISSING
+LEASE_LOST = Code.LEASE_LOST
+CONNECTION_LOST = Code.CONNECTION_LOST
+INTERNAL_FAILURE = Code.INTERNAL_FAILURE
 
 # What each code means, for operators (the status page, the account list); never the
 # server's own words. docs/synchronization.md holds the same table.
-SENTENCES = {
-    CANNOT_CONNECT: "The server could not be reached.",
-    LOGIN_REFUSED: "The server refused the login.",
-    TIMED_OUT: "The server did not answer in time.",
-    TLS_FAILED: "The TLS handshake failed.",
-    UNEXPECTED_ANSWER: "The server answered in a way MailFathom did not expect.",
-    FOLDER_MISSING: "The folder does not exist on the server.",
-    LEASE_LOST: "Another run took over the folder's lease.",
-    CONNECTION_LOST: "The connection was lost mid-run.",
-    INTERNAL_FAILURE: "An internal error; the worker's log names where.",
+SENTENCES: dict[int, str] = {
+    code: code.sentence
+    for code in (
+        CANNOT_CONNECT,
+        LOGIN_REFUSED,
+        TIMED_OUT,
+        TLS_FAILED,
+        UNEXPECTED_ANSWER,
+        FOLDER_MISSING,
+        LEASE_LOST,
+        CONNECTION_LOST,
+        INTERNAL_FAILURE,
+    )
 }
 
 

@@ -12,7 +12,7 @@ is checked against this list by a test.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,6 +25,9 @@ TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off"}
 CHAT_APIS = ("chat-completions", "responses")  # the chat endpoint's, and each drafting role's
 DRAFTING_PROVIDERS = ("openai", "none")  # for each drafting role; unset means the chat endpoint's
+# The most the search's lexical arm reads of a text handed to it on its own (a whole email),
+# and so the most of the answered mail drafting may be built from.
+MAX_LEXICAL_QUERY_CHARACTERS = 8000
 
 
 @dataclass(frozen=True)
@@ -509,13 +512,13 @@ class MailFathomSettings:
         512,
         "Characters of the condensed query drafting sends to the vector arm; longer ones are cut.",
     )
-    # At most what the lexical arm reads of a separate text (mailbox.services.search
-    # MAX_LEXICAL_QUERY_CHARACTERS, which a test keeps equal): condense and the lexical arm
-    # must be handed exactly the same string.
+    # At most what the lexical arm reads of a separate text (MAX_LEXICAL_QUERY_CHARACTERS,
+    # which mailbox.services.search reads): condense and the lexical arm must be handed
+    # exactly the same string.
     drafting_max_answered_characters: int = _whole(
         6000,
         500,
-        8000,
+        MAX_LEXICAL_QUERY_CHARACTERS,
         "Characters of the answered mail (subject and body) a draft is built from; the rest is cut.",
     )
     drafting_sources_per_draft: int = _whole(
@@ -900,6 +903,23 @@ DEPLOYMENT_SETTINGS: tuple[Setting, ...] = _declarations(DeploymentSettings, "")
 ATTRIBUTES: frozenset[str] = frozenset(f.name for f in dataclasses.fields(MailFathomSettings))
 
 BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
+
+
+def setting_read_by(read: Callable[[MailFathomSettings], Any]) -> Setting:
+    """The declared setting that `read` reads: it must read one attribute of the settings it is given.
+
+    Lets code that keeps a reader (a typed `values.<name>`, which config_usage checks) name the
+    environment variable behind it without spelling the setting as a string.
+    """
+    names: list[str] = []
+
+    class _Probe:
+        def __getattr__(self, name: str) -> int:
+            names.append(name)
+            return 0
+
+    read(_Probe())  # type: ignore[arg-type]  # a stand-in that records the attribute read
+    return next(setting for setting in SETTINGS if setting.attribute == names[0])
 
 
 @dataclass(frozen=True)

@@ -31,14 +31,12 @@ from typing import Any, TypeVar
 from asgiref.sync import sync_to_async
 from django.core.signals import request_finished, request_started
 
-from mailfathom.core.errors import MailFathomError
+from mailfathom.core.errors import Code, MailFathomError
 
 T = TypeVar("T")
 
-SERVER_BUSY = 54002
-SERVER_BUSY_MESSAGE = (
-    "Every tool-call slot of this server is in use, so the call was not started; send it again in a moment."
-)
+SERVER_BUSY = Code.SERVER_BUSY
+SERVER_BUSY_MESSAGE = Code.SERVER_BUSY.sentence
 # Advertisement reads are a local lookup each; two threads keep one slow read from
 # holding up every tools/list without adding many database connections.
 SIDE_WORKERS = 2

@@ -110,7 +110,9 @@ async def answer_unavailable(send: Any) -> None:
     """503 with Retry-After and a JSON-RPC error carrying 54003: a dependency is unreachable."""
     unavailable = MailFathomError(DEPENDENCY_UNAVAILABLE, DEPENDENCY_UNAVAILABLE_MESSAGE)
     retry = ((b"retry-after", str(RETRY_AFTER_SECONDS).encode()),)
-    await answer_error(send, 503, DEPENDENCY_UNAVAILABLE, str(unavailable), retry)
+    await answer_error(
+        send, DEPENDENCY_UNAVAILABLE.http_status, DEPENDENCY_UNAVAILABLE, str(unavailable), retry
+    )
 
 
 KEY_CHECK_WORKERS = 2

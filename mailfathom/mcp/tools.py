@@ -19,6 +19,7 @@ from accounts.services import scope
 from answering.services import question, reply_draft
 from mailbox.services import content, directory, mail_filter, search, timeline
 from mailbox.services.mail_filter import MailFilter
+from mailfathom.core.identifiers import MAX_ID_LENGTH
 from mailfathom.core.wire import WireModel
 from mailfathom.mcp import arguments as args
 from mailfathom.mcp.answering import answering_available, drafting_available
@@ -212,7 +213,7 @@ GET_EMAIL_CONTENT = ToolSpec(
             "stored_email_ids",
             {
                 "type": "array",
-                "items": {"type": "string", "format": "uuid", "maxLength": content.MAX_ID_LENGTH},
+                "items": {"type": "string", "format": "uuid", "maxLength": MAX_ID_LENGTH},
                 "minItems": 1,
                 "maxItems": content.MAX_EMAILS,
             },
@@ -390,7 +391,7 @@ DRAFT_REPLY = ToolSpec(
         Argument(
             "storedEmailId",
             "stored_email_id",
-            {"type": "string", "format": "uuid", "maxLength": reply_draft.MAX_ID_LENGTH},
+            {"type": "string", "format": "uuid", "maxLength": MAX_ID_LENGTH},
             "Required. The storedEmailId of the email to reply to, as a listing or a search "
             "returned it. Anything but a UUID is refused with 51004; an email not held in the "
             "caller's scope with 53002.",

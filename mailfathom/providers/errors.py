@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 
-from mailfathom.core.errors import MailFathomError
+from mailfathom.core.errors import Code, MailFathomError
 
 CREDENTIAL_REFUSED = "credential_refused"
 TIMEOUT = "timeout"
@@ -49,9 +49,9 @@ KINDS = (
 # about the provider, so neither the circuit nor the health record counts them.
 LOCAL_REFUSALS = frozenset({CIRCUIT_OPEN, OVERLOADED})
 
-PROVIDER_CREDENTIAL_REFUSED = 71001
-PROVIDER_NO_ANSWER_IN_BUDGET = 72001
-PROVIDER_NO_USABLE_ANSWER = 73001
+PROVIDER_CREDENTIAL_REFUSED = Code.PROVIDER_CREDENTIAL_REFUSED
+PROVIDER_NO_ANSWER_IN_BUDGET = Code.PROVIDER_NO_ANSWER_IN_BUDGET
+PROVIDER_NO_USABLE_ANSWER = Code.PROVIDER_NO_USABLE_ANSWER
 
 _CODES = {
     CREDENTIAL_REFUSED: PROVIDER_CREDENTIAL_REFUSED,

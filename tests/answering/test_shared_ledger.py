@@ -15,13 +15,13 @@ import redis
 
 from answering.ledger import (
     EXPIRY_MARGIN_SECONDS,
-    LEDGER_UNAVAILABLE,
     SPEND_REFUSED,
     PeriodLedger,
     _redis,
     ledger_namespace,
     period_ledger,
 )
+from mailfathom.core.errors import CAPABILITY_UNAVAILABLE as LEDGER_UNAVAILABLE
 from mailfathom.core.errors import MailFathomError
 from tests.support import database_url
 
