@@ -31,7 +31,10 @@ from django.utils.html import format_html
 from django.utils.translation import ngettext
 
 from accounts.models import DraftAppendMode
-from answering import review_page
+from answering import (
+    admin_references,  # noqa: F401  (registers itself)
+    review_page,
+)
 from answering.drafting import review
 from answering.drafting.deliver import is_delivered, wants_copy
 from answering.models import Draft, DraftStatus, Verdict
@@ -433,6 +436,3 @@ def _reason_text(reason: object) -> str:
     if isinstance(reason, list | tuple):
         return ": ".join(str(part) for part in reason)
     return str(reason)
-
-
-from answering import admin_references  # noqa: E402,F401  (reference documents, registered on import)

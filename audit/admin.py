@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
+from audit.erasure_admin import ErasureRequestRecordAdmin  # noqa: F401  (registers itself)
 from audit.models import MUTATION_TRAIL_FIELDS, AnsweringRunEmail, AnsweringRunEntry, MutationEntry
 
 
@@ -96,4 +97,3 @@ class MutationEntryAdmin(_ReadOnly, admin.ModelAdmin):
 
 
 import audit.admin_tokens  # noqa: F401,E402  (registers the API tokens' admin)
-from audit.erasure_admin import ErasureRequestRecordAdmin  # noqa: E402, F401  (registers itself)

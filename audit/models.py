@@ -13,6 +13,8 @@ from datetime import datetime
 from django.db import models
 
 from accounts.models import MailAccount
+from audit.erasure_models import ErasureRequestRecord  # noqa: F401  (a model of this app, defined beside it)
+from audit.tokens import ApiToken  # noqa: F401  (a model of this app, defined beside it)
 from mailbox.models import Email
 
 
@@ -165,7 +167,3 @@ class MutationEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} on {self.account_identifier}"
-
-
-from audit.erasure_models import ErasureRequestRecord  # noqa: E402, F401
-from audit.tokens import ApiToken  # noqa: E402,F401

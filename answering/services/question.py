@@ -8,7 +8,7 @@ The order is the contract (the refusals are listed in docs/errors.md):
 3. the capability: 56001, saying whether this deployment never answers or cannot now;
 4. the period allowance, taken here (57001): after the capability, so a question that was
    never going to be answered is not charged, and before anything is spent;
-5. the run (answering.run), under the span answer_mail_question;
+5. the run (answering.question_run), under the span answer_mail_question;
 6. the response, cut rather than refused to the answer and citation bounds, each cut
    reported (answerTruncated, citationsTruncated, retrievalTruncated);
 7. the answering audit trail (audit.services.answering_trail), appended once the run has
@@ -41,8 +41,8 @@ from answering.capability import admit_question
 from answering.citing import Reliance, relied_on
 from answering.instructions import INSTRUCTION_VERSION
 from answering.ledger import PeriodLedger, period_ledger
+from answering.question_run import BoundScope, Run, RunBounds, RunCeilingReached, RunRecord
 from answering.relevance import RelevanceSettings
-from answering.run import BoundScope, Run, RunBounds, RunCeilingReached, RunRecord
 from audit.services.answering_trail import RetrievedEmail, RunAudit, RunOutcome, record_run
 from mailbox.services import sensitive
 from mailbox.services.bounds import bounded_text

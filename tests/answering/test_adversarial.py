@@ -26,13 +26,13 @@ from datetime import UTC, datetime
 import pytest
 
 from accounts.services.scope import resolve_scope
-from answering import run as run_module
+from answering import question_run as run_module
 from answering.envelope import write_envelope, xml_safe
 from answering.instructions import ANSWER_INSTRUCTION, RELEVANCE_INSTRUCTION
 from answering.ledger import PeriodLedger
 from answering.lookup import Lookup
+from answering.question_run import Run, RunBounds
 from answering.relevance import RelevanceSettings, filter_passages
-from answering.run import Run, RunBounds
 from answering.services.question import ask_mail, bind_scope
 from mailbox.services.passages import Passage, retrieve_passages
 from mailbox.services.selection import MailFilter
