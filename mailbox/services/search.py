@@ -328,6 +328,6 @@ def fused_scores(
             held_back += 1
             continue
         share = (similarity - low) / span if by_scores else 1.0 / (fusion.k + position)
-        scores[hit.email_id] = scores.get(hit.email_id, 0.0) + fusion.vector_weight * share
-        kinds.setdefault(hit.email_id, "semantic")
+        scores[near.email_id] = scores.get(near.email_id, 0.0) + fusion.vector_weight * share
+        kinds.setdefault(near.email_id, "semantic")
     return scores, kinds, held_back
