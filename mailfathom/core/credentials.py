@@ -68,4 +68,4 @@ def note_use(record: Model) -> None:
         type(record)._default_manager.filter(pk=record.pk).filter(
             Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
         ).update(last_used_at=now)
-        record.last_used_at = now  # type: ignore[attr-defined]
+        record.last_used_at = now  # type: ignore[attr-defined]  # as above
