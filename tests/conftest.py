@@ -13,7 +13,15 @@ import pytest
 
 from tests.configure import configure
 
-pytest_plugins = ["tests.privacy"]
+# Fixtures shared across directories, registered once for the whole suite (a conftest
+# further down may override one for its own directory, as tests/mcp does `scripted`).
+pytest_plugins = [
+    "tests.privacy",
+    "tests.support",  # scripted: the scripted OpenAI-compatible server
+    "tests.dovecot",  # dovecot: the session's Dovecot
+    "tests.answering.fixtures",  # chat_api, answering, world, obedient
+    "tests.mcp.servers",  # module_server_factory, mcp_server, api_key
+]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -11,9 +11,8 @@
 - screenshots_dir(): var/screenshots, where browser tests leave their pictures (var/ itself,
   not an xdist worker's var/test-<worker>/).
 
-Fixtures are imported into a test module under their function name and requested by their
-fixture name (`from tests.support import scripted_server  # noqa: F401`, then `scripted`),
-as tests/dovecot.py does, so ruff does not flag every test argument as a redefinition.
+Its fixture `scripted` is registered for the whole suite by tests/conftest.py (tests/mcp
+overrides it with one server per module).
 """
 
 from __future__ import annotations

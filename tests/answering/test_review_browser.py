@@ -23,7 +23,6 @@ from tests.answering.drafting.support import LETTER
 from tests.answering.drafts_support import DraftFactory, answered_email, drafting_account, drafts_on_server
 from tests.answering.test_review_admin import PRICE, judged_draft, review_shop, with_letter
 from tests.browser.chromium import launched_chromium
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.imap_support import add_user
 from tests.support import screenshots_dir
 

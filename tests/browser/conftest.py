@@ -28,8 +28,8 @@ from playwright.sync_api import Browser, Page, expect
 from tests.browser import steps
 from tests.browser.chromium import launched_chromium
 from tests.celery_worker import Worker
-from tests.dovecot import DovecotServer, dovecot_server  # noqa: F401
-from tests.mcp.conftest import TEST_KEYRING, Server, start_server
+from tests.dovecot import DovecotServer
+from tests.mcp.servers import TEST_KEYRING, Server, start_server
 from tests.support import screenshots_dir
 
 VIEWPORT = {"width": 1280, "height": 800}

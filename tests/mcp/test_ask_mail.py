@@ -13,7 +13,6 @@ from tests.answering.support import model_writing
 from tests.mcp.answering_support import (
     answering_env,
     embedding_env,
-    module_scripted_server,  # noqa: F401
     obedient_world,
 )
 from tests.mcp.conftest import call_tool, error_code, error_text, list_tools, payload
