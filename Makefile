@@ -32,12 +32,15 @@ run: $(STAMP)
 services:
 	@bash .ci/install-services
 
+# The suite runs on every core (pytest-xdist, one worker per core, each on servers of its own:
+# tests/conftest.py); a test file stays on one worker, with its module's servers. `pytest`
+# alone still runs it in one process.
 test: $(STAMP) services
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 # The long MIME fuzzing run over the shared corpus (the bounded one is part of `make test`).
 fuzz: $(STAMP)

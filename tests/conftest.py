@@ -2,13 +2,41 @@
 
 Settings start (or find) the embedded servers under var/ unless TEST_DATABASE_URL /
 REDIS_URL point elsewhere; pytest-django creates and drops the test database on it.
+Under pytest-xdist (`make test`), each worker runs on servers of its own under
+var/test-<worker>/ (mailfathom/test_settings.py): its Redis starts empty and both servers
+are stopped when the worker ends, so a run leaves only var/'s own servers running.
 """
+
+import os
 
 import pytest
 
 from tests.configure import configure
 
-pytest_plugins = ["tests.privacy"]
+# Fixtures shared across directories, registered once for the whole suite (a conftest
+# further down may override one for its own directory, as tests/mcp does `scripted`).
+pytest_plugins = [
+    "tests.privacy",
+    "tests.support",  # scripted: the scripted OpenAI-compatible server
+    "tests.dovecot",  # dovecot: the session's Dovecot
+    "tests.answering.fixtures",  # chat_api, answering, world, obedient
+    "tests.mcp.servers",  # module_server_factory, mcp_server, api_key
+]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # A worker's own Redis: queues and keys a killed run left behind are not this run's.
+    if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("REDIS_URL"):
+        from mailfathom.core.redis_store import redis_client
+
+        redis_client().flushdb()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # what runs under var/test-<worker>/ is this worker's
+        from mailfathom import embedded
+
+        embedded.stop_running()
 
 
 @pytest.fixture(autouse=True)

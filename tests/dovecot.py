@@ -1,8 +1,7 @@
 """A real Dovecot IMAP server for the test session, started from a private config.
 
-Import the fixture into a test module with `from tests.dovecot import dovecot_server  # noqa: F401`
-and ask for it as the `dovecot` argument (importing `dovecot` works too, but ruff then flags
-every test argument as F811).
+Its fixture, `dovecot` (one server per session, so per xdist worker), is registered for the
+whole suite by tests/conftest.py; a test asks for it as the `dovecot` argument.
 Nothing system-wide is touched: config, certificates, sockets (base_dir), state, logs and
 mail all live in one temporary directory that is removed when the session ends.
 
@@ -396,8 +395,3 @@ def dovecot_server() -> Iterator[DovecotServer]:
             _stop(process)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-
-# Both names import the same fixture, registered as `dovecot`. Test modules should import
-# `dovecot_server` (no name clash with the `dovecot` argument, so no F811 from ruff).
-dovecot = dovecot_server

@@ -4,7 +4,8 @@ Every log record emitted in this test process is kept. After each test that used
 database, the subjects and addresses it stored are collected; every search query is
 collected as it is made. At the end of the session, a log line containing any of them
 fails the run. (Processes the tests start, uvicorn and Celery workers, log elsewhere and
-are not covered here.)
+are not covered here.) Under pytest-xdist each worker hands its records and values to the
+controller, which checks them all together, as one process would.
 """
 
 from __future__ import annotations
@@ -106,8 +107,22 @@ def _carries(line: str, value: str) -> bool:
     return value in line and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", line) is not None
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """Under pytest-xdist, gather what each worker logged and stored, to be checked together."""
+    output = getattr(node, "workeroutput", {})
+    _records.extend(output.get("privacy_records", ()))
+    _private.update(output.get("privacy_values", ()))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    leaks = sorted({(value, line[:200]) for line in _records for value in _private if _carries(line, value)})
+    if hasattr(session.config, "workeroutput"):  # an xdist worker: the controller checks
+        session.config.workeroutput["privacy_records"] = sorted(set(_records))
+        session.config.workeroutput["privacy_values"] = sorted(_private)
+        return
+    leaks = sorted(
+        {(value, line[:200]) for line in set(_records) for value in _private if _carries(line, value)}
+    )
     if leaks:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter:

@@ -7,11 +7,12 @@
 - wait_until_serving(): wait for a child uvicorn to answer /health;
 - failure(): the ProviderError a call raises;
 - scripted_server / scripted_openai_server(): the scripted OpenAI-compatible server;
-- isolated_provider_health(): provider-health records of the test's own, removed afterwards.
+- isolated_provider_health(): provider-health records of the test's own, removed afterwards;
+- screenshots_dir(): var/screenshots, where browser tests leave their pictures (var/ itself,
+  not an xdist worker's var/test-<worker>/).
 
-Fixtures are imported into a test module under their function name and requested by their
-fixture name (`from tests.support import scripted_server  # noqa: F401`, then `scripted`),
-as tests/dovecot.py does, so ruff does not flag every test argument as a redefinition.
+Its fixture `scripted` is registered for the whole suite by tests/conftest.py (tests/mcp
+overrides it with one server per module).
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from django.conf import settings as django_settings
 from django.db import connection
 
 from mailfathom.core import config
@@ -46,6 +49,11 @@ def database_url() -> str:
     if params["HOST"].startswith("/"):  # a unix socket directory travels as a query option
         return f"postgres://{params['USER']}{password}@{port}/{params['NAME']}?host={params['HOST']}"
     return f"postgres://{params['USER']}{password}@{params['HOST']}{port}/{params['NAME']}"
+
+
+def screenshots_dir() -> Path:
+    """var/screenshots of the checkout, whichever servers this process runs on."""
+    return Path(django_settings.TEST_SHARED_VAR_DIR) / "screenshots"
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -17,7 +17,7 @@ from django.urls import reverse
 from accounts.models import FolderMapping, MailAccount, Security
 from accounts.services import connection
 from tests.configure import configure
-from tests.dovecot import DovecotServer, dovecot_server  # noqa: F401
+from tests.dovecot import DovecotServer
 from tests.factories import FolderMappingFactory, MailAccountFactory
 from tests.support import free_port
 

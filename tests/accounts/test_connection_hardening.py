@@ -22,7 +22,7 @@ from accounts.models import MailAccount, Security
 from accounts.services import connection, imap
 from mailbox.sync.failures import CANNOT_CONNECT, classify
 from tests.configure import configure
-from tests.dovecot import DovecotServer, dovecot_server  # noqa: F401
+from tests.dovecot import DovecotServer
 from tests.factories import MailAccountFactory
 from tests.support import free_port
 

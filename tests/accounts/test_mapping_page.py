@@ -6,7 +6,6 @@ import pytest
 from django.urls import reverse
 
 from accounts.services import connection
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.factories import MailAccountFactory
 from tests.mailbox.imap_support import add_user
 

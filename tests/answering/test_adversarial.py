@@ -37,7 +37,7 @@ from answering.services.question import ask_mail, bind_scope
 from mailbox.services.passages import Passage, retrieve_passages
 from mailbox.services.selection import MailFilter
 from mailfathom.providers import get_chat_model
-from tests.answering.conftest import chat_endpoint, chat_script
+from tests.answering.fixtures import chat_endpoint, chat_script
 from tests.answering.support import (
     World,
     adversarial_set,

@@ -25,8 +25,9 @@ from mailfathom.core.capability import CapabilityState
 from mailfathom.core.errors import MailFathomError
 from mailfathom.providers import health
 from mailfathom.providers.errors import ProviderError
-from tests.answering.conftest import chat_endpoint, chat_script, configure
+from tests.answering.fixtures import chat_endpoint, chat_script
 from tests.answering.support import envelope_messages, parse_xml, turns_of
+from tests.configure import configure
 from tests.mailbox.factories import EmailFactory
 from tests.providers.openai_server import empty, hang, respond, status, text, tool_calls
 

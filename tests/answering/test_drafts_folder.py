@@ -22,7 +22,6 @@ from mailbox.sync.engine import synchronize_account
 from mailfathom.core.errors import MailFathomError
 from tests.answering.drafts_support import DraftFactory, answered_email, drafting_account, drafts_on_server
 from tests.answering.imap_cut import AppendCuttingProxy
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.imap_support import add_user
 from tests.support import free_port
 

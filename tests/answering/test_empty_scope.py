@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from answering.services.question import ask_mail
-from tests.answering.conftest import chat_endpoint
+from tests.answering.fixtures import chat_endpoint
 from tests.answering.support import parse_xml, turns_of
 
 pytestmark = pytest.mark.django_db

@@ -21,8 +21,9 @@ from mailfathom.core.errors import MailFathomError
 from mailfathom.providers import get_chat_model, health
 from mailfathom.providers.errors import CIRCUIT_OPEN, ProviderError
 from mailfathom.providers.resilience import CLOSED
-from tests.answering.conftest import chat_endpoint, chat_script, configure
+from tests.answering.fixtures import chat_endpoint, chat_script
 from tests.answering.support import parse_xml, turns_of
+from tests.configure import configure
 from tests.providers.openai_server import (
     empty,
     hang,

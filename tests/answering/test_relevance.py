@@ -32,8 +32,8 @@ from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.passages import Passage, retrieve_passages
 from mailbox.services.selection import MailFilter
 from mailfathom.providers import get_chat_model, health
-from tests.answering.conftest import configure
 from tests.answering.support import envelope_messages, parse_xml, turns_of
+from tests.configure import configure
 from tests.mailbox.factories import EmailFactory
 from tests.providers.openai_server import (
     Behaviour,

@@ -14,13 +14,14 @@ import pytest
 
 from answering.citing import cited_numbers, relied_on
 from answering.services.question import ask_mail
-from tests.answering.conftest import chat_script, configure
+from tests.answering.fixtures import chat_script
 from tests.answering.support import (
     AdversarialMessage,
     envelope_messages,
     model_writing,
     turns_of,
 )
+from tests.configure import configure
 from tests.providers.openai_server import respond
 
 QUESTION = "What did the insurer finally agree to pay?"

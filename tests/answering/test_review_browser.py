@@ -19,13 +19,12 @@ from django.contrib.auth.models import Permission
 
 from answering.models import Draft, DraftStatus, Verdict
 from mailbox.models import Participant, ParticipantRole
-from mailfathom import embedded
 from tests.answering.drafting.support import LETTER
 from tests.answering.drafts_support import DraftFactory, answered_email, drafting_account, drafts_on_server
 from tests.answering.test_review_admin import PRICE, judged_draft, review_shop, with_letter
 from tests.browser.chromium import launched_chromium
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.imap_support import add_user
+from tests.support import screenshots_dir
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -70,7 +69,7 @@ class Shots:
 
 @pytest.fixture
 def shots(request) -> Shots:
-    return Shots(embedded.var_dir() / "screenshots" / "test_review_browser" / request.node.name)
+    return Shots(screenshots_dir() / "test_review_browser" / request.node.name)
 
 
 @pytest.fixture
@@ -216,7 +215,7 @@ def test_the_verdict_badge_reaches_aa_contrast_in_each_admin_theme(browser, live
     if chosen is not None:
         # What the admin's theme switch stores; its script reads it before the page is drawn.
         context.add_init_script(f"window.localStorage.setItem('theme', '{chosen}')")
-    shots = Shots(embedded.var_dir() / "screenshots" / "test_review_browser" / f"contrast-{theme}")
+    shots = Shots(screenshots_dir() / "test_review_browser" / f"contrast-{theme}")
     try:
         page = context.new_page()
         log_in(page)

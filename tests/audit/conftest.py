@@ -1,14 +1,12 @@
-"""Audit tests reuse the answering fixtures (the scripted server as chat and embedding
-endpoint) and the MCP ones (a real uvicorn reached with the real `mcp` client)."""
+"""Audit tests: the API's rate counts reset. They also use answering's fixtures (the scripted
+server as chat and embedding endpoint) and the MCP servers' (a real uvicorn reached with the
+real `mcp` client), which tests/conftest.py registers for the whole suite."""
 
 from __future__ import annotations
 
 import pytest
 
 from audit.api.throttling import forget_counts
-from tests.answering.conftest import answering, chat_api, obedient, world  # noqa: F401
-from tests.mcp.conftest import api_key, module_server_factory  # noqa: F401
-from tests.support import scripted_server  # noqa: F401
 
 
 @pytest.fixture

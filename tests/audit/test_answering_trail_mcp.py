@@ -21,15 +21,22 @@ from tests.mailbox.factories import mapped_folder
 from tests.mcp.answering_support import (
     answering_env,
     embedding_env,
-    module_scripted_server,  # noqa: F401
     obedient_world,
 )
 from tests.mcp.conftest import call_tool, error_code, payload
 from tests.providers.openai_server import respond, status, tool_calls
+from tests.support import scripted_openai_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 QUESTION = "What did the insurer finally agree to pay?"
+
+
+@pytest.fixture(scope="module")
+def scripted():
+    """One scripted server for the module's uvicorn servers, which are module-scoped too."""
+    with scripted_openai_server() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -260,7 +260,9 @@ def test_one_run_answers_the_entry_of_every_account_it_read(reader, answering):
     assert [e["cited"] for e in body["entries"][0]["emails"]] == [True, False]
 
 
-@pytest.mark.parametrize("run_id", [str(uuid.uuid4()), "not-a-run", "x" * 100])
+@pytest.mark.parametrize(
+    "run_id", [pytest.param(str(uuid.uuid4()), id="unknown-uuid"), "not-a-run", "x" * 100]
+)
 def test_unknown_run_id_is_404_with_the_error_body(reader, answering, run_id):
     response = reader.get(f"/api/answering-runs/{run_id}/")
 

@@ -25,12 +25,12 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page, expect
 
-from mailfathom import embedded
 from tests.browser import steps
 from tests.browser.chromium import launched_chromium
 from tests.celery_worker import Worker
-from tests.dovecot import DovecotServer, dovecot_server  # noqa: F401
-from tests.mcp.conftest import TEST_KEYRING, Server, start_server
+from tests.dovecot import DovecotServer
+from tests.mcp.servers import TEST_KEYRING, Server, start_server
+from tests.support import screenshots_dir
 
 VIEWPORT = {"width": 1280, "height": 800}
 STEP_TIMEOUT_MS = 30_000  # one page action or navigation on a busy 2-core machine
@@ -140,7 +140,7 @@ class Screenshots:
 
 def screenshot_directory(request: pytest.FixtureRequest) -> Path:
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name.removeprefix("test_"))
-    directory = embedded.var_dir() / "screenshots" / name
+    directory = screenshots_dir() / name
     directory.mkdir(parents=True, exist_ok=True)
     return directory
 

@@ -24,7 +24,8 @@ from mailbox.models import Folder
 from tests.browser import steps
 from tests.browser.conftest import Operator, Screenshots
 from tests.mailbox.imap_support import MailUser, add_user
-from tests.mcp.conftest import Server, call_tool, payload
+from tests.mcp.conftest import call_tool, payload
+from tests.mcp.servers import Server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot, pytest.mark.slow]
 

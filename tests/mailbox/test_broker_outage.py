@@ -20,7 +20,6 @@ from mailbox.sync.engine import synchronize_account
 from mailbox.tasks import sync_account, watch_folder
 from mailfathom.celery import app
 from tests.celery_worker import Worker
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.imap_support import account_for, add_user
 from tests.redis_server import RedisServer
 from tests.support import wait_for

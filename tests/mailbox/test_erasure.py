@@ -45,7 +45,7 @@ from mailfathom.core.errors import MailFathomError
 from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
-from tests.support import isolated_provider_health, scripted_server  # noqa: F401
+from tests.support import isolated_provider_health
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.mailbox.download_urls")]
 

@@ -22,10 +22,9 @@ from mailbox.services.erasure import erasure_request, execute_erasure
 from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.sync.engine import synchronize_account
 from tests.configure import configure, scripted_embeddings
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.imap_support import account_for, add_user
 from tests.mailbox.test_erasure_sync import PERSON, TOKEN, database_text
-from tests.support import isolated_provider_health, scripted_server  # noqa: F401
+from tests.support import isolated_provider_health
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot]
 

@@ -24,9 +24,8 @@ from mailbox.services.erasure import erasure_request, execute_erasure, preview_e
 from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.sync.engine import synchronize_account
 from tests.configure import configure, scripted_embeddings
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.imap_support import account_for, add_user
-from tests.support import isolated_provider_health, scripted_server  # noqa: F401
+from tests.support import isolated_provider_health
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot]
 

@@ -12,7 +12,6 @@ from mailbox.models import Folder
 from mailbox.services.store import IncomingMessage, store_messages
 from mailbox.sync.engine import synchronize_account
 from mailbox.sync.folder_state import record_failure
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
 from tests.mailbox.imap_support import account_for, add_user

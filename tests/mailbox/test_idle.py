@@ -11,7 +11,6 @@ from django.db import connection
 from mailbox.models import Email, Folder
 from mailbox.sync.engine import synchronize_account
 from mailbox.sync.idle import watch_folder
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.fault_proxy import CuttingProxy
 from tests.mailbox.imap_support import account_for, add_user
 

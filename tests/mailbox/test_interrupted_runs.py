@@ -24,7 +24,6 @@ from mailfathom import unacked
 from mailfathom.celery import app
 from mailfathom.core.redis_store import redis_client
 from tests.celery_worker import Worker
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.factories import FolderMappingFactory, MailAccountFactory
 from tests.mailbox.imap_support import account_for, add_user, local_state
 from tests.redis_server import RedisServer

@@ -10,7 +10,7 @@ from mailbox.services.own_words import own_words
 from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.support import isolated_provider_health, scripted_server  # noqa: F401
+from tests.support import isolated_provider_health
 
 
 def test_quoted_lines_and_the_attribution_are_left_out():

@@ -26,12 +26,11 @@ from mailbox.services import importer
 from mailbox.sync import engine
 from mailfathom.core.progress import INTERRUPTED, Progress, TerminalProgress
 from tests.configure import configure, scripted_embeddings
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.factories import FolderMappingFactory, MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 from tests.mailbox.imap_support import account_for, add_user, local_state
-from tests.mcp.conftest import ROOT, server_env
-from tests.support import isolated_provider_health, scripted_server, wait_for  # noqa: F401
+from tests.mcp.servers import ROOT, server_env
+from tests.support import isolated_provider_health, wait_for
 
 # A tqdm line with a known total: percentage, rate and the time left ("<00:03").
 BAR = re.compile(r"100%\|.*\| .*\[\d\d:\d\d<\d\d:\d\d, +[\d.]+ ?\w*(?:msg|B)/s")

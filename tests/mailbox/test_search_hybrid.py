@@ -19,7 +19,7 @@ from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 from tests.providers.openai_server import hang, model_not_found, status
-from tests.support import isolated_provider_health, scripted_server  # noqa: F401
+from tests.support import isolated_provider_health
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from mailbox.services.search import Fusion, fuse, search_emails
 from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.support import isolated_provider_health, scripted_server  # noqa: F401
+from tests.support import isolated_provider_health
 
 pytestmark = pytest.mark.django_db
 

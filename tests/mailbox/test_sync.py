@@ -8,7 +8,6 @@ from django.db.models import Count
 from mailbox.models import Availability, Direction, Email, Folder, RawMessage, RepairRequest
 from mailbox.sync import engine
 from mailbox.sync.engine import synchronize_account
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.imap_support import account_for, add_user, corpus_messages, local_state
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot]

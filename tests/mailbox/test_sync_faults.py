@@ -11,7 +11,6 @@ from django.db.models import Count
 from mailbox.models import Email, Folder
 from mailbox.sync import engine
 from mailbox.sync.engine import synchronize_account
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.fault_proxy import CuttingProxy
 from tests.mailbox.imap_support import account_for, add_user, corpus_messages, iter_cut_points, local_state
 

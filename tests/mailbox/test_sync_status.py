@@ -16,7 +16,6 @@ from mailbox import tasks
 from mailbox.models import Folder
 from mailbox.services.sync_status import SyncState, account_status
 from mailbox.sync.engine import synchronize_account
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.imap_support import account_for, add_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot]

@@ -13,7 +13,6 @@ from mailbox.models import Email, RawMessage
 from mailbox.sync.engine import synchronize_account
 from mailbox.tasks import sync_account
 from tests.celery_worker import Worker
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.mailbox.imap_support import account_for, add_user, corpus_messages, local_state
 from tests.support import wait_for
 

@@ -17,7 +17,6 @@ from mailbox.models import Direction, Email
 from mailbox.services.store import IncomingMessage, store_messages
 from mailbox.services.threads import thread_of, thread_unthreaded, unthreaded_count
 from mailbox.sync.engine import synchronize_account
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 from tests.mailbox.imap_support import account_for, add_user

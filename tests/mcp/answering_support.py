@@ -10,15 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import pytest
-
 from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
 from mailfathom.providers import health
 from tests.answering.support import ObedientModel, World, build_world
 from tests.configure import configure, scripted_embeddings
 from tests.providers.openai_server import ScriptedOpenAIServer
-from tests.support import scripted_openai_server
 
 
 def embedding_env(server: ScriptedOpenAIServer) -> dict[str, str]:
@@ -59,10 +56,3 @@ def obedient_world(settings: Any, scripted: ScriptedOpenAIServer, **build: Any) 
         yield built
     finally:
         health.clear_health("chat")
-
-
-@pytest.fixture(name="scripted", scope="module")
-def module_scripted_server() -> Iterator[ScriptedOpenAIServer]:
-    """One scripted server for a module's uvicorn servers, which are module-scoped too."""
-    with scripted_openai_server() as server:
-        yield server

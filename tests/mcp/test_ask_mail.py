@@ -7,13 +7,14 @@ environment, as an operator would declare OpenAI or Ollama.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.answering.support import model_writing
 from tests.mcp.answering_support import (
     answering_env,
     embedding_env,
-    module_scripted_server,  # noqa: F401
     obedient_world,
 )
 from tests.mcp.conftest import call_tool, error_code, error_text, list_tools, payload
@@ -22,6 +23,15 @@ from tests.providers.openai_server import respond, status
 pytestmark = pytest.mark.django_db(transaction=True)
 
 QUESTION = "What did the insurer finally agree to pay?"
+
+
+# A log line's timestamp ("10:06:52,300") could read as a figure the answer holds.
+TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} ", re.MULTILINE)
+
+
+def logged(server) -> str:
+    """What the server logged, without the timestamps."""
+    return TIMESTAMP.sub("", server.log())
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +87,7 @@ def test_ask_mail_is_listed_and_answers_with_citations_and_the_three_flags(answe
         assert citation["accountId"] == "work" and citation["storedEmailId"] in world.work_ids
     # The obedient model cites the first source it was shown, [1].
     assert result["reliedOn"] == [{**result["citations"][0], "sourceNumber": 1}]
-    log = answering_server.log()
+    log = logged(answering_server)
     assert QUESTION not in log and "2,300" not in log and "Claim 4471" not in log
     assert "endpoint=scripted-endpoint" in log
 
@@ -154,6 +164,6 @@ def test_relied_on_is_the_cited_subset_of_citations_and_a_forged_number_claims_n
         assert source == citations[source["storedEmailId"]]
         assert result["citations"][number - 1] == source
     assert world.private_id not in citations
-    log = answering_server.log()
+    log = logged(answering_server)
     assert "relied_on=2 unmatched_citations=2" in log
     assert "2,300" not in log and QUESTION not in log

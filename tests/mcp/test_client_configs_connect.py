@@ -22,7 +22,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from accounts.services.mcp_clients import CLIENTS, client_config, mcp_url
 from tests.configure import configure
-from tests.mcp.conftest import ROOT, with_client
+from tests.mcp.conftest import with_client
+from tests.mcp.servers import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -21,7 +21,7 @@ from mailfathom.providers import health
 from tests.answering.drafting.support import CLASSIFY, LETTER, DraftingModel, build_shop
 from tests.configure import configure, scripted_embeddings
 from tests.mcp import test_descriptors as descriptors
-from tests.mcp.answering_support import answering_env, embedding_env, module_scripted_server  # noqa: F401
+from tests.mcp.answering_support import answering_env, embedding_env
 from tests.mcp.conftest import call_tool, error_code, list_tools, payload
 from tests.providers.openai_server import text
 

@@ -12,7 +12,8 @@ from django.db import connection, transaction
 from accounts.models import McpApiKey
 from accounts.services.mcp_keys import create_key, revoke
 from tests.factories import MailAccountFactory
-from tests.mcp.conftest import INITIALIZE, ROOT, call_tool, payload, post, server_env
+from tests.mcp.conftest import INITIALIZE, call_tool, payload, post
+from tests.mcp.servers import ROOT, server_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

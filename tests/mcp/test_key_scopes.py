@@ -25,7 +25,6 @@ from tests.answering.support import ObedientModel, World, build_world
 from tests.configure import configure, scripted_embeddings
 from tests.mcp.answering_support import (
     answering_env,
-    module_scripted_server,  # noqa: F401
 )
 from tests.mcp.conftest import call_tool, error_code, error_text, payload
 

@@ -26,8 +26,9 @@ import pytest
 
 from answering.ledger import SPEND_REFUSED, _redis, ledger_namespace
 from tests.mcp.answering_support import answering_env, obedient_world
-from tests.mcp.conftest import ROOT, call_tool, error_code, payload, server_env, start_server
-from tests.support import scripted_server, wait_for  # noqa: F401
+from tests.mcp.conftest import call_tool, error_code, payload
+from tests.mcp.servers import ROOT, server_env, start_server
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

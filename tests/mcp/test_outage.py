@@ -28,7 +28,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mailfathom.core.errors import DEPENDENCY_UNAVAILABLE
-from tests.mcp.conftest import ROOT, TEST_KEYRING, Server, error_code, post, start_server, with_client
+from tests.mcp.conftest import error_code, post, with_client
+from tests.mcp.servers import ROOT, TEST_KEYRING, Server, start_server
 
 TOOLS_LIST = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
 CALL = json.dumps(

@@ -6,7 +6,7 @@ import pytest
 
 from mailfathom.providers.openai_compat import OpenAIEmbedder
 from mailfathom.providers.resilience import Resilience, ResilientEmbedder
-from tests.support import isolated_provider_health, scripted_server  # noqa: F401
+from tests.support import isolated_provider_health
 
 
 @pytest.fixture

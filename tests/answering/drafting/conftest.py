@@ -12,7 +12,6 @@ from mailfathom.core.config import DRAFTING_ROLES
 from mailfathom.providers import health
 from tests.answering.drafting.support import DraftingModel, Shop, build_shop
 from tests.providers.openai_server import ScriptedOpenAIServer
-from tests.support import scripted_server  # noqa: F401
 
 
 @pytest.fixture(params=["chat-completions"])
@@ -22,7 +21,7 @@ def chat_api(request) -> str:
 
 @pytest.fixture
 def drafting(answering) -> Iterator[ScriptedOpenAIServer]:
-    """Embeddings and chat from the scripted server (tests/answering/conftest.py's `answering`);
+    """Embeddings and chat from the scripted server (tests/answering/fixtures.py's `answering`);
     the drafting roles fall back to the chat endpoint, so that set-up serves them too."""
     yield answering
     for role in DRAFTING_ROLES:

@@ -31,7 +31,6 @@ from tests.answering.drafting.attack_set import (
 from tests.answering.drafting.support import GENERATE
 from tests.answering.drafts_support import drafting_account, drafts_on_server
 from tests.configure import configure
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.factories import MailAccountFactory
 from tests.mailbox.imap_support import add_user
 

@@ -12,7 +12,6 @@ from answering.tasks import draft_account_task, draft_enabled_accounts
 from mailbox.signals import synchronization_finished
 from mailbox.sync.engine import synchronize_account
 from mailfathom.core.redis_store import redis_client
-from tests.dovecot import dovecot_server  # noqa: F401
 from tests.factories import MailAccountFactory
 from tests.mailbox.imap_support import account_for, add_user
 

@@ -1,4 +1,5 @@
-"""Answering tests: the real `openai` client against the scripted server, for chat and embeddings."""
+"""Answering's fixtures, shared with the audit tests (registered by tests/conftest.py):
+the real `openai` client against the scripted server, for chat and embeddings."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from mailfathom.providers import health
 from tests.answering.support import AdversarialMessage, ObedientModel, World, build_world
 from tests.configure import configure, scripted_embeddings
 from tests.providers.openai_server import ScriptedOpenAIServer
-from tests.support import scripted_server  # noqa: F401
 
 
 @pytest.fixture(params=["chat-completions", "responses"])
