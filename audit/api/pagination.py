@@ -29,6 +29,7 @@ from rest_framework.response import Response
 from audit.api.throttling import credential_of
 from mailfathom.core import cursors
 from mailfathom.core.errors import PAGE_SIZE_OUT_OF_RANGE, MailFathomError
+from mailfathom.core.wire import wire_keys
 
 PURPOSE = "api-cursor"
 MAX_CURSOR_LENGTH = cursors.MAX_CURSOR_LENGTH
@@ -56,12 +57,12 @@ class SignedCursorPagination(BasePagination):
         return rows[:size]
 
     def get_paginated_response(self, data: Any) -> Response:
-        return Response({"results": data, "nextCursor": self.next_cursor})
+        return Response(wire_keys({"results": data, "next_cursor": self.next_cursor}))
 
     def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         return {
             "type": "object",
-            "properties": {"results": schema, "nextCursor": {"type": "string", "nullable": True}},
+            "properties": wire_keys({"results": schema, "next_cursor": {"type": "string", "nullable": True}}),
         }
 
     def page_size(self, request: Request) -> int:
