@@ -1,16 +1,10 @@
 """Keyset pagination whose cursor is signed and bound to the selection it was issued for.
 
-Like the timeline's cursors (mailbox/services/cursor.py), a cursor is signed with a key of
-its own purpose (mailfathom/keys.py), so it cannot be forged, edited or replayed as another
-kind of token. It carries the position after the last row of its page and a fingerprint of
-the route, the credential and every query parameter but the cursor and the page size:
-
-- 52001 (400): the text is no cursor this server issued (too long, edited, hand-written,
-  signed by a key outside the ring, or of the wrong shape);
-- 52002 (400): a genuine cursor issued for other filters, another route or another credential.
-
-Pages are read by (ordering fields) descending, never with OFFSET, so a page costs the same
-however deep it is and rows inserted meanwhile neither repeat nor vanish.
+A cursor is sealed under its own purpose (mailfathom.core.cursors), so it cannot be forged,
+edited or replayed as another token, and carries its page's last position and a fingerprint
+of the route, the credential and the filters: 52001 for a cursor not ours, 52002 for one
+issued for another selection. Pages are read by the ordering fields descending, never with
+OFFSET, so depth costs nothing and inserted rows neither repeat nor vanish.
 """
 
 from __future__ import annotations

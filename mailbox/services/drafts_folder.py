@@ -1,17 +1,10 @@
 """Write to an account's Drafts-role folder: the one IMAP path that changes a mail server.
 
-Synchronization reads with EXAMINE and BODY.PEEK and never writes; this module is its
-opposite and stays apart from it. It offers a session on the Drafts folder, SELECTed
-read-write, with three primitives: find the copies whose Message-ID contains a fragment,
-APPEND one message (flags \\Draft and \\Seen), and remove messages by UID. The policy
-(which draft, when, what goes to the mutation trail) is answering.drafting.deliver's.
-
-Without UIDPLUS (RFC 4315) the new copy's UID comes from a SEARCH by its Message-ID, and a
-removal only sets \\Deleted: a plain EXPUNGE would also purge every other message someone
-flagged \\Deleted in that folder, which is not ours to do. The mail client expunges it later.
-
-Failures carry the 63xxx codes (docs/errors.md); no server text reaches them, since a
-server's words may quote mail.
+Synchronization never writes and stays apart from this. A session SELECTs the Drafts folder
+read-write and offers three primitives: find copies by Message-ID fragment, APPEND, remove by
+UID; the policy is answering.drafting.deliver's. Without UIDPLUS a removal only sets \\Deleted,
+because a plain EXPUNGE would purge what others flagged too. Failures carry 63xxx codes with
+no server text, since a server's words may quote mail.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Output schemas: generated from the use cases' result models, described in the bridge's words.
 
-The structure (every property, its type, what is required, every enumeration the models
-declare) comes from the WireModel the use case returns, generated with the same alias
-configuration that serializes the payload, so the advertised schema and the payload cannot
-diverge. What the models do not carry is the caller-facing prose: the descriptions below
-are the bridge's, keyed by model and property, and replace the models' docstrings and
-pydantic's generated titles. A property the table does not describe is published without a
-description; a test requires the table to cover every property.
-
-Three result fields are plain strings in their models; the bridge publishes their
-spellings as enumerations of its own (ENUMERATIONS), so a client can rely on the set and
-a rename inside the use case fails the pinned tools/list snapshot.
+The structure comes from the WireModel a use case returns, generated with the alias
+configuration that serializes the payload, so schema and payload cannot diverge. The
+descriptions are the bridge's own, keyed by model and property (a test requires them all),
+and ENUMERATIONS publishes three plain-string fields as enumerations, so a rename inside a
+use case fails the pinned tools/list snapshot.
 """
 
 from __future__ import annotations
