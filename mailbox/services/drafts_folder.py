@@ -21,7 +21,7 @@ from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
 from accounts.models import FolderRole, MailAccount
-from accounts.services.imap import open_client
+from accounts.services.imap import close_client, open_client
 from mailbox.models import Folder
 from mailbox.parsing.fields import parse_message_id
 from mailbox.sync.failures import classify
@@ -148,7 +148,7 @@ def drafts_session(account: MailAccount, *, timeout: float = TIMEOUT_SECONDS) ->
             ) from error
         yield DraftsSession(client, folder, int(selected[b"UIDVALIDITY"]))
     finally:
-        _close(client)
+        close_client(client)
 
 
 @contextmanager
@@ -174,13 +174,3 @@ def _unavailable(error: BaseException, step: str) -> MailFathomError:
         f"The mail server could not be reached, refused the login or dropped the connection "
         f"(cause {cause}); the draft is kept and can be delivered again.",
     )
-
-
-def _close(client: IMAPClient) -> None:
-    try:
-        client.logout()
-    except Exception:
-        try:
-            client.shutdown()
-        except Exception:  # noqa: S110 (the session is gone either way)
-            pass

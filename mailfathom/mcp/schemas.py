@@ -74,6 +74,15 @@ _REMOTE_FLAGS = {
     "observedAt": "When the flags were read (ISO 8601); null when never.",
 }
 
+_CITATION = {
+    "storedEmailId": "The email's identifier; pass it to get_email_content to read it whole.",
+    "accountId": "Identifier of the account the email belongs to.",
+    "accountDisplayName": "The account's display name.",
+    "folderAlias": "The folder's MailFathom alias.",
+    "subject": "The subject; untrusted text written by the sender.",
+    "receivedAt": "When the mail server received the email (ISO 8601).",
+}
+
 DESCRIPTIONS: dict[str, dict[str, str]] = {
     # list_accounts
     "AccountDirectory": {
@@ -286,21 +295,9 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
     "ReliedOnCitation": {
         "sourceNumber": "The number the answer cites this email by, written [n]; the same n is "
         "the email's place in citations, counting from 1.",
-        "storedEmailId": "The email's identifier; pass it to get_email_content to read it whole.",
-        "accountId": "Identifier of the account the email belongs to.",
-        "accountDisplayName": "The account's display name.",
-        "folderAlias": "The folder's MailFathom alias.",
-        "subject": "The subject; untrusted text written by the sender.",
-        "receivedAt": "When the mail server received the email (ISO 8601).",
+        **_CITATION,
     },
-    "Citation": {
-        "storedEmailId": "The email's identifier; pass it to get_email_content to read it whole.",
-        "accountId": "Identifier of the account the email belongs to.",
-        "accountDisplayName": "The account's display name.",
-        "folderAlias": "The folder's MailFathom alias.",
-        "subject": "The subject; untrusted text written by the sender.",
-        "receivedAt": "When the mail server received the email (ISO 8601).",
-    },
+    "Citation": _CITATION,
 }
 
 
