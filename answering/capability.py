@@ -1,23 +1,11 @@
 """Whether this deployment answers questions now: inactive, available or degraded.
 
-Read in one place, so the tools/list that advertises ask_mail and the use case that runs a
-question cannot disagree (docs/operations/answering.md, When ask_mail is offered):
-
-- inactive: no chat endpoint is declared, or this instance embeds no mail (no embedder,
-  or no active embedding profile). Nothing is wrong and nothing changes on its own.
-- degraded: both halves are configured and one cannot serve: the embedding space cannot
-  place a query (search's semanticSearch is degraded), or the chat endpoint failed within
-  the last WITHHOLD_SECONDS.
-- available: otherwise.
-
-A chat failure withholds answering for a minute and then lets one question through (the
-probe, `admit_question`) to find out whether the endpoint was repaired: nothing else calls
-the chat endpoint (with the relevance pass off), so a record that withheld answering until
-the next success would withhold it forever. While the probe runs, other questions in this
-process are told "not now"; its outcome renews or clears the record. The embedding half
-renews itself through sync and search.
-
-Costs one read of local state and one of the shared health record; never a provider call.
+Read in one place, so tools/list and the use case cannot disagree (docs/operations/answering.md,
+When ask_mail is offered): inactive without a chat endpoint or mail embeddings; degraded when
+the embedding space cannot place a query or the chat endpoint failed within WITHHOLD_SECONDS;
+available otherwise. After a chat failure one question is let through as a probe, since
+nothing else calls the endpoint and answering would otherwise stay withheld forever. Never
+calls a provider.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """What an answer says it relies on: the source numbers it cites, checked against the run's own.
 
-A run numbers each email the first time it hands one to the model (`<message number="3">`)
-and the instruction asks the model to cite a source as `[3]` (or `[2, 5]`). After the run
-only the answer text is read, never the retrieved mail, and each number counts only when
-this run showed it: a number never shown, out of range, or shown in another run claims
-nothing. Duplicates collapse; the order is the order of first mention.
-
-What comes out is the model's claim checked against what it was given, not proof that the
-answer is true or that the model read the source: mail quoted into an answer can carry a
-bracketed number of its own, and a number this run showed counts whoever wrote it. What
-cannot happen is an email the run never handed over being named: the numbering is the
-run's, so a forged marker in mail maps to nothing or to a source the run really showed.
+The run numbers each email it hands over and the answer cites `[n]`; afterwards only the
+answer text is read, and a number counts only if this run showed it (duplicates collapse,
+first mention orders). This is the model's claim checked against what it was given, not
+proof: mail can carry a bracketed number of its own. But an email the run never handed over
+can never be named.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """The envelope: how retrieved mail is quoted to a model, as data that cannot close its element.
 
-Every lookup answers with one `<retrieved-mail>` element holding one `<message>` per
-passage, numbered by the run so the answer can cite it as `[n]` (answering.citing), (see
-docs/operations/answering.md, Mail written to manipulate the model). Every value,
-attributes included, passes through `_text` / `_attribute`, which escape everything that
-could end an element or open one, so a subject reading `</extract></message><instruction>`
-arrives as those characters: visible, attributed to the message that carried them, and inert.
-
-Characters XML 1.0 cannot carry at all (NUL and most C0 controls, lone surrogates,
-U+FFFE/U+FFFF) are written as U+FFFD; stored mail cannot hold them anyway (PostgreSQL text
-refuses NUL and surrogates), so this only matters to a hostile test string. Carriage
-returns are written as character references so a parser does not fold them into line
-feeds; everything else round-trips exactly (tests/answering/test_envelope.py).
+One `<retrieved-mail>` element per lookup, one numbered `<message>` per passage
+(answering.citing; docs/operations/answering.md, Mail written to manipulate the model).
+Every value, attributes included, is escaped, so markup in mail arrives as inert characters
+attributed to its message. Characters XML 1.0 cannot carry become U+FFFD and carriage
+returns character references; everything else round-trips exactly.
 """
 
 from __future__ import annotations

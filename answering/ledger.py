@@ -1,28 +1,10 @@
 """The period ledgers: how many runs and tokens the deployment admits per aggregate period.
 
-Two allowances are counted apart, each a PeriodLedger with its own purpose, settings and
-Redis keys: ask_mail's questions (`period_ledger()`, MAILFATHOM_ANSWERING_*) and reply
-drafting's drafts (`drafting_ledger()`, MAILFATHOM_DRAFTING_*_PER_PERIOD), so neither can
-spend what the other may.
-
-A fixed window anchored at the Unix epoch (an hour-long period begins on the hour), so a
-refused caller knows when to come back and every process agrees where a period begins
-without storing anything. The allowance is taken at admission, after the capability read
-and before the run: a run in flight already occupies its place, so a burst of concurrent
-questions cannot all slip in. Tokens are charged as each provider call reports them.
-
-The counts live in Redis, shared by every web and Celery process of the deployment
-(docs/operations/answering.md, The period ledger is shared): one hash per window holding
-`runs` and `tokens`, which expires shortly after its window ends. Admission is one Lua
-script, so checking the ceiling and taking a place are one step whichever process asks.
-If Redis cannot be reached, a new question is refused with 56001 ("cannot right now")
-rather than admitted without a count; a charge that cannot be recorded is logged and the
-run goes on (its place was already taken).
-
-The hashes are namespaced by the deployment's database (its name and PostgreSQL object
-id, so a test database created anew starts its own counts), or by the
-PROVIDER_HEALTH_NAMESPACE Django setting when one is set, as provider health is; the
-purpose is part of every key.
+ask_mail (`period_ledger()`) and reply drafting (`drafting_ledger()`) count apart, so neither
+spends the other's allowance. Periods are fixed windows anchored at the Unix epoch, counted in
+Redis for every process and admitted by one Lua script, so a burst cannot slip past the
+ceiling; a run's place is taken at admission. Redis unreachable: a new question is refused
+with 56001 rather than admitted uncounted (docs/operations/answering.md, The period ledger).
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """search_mail: the one tool a run offers its model, and how its arguments become a lookup.
 
-The tool publishes the query and the narrowing search_emails publishes to its callers, less
-the junk switch (ask_mail never reads junk mail), and nothing else: no accounts, no folders
-(the caller's authorization, bound into the run before the model sees anything; see
-docs/operations/answering.md) and no result count (the deployment's bound on how much mail
-one lookup draws out). The filter arguments, their schema and their parse come from
-MailFilter's declaration (mailbox.services.mail_filter), narrowed to the filters it offers
-the model, so a model's filter is read and checked by the same code, against the same
-bounds, as an MCP caller's. An argument the tool does not publish is refused by name rather
-than ignored, so a model that was talked into asking for another account learns that it
-cannot, and the attempt is visible.
-
-A refusal comes back as a LookupRefused naming the argument, with the same code and
-sentence the use case gives any caller, so the model can correct it and call again.
+It publishes search_emails' query and filters, less the junk switch, and no accounts, folders
+or result count: the caller's authorization is bound into the run before the model sees
+anything. Filters come from MailFilter's declaration, so a model's filter is checked by the
+same code and bounds as an MCP caller's. An unpublished argument is refused by name, not
+ignored, so a model talked into asking for another account learns it cannot. A refusal is a
+LookupRefused with the code and sentence any caller gets.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Reply drafts: the one kind of row answering keeps.
+"""Answering's rows: reply drafts and their runs; ask_mail keeps none here.
 
-ask_mail keeps none (a question leaves no trace here; its audit entry lives in `audit`).
-Drafting keeps one Draft per answered email, and one DraftAttempt per run that wrote none,
-so a refused classification or a truncated reply is counted rather than silently retried
-(docs/operations/drafting.md).
+A question leaves no row in this app (its audit entry lives in `audit`). Drafting keeps one
+Draft per answered email, a DraftAttempt per email a run refused (so a refusal is counted and
+held back rather than silently retried), a DraftRun per run, and the reference documents an
+operator uploads for drafts, in chunks (docs/operations/drafting.md).
 """
 
 from __future__ import annotations

@@ -1,29 +1,12 @@
 """The run: a conversation between the chat model and one search tool, under hard ceilings.
 
-Nothing is retrieved before the model asks. Each provider call carries the versioned
-instruction in the instruction position, the question as asked, the model's own turns and
-the tool results (envelopes and refusals), and nothing else, so there is no position for
-a message to reach except the one it is quoted in.
-
-Each email is numbered the first time the run hands it over (1, 2, ...; the same number in
-every later envelope), and the answer cites sources by those numbers. The numbering lives
-in the run record only, so mail that writes a number or a forged envelope changes nothing
-about what a number names (answering.citing).
-
-The scope is bound when the run is composed (`BoundScope`) and never appears in the
-conversation: search_mail takes no account or folder argument. It is checked twice: the
-lookup re-resolves the bound names through the same scope resolution every read uses, and
-every passage that comes back is checked against the bound scope before it is admitted.
-
-Ceilings, each checked before the next provider call (docs/operations/answering.md, The
-ceilings):
-
-- retrieved characters per run: a lookup is cut to whole passages, in ranking order, that
-  fit what the run may still send; once nothing more fits, the envelope says
-  retrieval-limit-reached and the run goes on with what it has (retrieval_truncated);
-- provider calls per run and tokens per run: the run stops with 57001. Tokens can only be
-  checked against what earlier calls reported, so the call that crosses the ceiling is paid
-  for. These refusals are MailFathom's own and never reach the provider's circuit or health.
+Nothing is retrieved before the model asks, and each provider call carries only the
+versioned instruction (in the instruction position), the question, the model's own turns and
+the tool results, so quoted mail has no position to reach but the one it is quoted in. Emails
+are numbered by the run, never by mail, for citing (answering.citing). The scope is bound at
+composition, never in the conversation, and checked again on every passage admitted. Ceilings
+(retrieved characters, provider calls, tokens) are checked before each call; those refusals are
+MailFathom's own and never count against the provider (docs/operations/answering.md).
 """
 
 from __future__ import annotations

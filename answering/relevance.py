@@ -1,24 +1,10 @@
 """The optional second pass: each candidate judged alone by the chat model, 0 to 100.
 
 Off by default (MAILFATHOM_CHAT_RELEVANCE_FILTER_ENABLED). Candidates are judged one after
-another, never in parallel: each judgement is an ordinary call under the chat budget, whose
-concurrency limit rejects rather than queues, so a burst would be refused by MailFathom's
-own bulkhead and recorded against a provider that is fine.
-
-It filters and never reorders: survivors keep the fused order, so a passage that begs for
-a top score still holds the place the ranking gave it. Every failure keeps the passage
-(docs/operations/answering.md, The relevance pass):
-
-- the chat provider's last call failed: nothing is judged; the fused ranking stands;
-- a judgement could not be had (timeout, throttled, refused, not sent, or the run's token
-  allowance is spent): that candidate and every later one are kept; the pass stops;
-- a judgement came back as anything but a bare whole number 0-100: that candidate is
-  kept; the pass goes on;
-- every judged candidate scored below the threshold: nothing survives (the filter working).
-
-A judgement carries the whole lookup (query text and filters) in a `<query>` element and
-the candidate in the same envelope a run reads, and nothing of the run: not the question,
-not the answer, not the other candidates.
+another, since the chat bulkhead rejects rather than queues. It filters and never reorders,
+and every failure keeps the passage: a judgement that cannot be had stops the pass keeping
+the rest, an unreadable one keeps that candidate (docs/operations/answering.md, The relevance
+pass). A judgement sees the lookup and one candidate only, nothing of the run.
 """
 
 from __future__ import annotations

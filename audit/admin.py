@@ -8,29 +8,15 @@ through a confirmation page that asks for the addresses again (audit.erasure_adm
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db.models import Model
-from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
 from audit.erasure_admin import ErasureRequestRecordAdmin  # noqa: F401  (registers itself)
 from audit.models import MUTATION_TRAIL_FIELDS, AnsweringRunEmail, AnsweringRunEntry, MutationEntry
+from mailbox.admin_read_only import ReadOnly
 
 
-class _ReadOnly:
-    """No add, change or delete: a trail an operator could edit would record nothing."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-
-class AnsweringRunEmailInline(_ReadOnly, admin.TabularInline):
+class AnsweringRunEmailInline(ReadOnly, admin.TabularInline):
     model = AnsweringRunEmail
     fields = ["position", "email_link", "cited", "relied_on_rank"]
     readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
@@ -44,7 +30,7 @@ class AnsweringRunEmailInline(_ReadOnly, admin.TabularInline):
 
 
 @admin.register(AnsweringRunEntry)
-class AnsweringRunEntryAdmin(_ReadOnly, admin.ModelAdmin):
+class AnsweringRunEntryAdmin(ReadOnly, admin.ModelAdmin):
     inlines = [AnsweringRunEmailInline]
     list_display = [
         "ended_at",
@@ -78,7 +64,7 @@ class AnsweringRunEntryAdmin(_ReadOnly, admin.ModelAdmin):
 
 
 @admin.register(MutationEntry)
-class MutationEntryAdmin(_ReadOnly, admin.ModelAdmin):
+class MutationEntryAdmin(ReadOnly, admin.ModelAdmin):
     list_display = [
         "requested_at",
         "kind",

@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Model, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -26,6 +26,7 @@ from audit.services.erasure import (
     execute_erasure_request,
     preview_counts,
 )
+from mailbox.admin_read_only import ReadOnly
 from mailbox.services.erasure import KINDS, MAX_ADDRESS_LENGTH, MAX_ADDRESSES
 from mailfathom.core.errors import MailFathomError
 
@@ -47,7 +48,7 @@ class ExecuteErasureForm(forms.Form):
 
 
 @admin.register(ErasureRequestRecord)
-class ErasureRequestRecordAdmin(admin.ModelAdmin):
+class ErasureRequestRecordAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ["requested_at", "id", "status", "requested_by_kind", "requested_by", "executed_at"]
     list_filter = ["status", "requested_by_kind", "requested_at"]
     date_hierarchy = "requested_at"
@@ -72,15 +73,6 @@ class ErasureRequestRecordAdmin(admin.ModelAdmin):
         "links",
     ]
     readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
-
-    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)

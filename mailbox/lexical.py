@@ -1,17 +1,10 @@
 """The lexical index: one tsvector per email, every word once, as written.
 
-Each field is indexed with PostgreSQL's `simple` configuration only: one lexeme per word
-position (the word lowercased), so a word in the mail is counted once however many
-languages it could be stemmed in. Stemming happens at query time instead: the word
-statistics snapshot (LexicalTermStat) records each indexed word's English and German stem,
-and a query word stands for every indexed word sharing its own word or one of its stems
-("payments" finds "payment", "Zahlungen" finds "Zahlung"), scored as one word
-(docs/search.md). The subject weighs most (A), then the participants (B), then the body
-(C). Bodies are indexed up to INDEXED_BODY_CHARACTERS: tsvector positions stop at 16,383
-anyway.
-
-One configuration instead of three (simple, English, German) also makes storing mail
-cheaper: computing the tsvector was most of PostgreSQL's work per inserted email.
+Fields are indexed with PostgreSQL's `simple` configuration only (the word lowercased), so a
+word counts once however many languages could stem it, and storing stays cheap; stemming
+happens at query time through the LexicalTermStat snapshot's English and German stems
+(docs/search.md). Weights: subject A, participants B, body C. Bodies are indexed up to
+INDEXED_BODY_CHARACTERS, since tsvector positions stop at 16,383 anyway.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """Turn an Outlook .msg file (an OLE compound document of MAPI properties) into a MIME message.
 
 extract-msg reads the container; the MIME message is written here, so what is kept is
-decided in one place and the bytes are the same on every import (boundaries derive from the
-file's bytes, so a message's UID, taken from them, is stable and importing twice adds
-nothing). What is kept, and what a .msg holds that a MIME message cannot:
-
-- The headers: the transport headers Outlook saved when the message arrived, as they were
-  (less their MIME content fields, which describe a body that no longer exists), else
-  From, To, Cc, Date, Subject, Message-ID, In-Reply-To and References from MAPI properties.
-- The body: the plain text and the HTML (HTML Outlook kept only inside RTF is
-  de-encapsulated); an RTF-only body without HTML keeps its plain text.
-- Attachments by value with their names, media types, Content-IDs and inline marks; an
-  attached Outlook message becomes a message/rfc822 part (nested at most MAX_NESTING deep).
-- Lost: the original MIME structure and transfer encodings (the sender's exact bytes are
-  not in a .msg), the RTF body itself, attachments by reference or OLE objects, and MAPI
-  state such as categories, follow-up flags and read receipts.
-
-Every converted message carries `X-MailFathom-Converted-From: outlook-msg`, so a reader of
-the stored raw form can tell it was converted.
+decided in one place and the bytes are the same on every import (the UID derives from them,
+so importing twice adds nothing). Kept: the saved transport headers (else those rebuilt from
+MAPI), the plain and HTML bodies, attachments (nested messages at most MAX_NESTING deep).
+Lost: the original MIME structure, the RTF body, attachments by reference and MAPI state.
+Every converted message carries `X-MailFathom-Converted-From: outlook-msg`.
 """
 
 from __future__ import annotations

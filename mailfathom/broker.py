@@ -1,18 +1,11 @@
 """The Redis broker transport and the worker's consumer, made to outlive a broker outage.
 
-kombu 5.7's Redis channel needs its transport's `client` (the kombu Connection) to build a
-connection pool. When the broker drops, Celery's consumer first collects the connection,
-which detaches the transport (`transport.client = None`), then closes it; closing the
-channel rebuilds its pool to put unacknowledged messages back, and the worker dies of
-`AttributeError: 'NoneType' object has no attribute 'hostname'`: an error no caller treats
-as a connection error. A late acknowledgement through the closed channel fails the same
-way. Here a channel keeps what it was opened with, so both meet the broker itself: a
-connection error while it is down (the message stays in Redis's unacked set, which kombu
-restores after the visibility timeout), success once it is back.
-
-The consumer reconnects on a short fixed backoff (Celery's default grows to 30 s between
-attempts, so a one-minute outage cost up to another half-minute), forever: the worker
-outlives any outage instead of giving up after 100 attempts.
+kombu's Redis channel rebuilds its pool from the transport's `client`, which Celery detaches
+when the broker drops, so closing the channel (or a late acknowledgement) killed the worker
+with an AttributeError no caller treats as a connection error. Here a channel keeps what it
+was opened with, so both meet the broker itself: a connection error while it is down (the
+message stays unacked and is restored), success once it is back. The consumer reconnects on
+a short fixed backoff, forever.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Admin login throttling: failures counted per user name and per client address in Redis.
 
-Why not django-axes: it wraps every authenticate() call in the project (its backend refuses
-a call without a request), needs its middleware, writes user names and addresses to its
-own tables and, by default, to the log. What admin needs is two counters with a lifetime,
-which Redis (already required for Celery) keeps for every web worker at once.
-
-Counters are keyed by an HMAC of the name or address under SECRET_KEY, so Redis holds no
-user name or address in clear; log lines carry neither. A user name reaches its limit from
-any address, an address from any user names; once either is locked, even the right
-password is refused until the lockout window has passed. If Redis does not answer, logins
-are not throttled (a warning is logged): operators must be able to reach admin during an
-outage. See docs/operations/deployment.md.
+Two counters with a lifetime in Redis, not django-axes (which wraps every authenticate(),
+needs middleware and stores names and addresses). Counters are keyed by an HMAC under
+SECRET_KEY, so Redis and the log hold no name or address in clear. Once either counter is
+locked even the right password is refused until the window passes. Redis unreachable: logins
+are not throttled (a warning is logged), so operators can reach admin during an outage.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Telling a dependency outage (the database or Redis unreachable) from a bug, and answering one.
 
-An outage is an exception of the few types a driver raises when it cannot talk to its
-server: Django's OperationalError and InterfaceError (connection refused, dropped, already
-closed, a statement cancelled), redis-py's ConnectionError and TimeoutError. It is found on
-the exception itself or on its `raise ... from` chain, never on an unrelated exception that
-was being handled (`__context__`), so a bug raised while handling an outage stays a bug.
-ProgrammingError, IntegrityError, DataError and everything else are bugs and are answered
-and logged as before.
-
-Every entrypoint answers an outage with code 54003 and a hint to retry (docs/errors.md):
-/mcp in mailfathom.mcp, the admin and the compliance API through `server_error`, Django's
-handler500, with a 503 page and Retry-After and one warning line naming the error type
-instead of a traceback.
+An outage is one of the few exception types a driver raises when it cannot reach its server
+(Django's OperationalError and InterfaceError, redis-py's ConnectionError and TimeoutError),
+on the exception or its `raise ... from` chain, never on `__context__`, so a bug raised while
+handling an outage stays a bug. Every entrypoint answers an outage with 54003 and a hint to
+retry (a 503 with Retry-After on the web), logging one warning line instead of a traceback.
 """
 
 from __future__ import annotations

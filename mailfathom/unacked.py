@@ -1,17 +1,11 @@
 """Tasks a dead worker held, handed out again when a worker starts rather than an hour later.
 
-Tasks are acknowledged late, so kombu's Redis transport keeps each task a worker took in its
-`unacked` hash (and `unacked_index`, by delivery time) until the worker acknowledges it. A
-killed worker never does, and kombu hands the task out again only after the visibility
-timeout, kept long (an hour as shipped) so that a long backfill or a 20-minute IDLE watch
-still running is never handed to a second worker. Instead each worker notes which process
-holds each task it takes (HOLDERS: delivery tag -> host, pid, process start), and a worker,
-when it starts and then every half-minute, restores through kombu's own
-`QoS.restore_by_tag` every task still unacknowledged whose holder is dead: a process of
-this host that no longer runs, or a process elsewhere not seen for DEAD_AFTER_SECONDS. A
-task with no holder noted (taken before this existed, or the note failed) is left to the
-visibility timeout. A task run twice costs time, never data: runs are idempotent in the
-database (docs/synchronization.md).
+Tasks are acknowledged late, and kombu restores an unacknowledged one only after the
+visibility timeout, kept long so a long backfill or IDLE watch is never run twice. Instead
+each worker notes the process holding each task it takes (HOLDERS), and on start and
+periodically restores, through kombu's `QoS.restore_by_tag`, every task whose holder is dead
+(gone on this host, or unseen for DEAD_AFTER_SECONDS elsewhere). A task run twice costs time,
+never data: runs are idempotent in the database.
 """
 
 from __future__ import annotations

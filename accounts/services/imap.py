@@ -226,3 +226,14 @@ def open_client(
     client = connect(account, timeout=timeout, ssl_context=context)
     log_in(client, account, password=password, ssl_context=context)
     return client
+
+
+def close_client(client: IMAPClient) -> None:
+    """End a session open_client opened: LOGOUT, else drop the socket; never raises."""
+    try:
+        client.logout()
+    except Exception:
+        try:
+            client.shutdown()
+        except Exception:  # noqa: S110 (the session is gone either way)
+            pass

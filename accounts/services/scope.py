@@ -1,17 +1,11 @@
 """Scope resolution: the one place every read decides which accounts and folders it may see.
 
-A caller names accounts (identifier exactly, or display name without regard to case) and
-folders (an alias, or a role written `role:Junk`). The result lists the served accounts and,
-for each, the folders tools may read: mapped, visible to tools, and matching the request.
-Every later read (list, content, search, ask) is expressed in a ResolvedScope, so a folder
-withheld from tools or an account no longer served is outside all of them at once.
-
-The caller's MCP API key may be limited to some accounts (docs/operations/mcp-endpoint.md,
-Key scopes). The /mcp key gate states that limit with `limited_to_accounts` around the
-request; it travels as a context variable into the use case's worker thread (asgiref's
-sync_to_async copies the context), and every resolution here intersects the served
-accounts with it before anything is read. An account outside the key is therefore refused
-exactly as an unknown one is, and a read naming no account reaches only the key's.
+A caller names accounts (identifier, or display name ignoring case) and folders (alias, or
+`role:Junk`); the result is the served accounts and, for each, the folders tools may read.
+Every read is expressed in a ResolvedScope, so a hidden folder or an unserved account is out
+of all of them at once. A key's account limit (`limited_to_accounts`, a context variable
+that follows the use case into its thread) is intersected first, so an account outside the
+key is refused exactly as an unknown one.
 """
 
 from __future__ import annotations

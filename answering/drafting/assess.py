@@ -1,27 +1,11 @@
-"""Stage 8, assess: a verdict on the draft computed from its text and its origins, without any model.
+"""Stage 8, assess: a verdict on the draft from its text and its origins, without any model.
 
-Five checks (docs/operations/drafting.md, assess), each reason a stable code, a colon and
-a sentence a reviewer can act on:
-
-- facts: every figure, amount, date, reference, address, link, phone number, IBAN and BIC
-  in the draft is found in an origin (answering.drafting.facts for the normal forms;
-  unsupported_<kind> for each one that is not), and where it was found lets it go to
-  the recipients (answering.drafting.provenance: other_correspondent,
-  unverified_payment_detail);
-- correspondents: reply_to_mismatch and thread_hijack, judged on the answered mail
-  (answering.drafting.correspondents) and handed in by the caller;
-- language: the draft's language, identified offline by py3langid with the signature
-  removed, is the classified one (language_mismatch). A draft under MIN_LANGUAGE_LETTERS
-  letters, or identified with a probability under MIN_LANGUAGE_CONFIDENCE, is not judged;
-- signature: when the account keeps signatures, the one for the classified language ends
-  the draft (signature_missing when the account has none for it, signature_mismatch when
-  it does not end the draft or another language's is in it);
-- shape: no subject line, no markdown heading, no second letter (a second salutation or
-  closing, or a numbered alternative): the failure shapes of a model under context pressure.
-
-Plus no_finish_reason when the endpoint did not say why it stopped. No reason: ready.
-Each flagged fact is also a finding (code, kind, offsets into the body, origin refs) for
-the review page to mark; reasons and findings name the fact, logs only the codes.
+Five checks (docs/operations/drafting.md, assess), each reason a stable code and a sentence
+a reviewer can act on: facts (every figure, date, address, link, IBAN... found in an origin
+that may go to the recipients: answering.drafting.facts and .provenance), correspondents
+(reply_to_mismatch, thread_hijack), language (too short or too unsure a text is not judged),
+signature, and shape (no subject line, heading or second letter). No reason: ready. Flagged
+facts are also findings with offsets for the review page; logs carry codes only.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Whether this deployment drafts replies now: inactive, available or degraded.
 
-Read in one place, so the tools/list that advertises draft_reply, the use case behind it
-and the scheduled runs cannot disagree:
-
-- inactive: the utility or the drafting endpoint resolves to no provider
-  (MAILFATHOM_DRAFTING_*_PROVIDER=none, or no chat endpoint to fall back to);
-- degraded: one of the two failed within the last WITHHOLD_SECONDS (a minute later one
-  draft may find out whether it was repaired);
-- available: otherwise.
-
-Drafting does not need embeddings: without them gather ranks lexically. Costs one read of
-local settings and of each role's shared health record; never a provider call.
+Read in one place, so tools/list, draft_reply and the scheduled runs cannot disagree:
+inactive when the utility or drafting role resolves to no provider, degraded when either
+failed within WITHHOLD_SECONDS, available otherwise. Embeddings are not needed (gather then
+ranks lexically). Never calls a provider.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Stage 2, classify: the utility model names the mail's intent and language, or the draft stops.
 
-The model answers at temperature 0 with one JSON object, {"intent": ..., "language": ...}.
-One accommodation: a reply that is exactly one fenced code block (```json ... ```) is
-unwrapped before parsing, because small models fence routinely. Everything else that is not
-usable is refused, never guessed (docs/operations/drafting.md, classify): a misclassified
-intent steers the whole draft into a fluent reply to another question, and the language
-picks the signature. The refusal shapes, each a fixed reason code:
-
-- not_json: not a JSON object (prose, prose around a fence, a list, broken JSON);
-- intent_unknown: an intent missing or outside the seven (case and surrounding blanks are
-  forgiven: "Inquiry " is inquiry; "enquiry" or "follow_up" are not);
-- language_missing: no language, or a blank one;
-- language_not_iso: a language that is not an ISO 639-1 code (two letters, one of the list).
+The model answers at temperature 0 with {"intent": ..., "language": ...}; a reply that is
+exactly one fenced code block is unwrapped, since small models fence routinely. Anything
+else unusable is refused with a fixed reason code, never guessed (not_json, intent_unknown,
+language_missing, language_not_iso): a wrong intent steers the whole draft, and the
+language picks the signature (docs/operations/drafting.md, classify).
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """Who a draft's mail was exchanged with: parties, the account's own side, and who the reply goes to.
 
-A party is an organisation: an address's registrable domain (mail.client.example and
-client.example are one party, by the Public Suffix List), except for free-mail providers,
-where every address is a party of its own (two gmail.com senders are two people). The
-account's own side is its IMAP user name's party and the parties of everyone who sends
-its outgoing mail; a message exchanged only within it is the firm's own.
-
-Two checks of the answered mail are made here, before its reply is judged:
-
-- reply_to_mismatch: the reply would go to another party than the mail's sender (its
-  Reply-To), or to a domain that looks like one the mailbox corresponds with
-  (confusable characters, or one or two letters away) without being it;
-- thread_hijack: the mail claims (In-Reply-To, References) a conversation held in this
-  mailbox, one the firm's own side wrote or was addressed in, that its sender's party
-  neither began nor was written to in by anyone else. Mailing-list posts are left out:
-  a thread held on a list is open to every member. Someone else's message that names no
-  recipient (sent to undisclosed recipients, or stored without its To and Cc) admits the
-  sender: whoever it went to is unknown, the sender perhaps among them.
-
-Reasons name parties by domain or display name, never a fact; logs carry codes only.
+A party is a registrable domain (Public Suffix List), except free-mail addresses, each a
+party of its own. Two checks of the answered mail: reply_to_mismatch (the reply would go to
+another party than the sender, or to a look-alike domain) and thread_hijack (a sender
+claiming a conversation of this mailbox its party took no part in; mailing lists are left
+out). Reasons name parties by domain or display name, never a fact; logs carry codes only.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """Stage 9, deliver: put a draft in the account's Drafts folder, never twice, and record it.
 
-The account's append mode decides which drafts go there: `off` writes nothing, ever (not
-even a removal); `approved` writes approved and edited drafts; `every` writes pending
-ones too, as soon as the pipeline stores them (it calls deliver_draft()), but only those
-whose verdict is ready: a pending draft that needs review stays off the server until a
-reviewer approves it, in every mode.
-
-Never two copies. Each version of a draft gets a Message-ID minted from the draft's id
-and a random part, stored on the draft before the APPEND. A delivery first SEARCHes the
-Drafts folder for every copy whose Message-ID carries the draft's id: the current version,
-when found, is not appended again (a retry after a connection cut mid-APPEND finds the
-first copy); every other version found is a superseded one and is removed by its UID
-after the new one is in place, so the folder is never without the draft.
-
-Each server change is recorded in the mutation trail (draft_appended, draft_replaced for
-a superseded copy removed, draft_removed when a discarded draft is taken out). An APPEND
-whose answer was lost is recorded by the retry that finds its copy, with found_existing 1.
-One delivery of a draft runs at a time (a PostgreSQL advisory lock on the draft's id).
+The account's append mode decides (`off` writes nothing ever; `approved`; `every`, which
+still holds back a draft that needs review). Each version gets a Message-ID minted from the
+draft's id; a delivery first searches the folder for it, so a retry never appends twice, and
+superseded copies are removed only after the new one is in. Every server change goes to the
+mutation trail. One delivery per draft at a time (an advisory lock on its id).
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
-"""The checkable facts of a text, each in a form that compares whole, and what a text supports.
+"""The checkable facts of a text, each in a normal form that compares whole, and what a text supports.
 
-A draft's facts are compared with the facts of the mail it was built from. Each kind has
-its own normal form, chosen so that a near miss is a miss:
-
-- url: scheme, host and path compared whole (http is not https; a link written without a
-  scheme, "www.example.com/x", matches either scheme);
-- email: the whole address, without regard to case (never a substring of a longer one);
-- iban: ISO 13616, spaces ignored, compared whole; one that fails the mod-97 check is
-  still read as an IBAN (and never matches a valid one);
-- bic: 8 or 11 characters after "BIC" or "SWIFT", the 8-character form equal to "...XXX";
-- phone: E.164 by the phonenumbers library when written with a country code; a national
-  number (leading 0) matches an international one with the same national number;
-- amount: a figure with its currency (EUR, USD, GBP, CHF, by symbol, code or word); the
-  same value in another currency is a different amount;
-- date: day and month (a year is not compared);
-- reference: a token with letters and digits (an order or invoice number), matched as a
-  whole token without regard to case;
-- figure: digits, with 2,300 / 2.300 / 2300 one figure.
-
-Extraction consumes each match once, most specific kind first, and keeps offsets into the
-text so the review page can mark a fact where it stands.
+A draft's facts are compared with the facts of the mail it was built from, and each kind
+(url, email, iban, bic, phone, amount, date, reference, figure) is normalised so that a near
+miss is a miss: http is not https, an amount in another currency is another amount, an IBAN
+failing mod 97 never matches a valid one. Extraction consumes each match once, most specific
+kind first, and keeps offsets so the review page can mark a fact where it stands.
 """
 
 from __future__ import annotations

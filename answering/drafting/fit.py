@@ -1,26 +1,11 @@
 """Stage 6, fit: the prompt's token budget, derived from the retrieval settings, and the drop order.
 
-The budget grows with what the settings retrieve, so raising the number of sources raises
-the room to carry them, and sits under a hard ceiling of CEILING_TOKENS:
-
-    budget = min(CEILING_TOKENS, reserve + sources × source_tokens + tail × message_tokens)
-
-where `reserve` is the instruction, the answered mail at its character bound, the signature
-and an allowance for the few-shot examples. A startup check (answering.drafting.checks)
-refuses settings whose one-thread-message minimum plus every source would not fit under
-the ceiling: a setting can never retrieve more than the prompt holds.
-
-When the parts of one draft do not fit, they are dropped in one fixed order
-(docs/operations/drafting.md, fit): all few-shot examples at once; then the oldest
-thread-tail messages one at a time, never below one; then the lowest-ranked sources from
-the bottom. The answered mail is never dropped. Correctness outranks voice.
-
-Measured and knobs: CEILING_TOKENS is the one measured number (the size above which a
-32k-context model stopped obeying its instruction, drafting-replies § The budget).
-CHARACTERS_PER_TOKEN, ELEMENT_OVERHEAD_TOKENS, HEADER_CHARACTERS, SUBJECT_CHARACTERS,
-SIGNATURE_CHARACTERS and EXAMPLES_ALLOWANCE_TOKENS are engineering choices: treat them as
-knobs. Token counts here are estimates from characters (3 per token, generous for German
-and for markup); what a call really cost is the provider's report, booked by spend.
+budget = min(CEILING_TOKENS, reserve + sources × source_tokens + tail × message_tokens), and
+a startup check refuses settings that could retrieve more than the ceiling holds. Parts that
+do not fit are dropped in one order: every few-shot example, then the oldest thread-tail
+messages (never below one), then the lowest-ranked sources; never the answered mail.
+CEILING_TOKENS is measured (docs/operations/drafting.md); the other constants are knobs, and token
+counts here are estimates from characters.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """The gate: which of an account's emails wait for a draft, in one SQL query, no model call.
 
-Every condition is a named function returning a filter, so each can be read, tested and
-explained on its own (docs/operations/drafting.md, The gate and runs). An email passes
-when all hold:
-
-- incoming: it came in, it is not one of the account's own;
-- unanswered: it is threaded, and no outgoing email of its thread is later than it;
-- undrafted: no draft exists for it;
-- within_window: received within the account's drafting window (1 to 365 days);
-- not_bulk: not bulk or automatic mail (decided at storing time, Email.is_bulk);
-- in_drafting_folder: in a folder mapped visible to tools, not the junk, drafts or trash folder;
-- not_recently_refused: no refusal of it that would repeat, in the last RETRY_AFTER;
-- content_held: its content is held and readable (not withheld for size or headroom, not
-  encrypted): a reply written from the subject alone answers nothing.
-
-Oldest first (received_at, then id), so a run cut short has drafted the most overdue.
-The partial index email_awaiting_draft (mailbox.models) serves the window scan.
+Every condition is a named function returning a filter, so each can be read and tested
+alone (docs/operations/drafting.md, The gate and runs): incoming, unanswered, undrafted,
+within the drafting window, not bulk, in a drafting folder, not refused within RETRY_AFTER,
+and its content held and readable. Oldest first (received_at, id), so a run cut short has
+drafted the most overdue; the partial index email_awaiting_draft serves the scan.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """Stage 4, gather: one hybrid search with two strings, fused before anything else sees them.
 
-The condensed query goes to the vector arm (it is the only string embedded); the raw mail,
-subject and body exactly as condense was handed them, goes to the lexical arm, because the
-project number, order reference and surname the customer typed are what condensing throws
-away (docs/operations/drafting.md, gather). Both rankings are fused inside the one call
-(mailbox.services.passages with `lexical_query_text`).
-
-Scope: the answered mail's own account, every folder tools may read, junk never (the
-passage retrieval's own rule), resolved through the same scope resolution every read uses,
-so a caller's key limit applies too. The answered mail and its thread tail are left out:
-they are in the prompt already, under their own headings.
-
-With MAILFATHOM_DRAFTING_SOURCE_SCOPE=correspondent the sources are narrowed further to
-mail exchanged only with the answered mail's own party (its sender's address, or its
-organisation's domain), the firm's internal mail, and the firm's own letters to others that
-name nothing identifying of theirs (docs/decisions/0006-drafting-source-scope.md), read
-from a deeper ranking so the narrowing still fills the sources it may.
+The condensed query goes to the vector arm; the raw mail goes to the lexical arm, because the
+numbers and names the customer typed are what condensing throws away. Scope: the answered
+mail's own account, readable folders, never junk, through the common scope resolution (a
+key's limit applies); the answered mail and its thread tail are left out. With
+MAILFATHOM_DRAFTING_SOURCE_SCOPE=correspondent, sources narrow to mail with the answered
+mail's own party (docs/decisions/0006-drafting-source-scope.md).
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """Stage 7, generate: the drafting model writes one reply, or the draft is refused.
 
-The instruction (versioned, DRAFT_INSTRUCTION_VERSION) travels in the instruction position
-only, with the intent's own guidance appended; every piece of mail (examples, thread tail,
-sources, the answered mail) is quoted as data in one user turn, each value escaped by
-answering.envelope so mail cannot close its element and open an instruction.
-
-The reply is bounded by MAILFATHOM_DRAFTING_MAX_REPLY_TOKENS (800 by default). How the
-model stopped decides what is kept (docs/operations/drafting.md, generate):
-
-- length: refused (stopped_on_length). A half-finished letter looks finished in a queue;
-- content_filter: refused (content_filtered);
-- no finish reason at all: kept, with a note saying so, because refusing everything from a
-  runtime that reports nothing would draft nothing;
-- stop: kept.
+The versioned instruction (DRAFT_INSTRUCTION_VERSION, plus the intent's guidance) goes in the
+instruction position only; all mail is quoted as escaped data in one user turn
+(answering.envelope). The reply is bounded by MAILFATHOM_DRAFTING_MAX_REPLY_TOKENS, and how
+the model stopped decides (docs/operations/drafting.md, generate): length is refused (a
+half-finished letter looks finished in a queue), content_filter is refused, stop is kept, and
+no finish reason is kept with a note.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """The answered mail and its thread tail, read once and cut to their bounds.
 
-`MailText.raw` (subject, a blank line, the body, cut to
-MAILFATHOM_DRAFTING_MAX_ANSWERED_CHARACTERS) is the one string condense is handed and the
-lexical arm ranks: gather's two strings differ only there. Where sensitive-content scanning
-is on, the subject and body are redacted before anything is built from them, as passages
-are: what is sent to a model leaves the deployment.
-
-The thread tail is the answered mail's stored thread (Email.thread_id, joined at storing
-time across folders) in folders tools may read and not junk, received before it, one copy
-per Message-ID (the same message in Inbox and Archive counts once), newest kept. Mail not
-threaded yet (stored before threading, until `manage.py thread_mail` runs) falls back to
-its direct Message-ID, In-Reply-To and References links.
+`MailText.raw` (subject, blank line, body, cut to MAILFATHOM_DRAFTING_MAX_ANSWERED_CHARACTERS)
+is the one string condense and the lexical arm get; it is redacted first where scanning is
+on. The thread tail is the stored thread (Email.thread_id) in readable, non-junk folders,
+received before it, one copy per Message-ID; mail not threaded yet falls back to its
+Message-ID, In-Reply-To and References links.
 """
 
 from __future__ import annotations

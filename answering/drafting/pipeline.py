@@ -1,27 +1,11 @@
 """compose_draft: stages 2 to 8 over one incoming email; nothing is stored.
 
-The order is the contract (docs/operations/drafting.md):
-
-0. admission: both drafting roles must resolve to a model (else provider_failed, nothing
-   charged); then one run is taken from drafting's own period ledger (57001 there becomes
-   ceiling_reached; ask_mail counts apart). Every model call after that is charged to the
-   period as it reports;
-2. classify (utility model) -> intent, language, or classify_refused;
-3. condense (utility model) -> the vector arm's query;
-4. gather: one hybrid search, condensed query to the vector arm, the raw mail to the
-   lexical arm, within the email's account;
-5. rerank (utility model, one call per source) when MAILFATHOM_DRAFTING_RERANK_ENABLED;
-6. fit: the prompt under its budget, dropping in the fixed order;
-7. generate (drafting model) -> the body, or stopped_on_length / content_filtered;
-8. assess -> the verdict and its reasons.
-
-A per-message problem never escapes as an exception: it is a DraftRefused naming the stage
-and the AttemptOutcome, with the tokens spent so far, for the caller to record. What may
-escape is what is not about this message: the period ledger unreachable (56001), the
-database failing. Logs and the span carry the alias and counts, never mail, query or draft.
-
-Thread tail: found by Message-ID / In-Reply-To / References (answering.drafting.mail)
-until stage 0's Email.thread_id lands.
+Admission first (both drafting roles resolve to a model, and one run from drafting's own
+period ledger), then classify, condense, gather (the thread tail and the answered mail left
+out), rerank with reference documents when switched on, fit, generate and assess
+(docs/operations/drafting.md). A per-message problem never escapes: it is a DraftRefused
+naming the stage and the AttemptOutcome, with the tokens spent. Only what is not about the
+message escapes (the ledger unreachable, 56001; the database). Logs carry counts, never mail.
 """
 
 from __future__ import annotations

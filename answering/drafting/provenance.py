@@ -1,24 +1,11 @@
 """Where each fact of a draft came from, and whether it may go to the draft's recipients.
 
-A draft is built from origins: the answered mail, its thread tail, the gathered sources,
-reference documents and the account's signatures. Each origin is read again from the
-database by its id (so the verdict after a reviewer's edit is computed from exactly what
-the first one was), with its external parties and the facts it holds.
-
-A fact of the draft found in no origin is unsupported (assess lists it by kind). A fact
-that is found is then judged by where it was found:
-
-- other_correspondent: an identifying fact (IBAN, BIC, phone, address, link, reference,
-  amount, a figure of five digits or more) found only in mail exchanged with parties
-  none of whom the reply goes to. The answered mail, mail exchanged with a recipient,
-  the firm's internal mail, reference documents and signatures may all supply facts; so
-  may outgoing mail that sent the fact to two or more parties (the firm's own data,
-  such as its bank account, which it gives everyone), and mailing-list posts (published
-  to the list's members, not entrusted to the firm alone).
-- unverified_payment_detail: an IBAN, a BIC or a payment link found only in incoming
-  mail (the answered one or any other), never in the firm's outgoing mail, its reference
-  documents or its signatures. Internal incoming mail does not verify one: a sender name
-  is easily forged. A draft that confirms a change of payment details is flagged too.
+Origins (the answered mail, its thread tail, the sources, reference documents, signatures)
+are read again by id, so a re-assessment after an edit judges exactly what the first did. A
+fact found in no origin is unsupported; a found one is flagged other_correspondent when it
+is identifying and came only from mail with parties the reply does not go to, and
+unverified_payment_detail when an IBAN, BIC or payment link came only from incoming mail
+(a sender name is easily forged).
 """
 
 from __future__ import annotations

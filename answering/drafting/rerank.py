@@ -1,16 +1,9 @@
 """Stage 5, rerank: the relevance pass over the gathered sources, when switched on.
 
-With MAILFATHOM_DRAFTING_RERANK_ENABLED, each source is judged by the utility model (one
-call per source, the same judgement ask_mail's relevance pass makes: answering.relevance)
-against the condensed query, and sources below MAILFATHOM_CHAT_RELEVANCE_FILTER_THRESHOLD
-are dropped; a pass that fails keeps the fused order. Off, the fused ranking is handed on
-as hybrid search produced it. Either way fit drops sources from the bottom of this order,
-so what goes first is what ranked worst.
-
-Reference documents (price lists, policies, FAQs an operator uploads per account) are
-searched only while reranking is on (answering.drafting.references) and judged here beside
-the mail; the kept sources are then ordered by their score, best first, so fit drops what
-was scored worst.
+With MAILFATHOM_DRAFTING_RERANK_ENABLED the utility model judges each source (ask_mail's
+relevance judgement) and sources below the threshold are dropped; a failed pass keeps the
+fused order. Reference documents join only while reranking is on, and the kept sources are
+ordered best first, so fit's drops from the bottom take what scored worst.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Review a draft: edit it, approve it, edit and approve it, or discard it; then deliver per the append mode.
 
-Status moves only forward: pending -> approved | edited | discarded, and an approved or
-edited draft may be edited again (its copy in the Drafts folder is then replaced). Each
-move is one conditional UPDATE, so two reviewers acting at once cannot both win, and it
-sets reviewed_by and reviewed_at. The review is committed before the Drafts folder is
-touched: a delivery that fails keeps the approval and is reported beside it, and
-deliver_again() retries it.
-
-Every saved edit is judged again (answering.drafting.verdict.reassess_draft) against the
-draft's own origins, so a figure typed in turns the verdict to needs review and an edit
-that removes every reason makes it ready. A draft that needs review is approved only with
-each open reason acknowledged (63008 otherwise); the acknowledgements are kept on the
-draft with the reviewer and the time.
+Status moves only forward (pending -> approved | edited | discarded; approved or edited may be
+edited again), each move one conditional UPDATE so two reviewers cannot both win. The review
+commits before the Drafts folder is touched; a failed delivery is reported beside it and
+retried by deliver_again(). Every saved edit is reassessed against the draft's own origins,
+and a draft that needs review is approved only with each open reason acknowledged (63008).
 """
 
 from __future__ import annotations

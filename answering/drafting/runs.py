@@ -1,25 +1,11 @@
 """A drafting run: the gate's oldest waiting emails of one account, each composed and stored.
 
-`draft_account` takes at most the account's drafting_max_per_run emails from the gate and
-hands each to the composer (stages 2 to 8, answering.drafting.pipeline.compose_draft). A
-composed draft is stored as a pending Draft; a refusal as a DraftAttempt carrying its stage
-and outcome, so it is counted and (when it would repeat) held back by the gate. The run
-stops early when the period ledger refuses (the rest waits for the next period), and when
-a provider failure has made drafting unavailable (the rest waits for the endpoint). It
-does not start at all while drafting is unavailable.
-
-Every run is recorded as a DraftRun row (what triggered it, when it began and ended, and
-its counts), written when it begins and when it ends: the status page reads the latest.
-A caller may pass a `progress` callback, called with a mailfathom.core.progress.Progress after
-each email (`manage.py draft` draws it as a bar).
-
-One run per account at a time: a session-level PostgreSQL advisory lock, taken without
-waiting, so a second worker that starts while one runs returns at once ("another run holds
-the account"); the lock goes with the session if the worker dies. Under the lock the
-one-to-one Draft.email is still the guarantee: a draft that finds its email drafted by
-someone else is counted, never stored twice, never an error.
-
-Logs carry the account identifier, counts and the model alias: never mail or draft text.
+`draft_account` composes at most drafting_max_per_run emails: a draft is stored pending, a
+refusal as a DraftAttempt (so the gate can hold it back). It stops when the period ledger
+refuses or a provider failure makes drafting unavailable, and is recorded as a DraftRun row
+at its start and end. One run per account at a time (a session-level advisory lock taken
+without waiting); under it the one-to-one Draft.email still guarantees one draft per email.
+Logs carry identifiers, counts and the model alias, never mail or draft text.
 """
 
 from __future__ import annotations

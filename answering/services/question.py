@@ -1,27 +1,11 @@
 """ask_mail: a question answered from the mail a chat model looks up, cited, under hard ceilings.
 
-The order is the contract (the refusals are listed in docs/errors.md):
-
-1. the question: 1 to 1000 characters, not blank, no control character; refused (51002),
-   never truncated, because a cut question is a different question;
-2. the scope: the same resolution every read uses (51002, 53001, 53003);
-3. the capability: 56001, saying whether this deployment never answers or cannot now;
-4. the period allowance, taken here (57001): after the capability, so a question that was
-   never going to be answered is not charged, and before anything is spent;
-5. the run (answering.question_run), under the span answer_mail_question;
-6. the response, cut rather than refused to the answer and citation bounds, each cut
-   reported (answerTruncated, citationsTruncated, retrievalTruncated);
-7. the answering audit trail (audit.services.answering_trail), appended once the run has
-   ended, whatever it ended in, for the accounts in scope that keep one. A question refused
-   at steps 1 to 4 was never a run and leaves no entry; a failed append never fails the
-   answer (docs/operations/compliance.md).
-
-Citations are read from what the run retrieved, one per email in first-reached order,
-never parsed from the model's text; none carries an extract. reliedOn is the part of them
-the answer cites by source number ([n]), read from the published answer against the run's
-own numbering (answering.citing): the model's claim checked against what it was given,
-always a subset of citations. Logs carry the endpoint alias and counts only: no question,
-answer, query or passage.
+The order is the contract (refusals in docs/errors.md): the question (1 to
+MAX_QUESTION_CHARACTERS, refused rather than cut: a cut question is a different question),
+the scope, the capability (56001), the period allowance (57001, taken only once the rest
+admits the question), the run, the response cut to its bounds with each cut reported, then
+the answering audit trail, whose failed append never fails the answer. Citations come from
+what the run retrieved, never parsed from the model's text; logs carry counts only.
 """
 
 from __future__ import annotations

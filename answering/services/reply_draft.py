@@ -1,19 +1,10 @@
 """draft_reply: stages 2 to 8 for one email in the caller's scope; the draft is returned, not stored.
 
-The order is the contract (docs/operations/drafting.md, draft_reply over MCP):
-
-1. the id: a UUID of at most 64 characters (51004), before anything is read;
-2. the scope: the same resolution every read uses, so a key limited to accounts reaches
-   only those (the limit also travels into every read the pipeline makes);
-3. the capability: 56001 while this deployment does not draft, or cannot now;
-4. the email, among those the scope may read: 53002 when it is not held or not in scope;
-5. compose_draft, which takes one run from drafting's period ledger: a spent period is
-   57001, as for ask_mail, but drafting's allowance is its own. Any other refusal
-   (classification refused, a reply cut on length or filtered, a provider failure) is an
-   ordinary result saying so, with the tokens spent.
-
-Nothing is stored: no Draft, no DraftAttempt. Where sensitive-content scanning is on, the
-draft is redacted before it leaves, as an answer is.
+The order is the contract (docs/operations/drafting.md, draft_reply over MCP): the id (a UUID
+of at most 64 characters, 51004, before anything is read), the scope (a key's account limit
+travels into every read), the capability (56001), the email in scope (53002), then
+compose_draft under drafting's own period allowance (57001). Any other refusal is an
+ordinary result saying so. Nothing is stored; where scanning is on the draft is redacted.
 """
 
 from __future__ import annotations

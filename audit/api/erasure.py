@@ -19,6 +19,7 @@ from rest_framework.response import Response
 
 from audit import tokens
 from audit.api.openapi import ErrorSerializer
+from audit.api.serializers import WireSerializer
 from audit.api.views import ComplianceApiView
 from audit.erasure_models import ErasureRequesterKind, ErasureRequestRecord, ErasureStatus
 from audit.services.erasure import (
@@ -30,78 +31,74 @@ from audit.services.erasure import (
 )
 from audit.tokens import ApiToken
 from mailbox.services.erasure import KINDS, AccountCounts
+from mailfathom.core.wire import wire_keys, wire_name
 
 # --- Serializers ------------------------------------------------------------------------------
 
 
-def _wire(kind: str) -> str:
-    first, *rest = kind.split("_")
-    return first + "".join(word.capitalize() for word in rest)
-
-
-class KindCountsSerializer(serializers.Serializer[Any]):
+class KindCountsSerializer(WireSerializer):
     """Rows per kind (mailbox.services.erasure.KINDS), in camelCase."""
 
     emails = serializers.IntegerField()
-    rawMessages = serializers.IntegerField()
+    raw_messages = serializers.IntegerField()
     attachments = serializers.IntegerField()
     participants = serializers.IntegerField()
     passages = serializers.IntegerField()
-    repairRequests = serializers.IntegerField()
+    repair_requests = serializers.IntegerField()
 
 
 class AccountCountsSerializer(KindCountsSerializer):
-    accountId = serializers.CharField()
+    account_id = serializers.CharField()
 
 
-class ErasureCreateSerializer(serializers.Serializer[Any]):
+class ErasureCreateSerializer(WireSerializer):
     """Named as the use case names its arguments, so a 51002 names the field that was sent."""
 
     # The use case bounds and validates the addresses (51002, never repeating one).
     addresses = serializers.ListField(child=serializers.CharField(trim_whitespace=False))
-    accountIds = serializers.ListField(
+    account_ids = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="Account identifiers; absent: every account."
     )
-    receivedOnOrAfter = serializers.DateTimeField(
+    received_on_or_after = serializers.DateTimeField(
         required=False, help_text="Only mail received at or after this time."
     )
-    receivedBefore = serializers.DateTimeField(
+    received_before = serializers.DateTimeField(
         required=False, help_text="Only mail received before this time."
     )
 
 
-class ErasureExecuteSerializer(serializers.Serializer[Any]):
+class ErasureExecuteSerializer(WireSerializer):
     addresses = serializers.ListField(
         child=serializers.CharField(trim_whitespace=False),
         help_text="Exactly the addresses the request was made for (they are not stored).",
     )
 
 
-class ErasurePreviewSerializer(serializers.Serializer[Any]):
-    requestId = serializers.UUIDField()
+class ErasurePreviewSerializer(WireSerializer):
+    request_id = serializers.UUIDField()
     status = serializers.CharField()
     accounts = AccountCountsSerializer(many=True, help_text="What executing would remove, per account.")
     totals = KindCountsSerializer()
 
 
-class ErasureStatementSerializer(serializers.Serializer[Any]):
-    requestId = serializers.UUIDField()
+class ErasureStatementSerializer(WireSerializer):
+    request_id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=ErasureStatus.choices)
-    requestedBy = serializers.CharField()
-    requestedByKind = serializers.CharField()
-    requestedAt = serializers.DateTimeField()
-    executedBy = serializers.CharField()
-    executedByKind = serializers.CharField()
-    executedAt = serializers.DateTimeField(allow_null=True)
-    addressCount = serializers.IntegerField()
-    accountScope = serializers.ListField(
+    requested_by = serializers.CharField()
+    requested_by_kind = serializers.CharField()
+    requested_at = serializers.DateTimeField()
+    executed_by = serializers.CharField()
+    executed_by_kind = serializers.CharField()
+    executed_at = serializers.DateTimeField(allow_null=True)
+    address_count = serializers.IntegerField()
+    account_scope = serializers.ListField(
         child=serializers.CharField(), help_text="The request's accounts; empty: every account."
     )
-    receivedOnOrAfter = serializers.DateTimeField(allow_null=True)
-    receivedBefore = serializers.DateTimeField(allow_null=True)
+    received_on_or_after = serializers.DateTimeField(allow_null=True)
+    received_before = serializers.DateTimeField(allow_null=True)
     accounts = AccountCountsSerializer(many=True, help_text="What was erased; empty until executed.")
     totals = KindCountsSerializer()
-    cannotErase = serializers.ListField(child=serializers.CharField())
+    cannot_erase = serializers.ListField(child=serializers.CharField())
     guide = serializers.CharField()
 
 
@@ -110,33 +107,35 @@ class ErasureStatementSerializer(serializers.Serializer[Any]):
 
 def _counts(accounts: Iterable[AccountCounts]) -> tuple[list[dict[str, Any]], dict[str, int]]:
     rows = [
-        {"accountId": counts.account_id, **{_wire(kind): getattr(counts, kind) for kind in KINDS}}
+        wire_keys({"account_id": counts.account_id, **{kind: getattr(counts, kind) for kind in KINDS}})
         for counts in sorted(accounts, key=lambda counts: counts.account_id)
     ]
-    totals = {_wire(kind): sum(row[_wire(kind)] for row in rows) for kind in KINDS}
+    totals = {wire_name(kind): sum(row[wire_name(kind)] for row in rows) for kind in KINDS}
     return rows, totals
 
 
 def render_statement(statement: ErasureStatement) -> dict[str, Any]:
     rows, totals = _counts(statement.accounts)
-    return {
-        "requestId": str(statement.request_id),
-        "status": statement.status,
-        "requestedBy": statement.requested_by,
-        "requestedByKind": statement.requested_by_kind,
-        "requestedAt": statement.requested_at.isoformat(),
-        "executedBy": statement.executed_by,
-        "executedByKind": statement.executed_by_kind,
-        "executedAt": statement.executed_at.isoformat() if statement.executed_at else None,
-        "addressCount": len(statement.address_hashes),
-        "accountScope": list(statement.account_ids),
-        "receivedOnOrAfter": _iso(statement.received_on_or_after),
-        "receivedBefore": _iso(statement.received_before),
-        "accounts": rows,
-        "totals": totals,
-        "cannotErase": list(statement.cannot_erase),
-        "guide": statement.guide,
-    }
+    return wire_keys(
+        {
+            "request_id": str(statement.request_id),
+            "status": statement.status,
+            "requested_by": statement.requested_by,
+            "requested_by_kind": statement.requested_by_kind,
+            "requested_at": statement.requested_at.isoformat(),
+            "executed_by": statement.executed_by,
+            "executed_by_kind": statement.executed_by_kind,
+            "executed_at": statement.executed_at.isoformat() if statement.executed_at else None,
+            "address_count": len(statement.address_hashes),
+            "account_scope": list(statement.account_ids),
+            "received_on_or_after": _iso(statement.received_on_or_after),
+            "received_before": _iso(statement.received_before),
+            "accounts": rows,
+            "totals": totals,
+            "cannot_erase": list(statement.cannot_erase),
+            "guide": statement.guide,
+        }
+    )
 
 
 def _iso(value: Any) -> str | None:
@@ -195,18 +194,20 @@ class ErasureRequestCreateView(ComplianceApiView):
         values = asked.validated_data
         requested = request_erasure(
             values["addresses"],
-            account_ids=values.get("accountIds"),
-            received_on_or_after=values.get("receivedOnOrAfter"),
-            received_before=values.get("receivedBefore"),
+            account_ids=values.get("account_ids"),
+            received_on_or_after=values.get("received_on_or_after"),
+            received_before=values.get("received_before"),
             requester=requester_of(request),
         )
         rows, totals = _counts(requested.accounts)
-        body = {
-            "requestId": str(requested.request_id),
-            "status": ErasureStatus.PREVIEWED,
-            "accounts": rows,
-            "totals": totals,
-        }
+        body = wire_keys(
+            {
+                "request_id": str(requested.request_id),
+                "status": ErasureStatus.PREVIEWED,
+                "accounts": rows,
+                "totals": totals,
+            }
+        )
         return Response(body, status=201, headers={"Cache-Control": "no-store"})
 
 

@@ -27,6 +27,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, StreamingHttpResponse
 
 from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.wire import wire_name
 
 FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl; charset=utf-8"}
 # Accept header media types that ask for each format (the first match in the header wins).
@@ -57,7 +58,7 @@ class ExportSpec:
     @property
     def headers(self) -> tuple[str, ...]:
         names = dict(self.renamed)
-        return tuple(names.get(column, _camel(column)) for column in self.columns)
+        return tuple(names.get(column, wire_name(column)) for column in self.columns)
 
 
 def requested_format(request: HttpRequest) -> str:
@@ -157,11 +158,6 @@ def _jsonl_lines(spec: ExportSpec, records: Iterable[tuple[Any, ...]]) -> Iterat
     encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_plain)
     for record in records:
         yield encoder.encode(dict(zip(spec.headers, record, strict=True))) + "\n"
-
-
-def _camel(lookup: str) -> str:
-    first, *rest = lookup.replace("__", "_").split("_")
-    return first + "".join(word.capitalize() for word in rest)
 
 
 def _plain(value: Any) -> Any:

@@ -1,16 +1,10 @@
 """Keyset pagination whose cursor is signed and bound to the selection it was issued for.
 
-Like the timeline's cursors (mailbox/services/cursor.py), a cursor is signed with a key of
-its own purpose (mailfathom/keys.py), so it cannot be forged, edited or replayed as another
-kind of token. It carries the position after the last row of its page and a fingerprint of
-the route, the credential and every query parameter but the cursor and the page size:
-
-- 52001 (400): the text is no cursor this server issued (too long, edited, hand-written,
-  signed by a key outside the ring, or of the wrong shape);
-- 52002 (400): a genuine cursor issued for other filters, another route or another credential.
-
-Pages are read by (ordering fields) descending, never with OFFSET, so a page costs the same
-however deep it is and rows inserted meanwhile neither repeat nor vanish.
+A cursor is sealed under its own purpose (mailfathom.core.cursors), so it cannot be forged,
+edited or replayed as another token, and carries its page's last position and a fingerprint
+of the route, the credential and the filters: 52001 for a cursor not ours, 52002 for one
+issued for another selection. Pages are read by the ordering fields descending, never with
+OFFSET, so depth costs nothing and inserted rows neither repeat nor vanish.
 """
 
 from __future__ import annotations
@@ -29,6 +23,7 @@ from rest_framework.response import Response
 from audit.api.throttling import credential_of
 from mailfathom.core import cursors
 from mailfathom.core.errors import PAGE_SIZE_OUT_OF_RANGE, MailFathomError
+from mailfathom.core.wire import wire_keys
 
 PURPOSE = "api-cursor"
 MAX_CURSOR_LENGTH = cursors.MAX_CURSOR_LENGTH
@@ -56,12 +51,12 @@ class SignedCursorPagination(BasePagination):
         return rows[:size]
 
     def get_paginated_response(self, data: Any) -> Response:
-        return Response({"results": data, "nextCursor": self.next_cursor})
+        return Response(wire_keys({"results": data, "next_cursor": self.next_cursor}))
 
     def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         return {
             "type": "object",
-            "properties": {"results": schema, "nextCursor": {"type": "string", "nullable": True}},
+            "properties": wire_keys({"results": schema, "next_cursor": {"type": "string", "nullable": True}}),
         }
 
     def page_size(self, request: Request) -> int:

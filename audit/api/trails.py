@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 from django.contrib.postgres.aggregates import StringAgg
+from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Prefetch, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 from drf_spectacular.types import OpenApiTypes
@@ -23,6 +24,7 @@ from audit import tokens
 from audit.api import export, filters
 from audit.api.openapi import ErrorSerializer
 from audit.api.pagination import SignedCursorPagination
+from audit.api.serializers import Fields, WireSerializer
 from audit.api.views import ComplianceApiView
 from audit.models import (
     MUTATION_TRAIL_FIELDS,
@@ -31,29 +33,30 @@ from audit.models import (
     MutationKind,
     RunOutcome,
 )
+from mailfathom.core.wire import wire_keys, wire_name
 
 # --- Serializers (what the schema documents) ------------------------------------------------
 
 
-class RetrievedEmailSerializer(serializers.Serializer[Any]):
+class RetrievedEmailSerializer(WireSerializer):
     id = serializers.UUIDField(source="email_id")
     cited = serializers.BooleanField()
-    reliedOn = serializers.SerializerMethodField()
-    reliedOnRank = serializers.IntegerField(source="relied_on_rank", allow_null=True)
+    relied_on = serializers.SerializerMethodField()
+    relied_on_rank = serializers.IntegerField(allow_null=True)
 
-    def get_reliedOn(self, row: AnsweringRunEmail) -> bool:
+    def get_relied_on(self, row: AnsweringRunEmail) -> bool:
         return row.relied_on_rank is not None
 
 
-class AnsweringEntrySerializer(serializers.Serializer[Any]):
+class AnsweringEntrySerializer(WireSerializer):
     """One account's share of one run: the emails it read in the order the run reached them."""
 
-    runId = serializers.UUIDField(source="run_id")
-    accountId = serializers.CharField(source="account.account_id")
-    startedAt = serializers.DateTimeField(source="started_at")
-    endedAt = serializers.DateTimeField(source="ended_at")
-    chatAlias = serializers.CharField(source="chat_alias")
-    instructionVersion = serializers.CharField(source="instruction_version")
+    run_id = serializers.UUIDField()
+    account_id = serializers.CharField(source="account.account_id")
+    started_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField()
+    chat_alias = serializers.CharField()
+    instruction_version = serializers.CharField()
     outcome = serializers.ChoiceField(choices=RunOutcome.choices)
     degradations = serializers.SerializerMethodField()
     emails = RetrievedEmailSerializer(many=True)
@@ -74,35 +77,54 @@ def degradations(entry: AnsweringRunEntry) -> list[str]:
     ]
 
 
-class AnsweringPageSerializer(serializers.Serializer[Any]):
+class AnsweringPageSerializer(WireSerializer):
     results = AnsweringEntrySerializer(many=True)
-    nextCursor = serializers.CharField(allow_null=True)
+    next_cursor = serializers.CharField(allow_null=True)
 
 
-class AnsweringRunSerializer(serializers.Serializer[Any]):
-    runId = serializers.UUIDField()
+class AnsweringRunSerializer(WireSerializer):
+    run_id = serializers.UUIDField()
     entries = AnsweringEntrySerializer(many=True)
 
 
-class MutationEntrySerializer(serializers.Serializer[Any]):
+# The recorded account identifier is published as accountId, as the answering trail's account
+# is (the record outlives the account it names).
+MUTATION_PUBLISHED_AS = {"account_identifier": "account_id"}
+MUTATION_WIRE_NAMES = tuple(
+    wire_name(MUTATION_PUBLISHED_AS.get(name, name)) for name in MUTATION_TRAIL_FIELDS
+)
+
+
+class MutationEntrySerializer(WireSerializer):
+    # An entry of the mutation trail: MUTATION_TRAIL_FIELDS in that order, each typed as published
+    # (a comment, not a docstring: the schema would carry it).
+
     id = serializers.IntegerField()
     kind = serializers.ChoiceField(choices=MutationKind.choices)
     requester = serializers.CharField()
-    requesterKind = serializers.CharField(source="requester_kind")
-    accountId = serializers.CharField(source="account_identifier")
-    messageIdHash = serializers.CharField(source="message_id_hash")
-    folderAlias = serializers.CharField(source="folder_alias")
+    requester_kind = serializers.CharField()
+    account_id = serializers.CharField(source="account_identifier")
+    message_id_hash = serializers.CharField()
+    folder_alias = serializers.CharField()
     uid = serializers.IntegerField(allow_null=True)
-    requestedAt = serializers.DateTimeField(source="requested_at")
-    completedAt = serializers.DateTimeField(source="completed_at", allow_null=True)
+    requested_at = serializers.DateTimeField()
+    completed_at = serializers.DateTimeField(allow_null=True)
     outcome = serializers.CharField()
-    failureCode = serializers.IntegerField(source="failure_code", allow_null=True)
+    failure_code = serializers.IntegerField(allow_null=True)
     counts = serializers.DictField(child=serializers.IntegerField())
 
+    def get_fields(self) -> Fields:
+        fields = super().get_fields()
+        if set(fields) != set(MUTATION_WIRE_NAMES):
+            raise ImproperlyConfigured(
+                "MutationEntrySerializer must type each of MUTATION_TRAIL_FIELDS, no more."
+            )
+        return {name: fields[name] for name in MUTATION_WIRE_NAMES}
 
-class MutationPageSerializer(serializers.Serializer[Any]):
+
+class MutationPageSerializer(WireSerializer):
     results = MutationEntrySerializer(many=True)
-    nextCursor = serializers.CharField(allow_null=True)
+    next_cursor = serializers.CharField(allow_null=True)
 
 
 # --- Parameters and responses shared by the routes --------------------------------------------
@@ -205,7 +227,9 @@ class AnsweringRunDetailView(ComplianceApiView):
         )
         if not entries:
             raise exceptions.NotFound("No entry of the answering trail has this run id.")
-        return Response({"runId": str(run), "entries": AnsweringEntrySerializer(entries, many=True).data})
+        return Response(
+            wire_keys({"run_id": str(run), "entries": AnsweringEntrySerializer(entries, many=True).data})
+        )
 
 
 # --- Mutation trail ---------------------------------------------------------------------------
@@ -249,12 +273,12 @@ ANSWERING_EXPORT = export.ExportSpec(
         "cited_email_ids",
         "relied_on_email_ids",
     ),
-    renamed=(("account__account_id", "accountId"),),
+    renamed=(("account__account_id", wire_name("account_id")),),
 )
 MUTATION_EXPORT = export.ExportSpec(
     name="mutation-trail",
     columns=MUTATION_TRAIL_FIELDS,
-    renamed=(("account_identifier", "accountId"),),
+    renamed=tuple((lookup, wire_name(name)) for lookup, name in MUTATION_PUBLISHED_AS.items()),
 )
 
 

@@ -24,6 +24,7 @@ from audit.api.errors import api_exception_handler
 from audit.api.openapi import refusals
 from audit.api.pagination import SignedCursorPagination
 from audit.api.permissions import ANY, HasApiPermission
+from audit.api.serializers import WireModelSerializer, WireSerializer
 from audit.tokens import ApiToken
 from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 
@@ -49,18 +50,27 @@ class ComplianceApiView(APIView):
         return api_exception_handler
 
 
-class TokenSerializer(serializers.ModelSerializer[ApiToken]):
+class TokenSerializer(WireModelSerializer[ApiToken]):
     """A token as its creator sees it; the secret is never part of it."""
 
-    createdAt = serializers.DateTimeField(source="created_at", read_only=True)
-    lastUsedAt = serializers.DateTimeField(source="last_used_at", read_only=True, allow_null=True)
-    revokedAt = serializers.DateTimeField(source="revoked_at", read_only=True, allow_null=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    last_used_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    revoked_at = serializers.DateTimeField(read_only=True, allow_null=True)
     revoked = serializers.BooleanField(source="is_revoked", read_only=True)
     permissions = serializers.SerializerMethodField()
 
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "prefix", "permissions", "createdAt", "lastUsedAt", "revokedAt", "revoked"]
+        fields = [
+            "id",
+            "name",
+            "prefix",
+            "permissions",
+            "created_at",
+            "last_used_at",
+            "revoked_at",
+            "revoked",
+        ]
 
     def get_permissions(self, token: ApiToken) -> list[str]:
         return sorted(permission.codename for permission in token.permissions.all())
@@ -75,11 +85,11 @@ class TokenCreateSerializer(serializers.Serializer[Any]):
     )
 
 
-class TokenPageSerializer(serializers.Serializer[Any]):
+class TokenPageSerializer(WireSerializer):
     """One page of tokens (schema only: SignedCursorPagination writes it)."""
 
     results = TokenSerializer(many=True)
-    nextCursor = serializers.CharField(allow_null=True)
+    next_cursor = serializers.CharField(allow_null=True)
 
 
 class CreatedTokenSerializer(TokenSerializer):

@@ -1,16 +1,9 @@
 """Record what one ask_mail run read: one entry per account in scope, sharing the run id.
 
-Called by answering.services.question once the run has ended and its response is built
-(docs/operations/compliance.md, Answering audit trail):
-
-- only accounts whose answering trail is on get an entry; an account in scope the run drew
-  nothing from gets an entry naming no mail;
-- the append is its own transaction (a savepoint inside a caller's) and never raises: a
-  failure is logged as a warning naming only the run id and counted on
-  `mailfathom.answering.audit.refused_appends`, because the answer has already been
-  produced and there is nothing left for a record to roll back;
-- an email erased between its retrieval and the append is left out, not an error: the
-  trail follows the mail it names.
+Called once the run has ended (docs/operations/compliance.md, Answering audit trail). Only
+accounts whose trail is on get an entry, even one naming no mail. The append is its own
+savepoint and never raises: a failure is logged with the run id only and counted, because the
+answer already exists. An email erased before the append is left out.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """Record one change MailFathom made to a mail server or to the stored copy: the one way in.
 
-Every act that changes something (an erasure executed, an account's or a folder's stored
-mail deleted, a draft appended or removed) calls `record_mutation` once, with plain values
-(docs/operations/compliance.md, Mutation trail):
-
-- an entry is written only when the account's mutation trail is on; an act on an account
-  with the trail off is not recorded, because the trail is personal data the operator
-  chose not to hold, exactly as the answering trail is;
-- the email is named by plain values (a SHA-256 of its Message-ID, the folder alias, the UID
-  where one applies), never by a foreign key, so the entry outlives the deletion it records;
-- `counts` holds named whole numbers only (messages, bytes), never content;
-- call it before deleting the account row, in the same transaction where the change is a
-  database one: the entry then keeps the account identifier as text after the row is gone.
-
-Unlike the answering trail, a write that fails raises: an act whose record is required is
-the caller's to abandon or retry, not this module's to swallow.
+Every act that changes something calls `record_mutation` once (docs/operations/compliance.md,
+Mutation trail). Only accounts with the trail on get an entry (it is personal data the
+operator may choose not to hold); the email is named by plain values, never a foreign key,
+so the entry outlives the deletion; `counts` holds whole numbers only. Call it before
+deleting the account row, in the same transaction. A failed write raises: an act whose record
+is required is the caller's to abandon or retry.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Content reads: get_email_content, and opening the attachment a download link names.
 
-A read names 1 to 10 stored email ids and gets one entry per id, in the order named: the
-email's content, or a failure (53002 not held / not in scope, 55001 stored copy damaged).
-Both are computed from the local copy only; no branch opens an IMAP session. Bodies come
-from the stored raw MIME (RawMessage, zlib, checked against its SHA-256); a copy that is
-missing or does not match is answered with 55001 and a RepairRequest the next
-synchronization run acts on. Headers come from the stored row, so they are there for mail
-whose content was deliberately not stored.
-
-Scope is resolve_scope(): every served account, every folder visible to tools. The junk
-folder is in it: a caller that holds an email's id has already been shown that email (a
-listing that asked for junk, or a search), so reading it by id reveals nothing new.
+A read names 1 to 10 stored ids and gets one entry each, in order: the content, or 53002 (not
+held or out of scope) or 55001 (stored copy damaged, with a RepairRequest for the next sync).
+Only the local copy is read, never IMAP. The junk folder is in scope: a caller holding an
+id has already been shown that email, so reading it reveals nothing new.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Insert many new rows with PostgreSQL's COPY instead of the ORM's INSERT.
 
-Storing a batch of mail is the backfill's hottest write. `bulk_create` builds one INSERT
-with a placeholder per value, which Django compiles and psycopg splits and binds in
-Python, and PostgreSQL then parses: for a batch of 100 emails about half of the
-Python time of storing them (bench/sync.py, docs/benchmarks.md). COPY streams the same
-values row by row with no statement to build or parse.
-
-It serves only what the store needs: fresh objects whose primary key is set in Python
-(or is left to the database's own default, such as an identity column) and whose ids need
-not come back. Each value is the one an INSERT would send (fields whose preparation
-changes nothing are read as they are; the others go through `pre_save` and
-`get_db_prep_save`), and generated columns are left to the database. It
-sends no signals, as `bulk_create` sends none.
+Storing a batch of mail is the backfill's hottest write, and building, binding and parsing
+one INSERT with a placeholder per value is a large part of it (bench/sync.py,
+docs/benchmarks.md). It serves fresh objects whose key is set in Python or by a database
+default and whose ids need not come back; each value is the one an INSERT would send
+(through `pre_save` and `get_db_prep_save` where that changes it), generated columns are
+left to the database, and no signals are sent, as with `bulk_create`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """list_accounts: the accounts this deployment serves, the names they answer to, their folders.
 
-This is the one read that publishes the account set, so a caller can fill in the account
-filter of every other tool. It is resolved through the same scope as every other read: an
-account no longer served is absent, and so is a folder hidden from tools or mapped by no
-one. The junk folder is listed (nothing is read from it here).
-
-Each account lists every folder tools may read, including folders synchronization has not
-reached yet (wasSynchronized false, no time), in the shape folderFreshness takes elsewhere
-plus the folder's role. An empty folders list therefore means the account lets tools read
-no folder at all: whatever mail it has, no tool will return any of it.
-
-Nothing about how an account is reached is published: no host, port, security mode, user
-name or credential.
+The one read that publishes the account set, resolved through the same scope as every other
+read, so unserved accounts and folders hidden from tools are absent (junk is listed).
+Each account lists every folder tools may read, synchronized or not: an empty list means no
+tool will return any of its mail. Nothing about how an account is reached is published (no
+host, port, security, user name or credential).
 """
 
 from __future__ import annotations

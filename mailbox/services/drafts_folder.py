@@ -1,17 +1,10 @@
 """Write to an account's Drafts-role folder: the one IMAP path that changes a mail server.
 
-Synchronization reads with EXAMINE and BODY.PEEK and never writes; this module is its
-opposite and stays apart from it. It offers a session on the Drafts folder, SELECTed
-read-write, with three primitives: find the copies whose Message-ID contains a fragment,
-APPEND one message (flags \\Draft and \\Seen), and remove messages by UID. The policy
-(which draft, when, what goes to the mutation trail) is answering.drafting.deliver's.
-
-Without UIDPLUS (RFC 4315) the new copy's UID comes from a SEARCH by its Message-ID, and a
-removal only sets \\Deleted: a plain EXPUNGE would also purge every other message someone
-flagged \\Deleted in that folder, which is not ours to do. The mail client expunges it later.
-
-Failures carry the 63xxx codes (docs/errors.md); no server text reaches them, since a
-server's words may quote mail.
+Synchronization never writes and stays apart from this. A session SELECTs the Drafts folder
+read-write and offers three primitives: find copies by Message-ID fragment, APPEND, remove by
+UID; the policy is answering.drafting.deliver's. Without UIDPLUS a removal only sets \\Deleted,
+because a plain EXPUNGE would purge what others flagged too. Failures carry 63xxx codes with
+no server text, since a server's words may quote mail.
 """
 
 from __future__ import annotations
@@ -28,7 +21,7 @@ from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
 from accounts.models import FolderRole, MailAccount
-from accounts.services.imap import open_client
+from accounts.services.imap import close_client, open_client
 from mailbox.models import Folder
 from mailbox.parsing.fields import parse_message_id
 from mailbox.sync.failures import classify
@@ -155,7 +148,7 @@ def drafts_session(account: MailAccount, *, timeout: float = TIMEOUT_SECONDS) ->
             ) from error
         yield DraftsSession(client, folder, int(selected[b"UIDVALIDITY"]))
     finally:
-        _close(client)
+        close_client(client)
 
 
 @contextmanager
@@ -181,13 +174,3 @@ def _unavailable(error: BaseException, step: str) -> MailFathomError:
         f"The mail server could not be reached, refused the login or dropped the connection "
         f"(cause {cause}); the draft is kept and can be delivered again.",
     )
-
-
-def _close(client: IMAPClient) -> None:
-    try:
-        client.logout()
-    except Exception:
-        try:
-            client.shutdown()
-        except Exception:  # noqa: S110 (the session is gone either way)
-            pass

@@ -1,18 +1,12 @@
 """The mail filter, declared once: every narrowing a read of the local copy can take.
 
-MailFilter's fields are the declaration. Each carries in its metadata what every place
-that publishes or reads a filter needs: the wire name, the JSON-schema fragment, the
-bound counted before any work, the description the MCP tools publish, the shorter one
-ask_mail's search_mail tool gives its model, and whether that tool offers it at all. The
-MCP tools' input properties and converters (mailfathom.mcp.tools), search_mail's
-parameters and parse (answering.lookup) and the refusal sentences of the validation
-(mailbox.services.selection) are generated from it; a new filter is declared here and
-narrowed in EmailQuerySet.in_selection, and nowhere else.
-
-Reading a protocol value (`FilterField.read`, `read_filter`) checks only what JSON
-decides: the type, and for a timestamp its length (before it is parsed), ISO 8601 and a
-time zone. What a value may contain is checked by selection.validate_filter, which every
-read runs. A refusal names the argument, never its value, and is 51002.
+Each MailFilter field carries in its metadata the wire name, schema fragment, bound,
+descriptions and whether search_mail offers it; the MCP tools' inputs, search_mail's
+parameters and the validation's refusal sentences are generated from it, so a new filter is
+declared here and narrowed in EmailQuerySet.in_selection, nowhere else. Reading a value
+checks only what JSON decides (type; a timestamp's length, ISO 8601, time zone); its content
+is checked by selection.validate_filter. A refusal is 51002 and names the argument, never
+its value.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Passages: what one ask_mail lookup draws from the local copy (docs/operations/answering.md).
 
-The same selection and ranking search_emails answers from, with two differences that are
-the answering contract rather than preferences: the junk folder never takes part (there is
-no override), and each match becomes a passage (identity plus one bounded extract) instead
-of a summary. A passage carries the stable email id, the account, the folder alias, the
-subject and the received time; participants, sizes and flags are not read at all. A match
-whose body yields no text (encrypted mail, mail that lives in an attachment) is dropped
-rather than handed over as an identifier with nothing beside it.
-
-The extract is the whole body (whitespace folded) when it fits in `max_characters`;
-otherwise the query's best fragments of it (ts_headline's choice, unmarked) joined, or its
-start when no word of the query occurs in it (a semantic match), cut to the bound. Where
-sensitive-content scanning is on, the subject and the extract are redacted before they
-leave this function: text sent to a model leaves the deployment as surely as text
-returned to a caller.
+The selection and ranking search_emails answers from, with two differences that are the
+answering contract: junk mail never takes part, and each match is a passage (identity plus
+one extract bounded by `max_characters`) instead of a summary; a match with no body text is
+dropped. Where sensitive-content scanning is on, subject and extract are redacted here:
+text sent to a model leaves the deployment as surely as text returned to a caller.
 """
 
 from __future__ import annotations

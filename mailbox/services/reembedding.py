@@ -1,17 +1,11 @@
 """Re-embedding the mailbox: switching the embedding profile and working off the backlog.
 
-Vectors of two models live in different spaces, so a change of MAILFATHOM_EMBEDDING_MODEL
-(or of provider or dimension) means every email is embedded again. `switch_profile` makes
-the configured embedder's profile the active one; each email without a passage under it
-becomes pending (mail already embedded under it, before an earlier switch away, keeps its
-vectors). Passages of the profile left behind stay until `discard_inactive_passages`, so a
-switch back costs only the mail that arrived since.
-
-`reembed` is the operation behind `manage.py reembed`: switch if needed, optionally start
-over (`everything`, after a window change, which keeps the profile), then run the sweep in
-the foreground until nothing is pending, over `processes` forked processes that each take
-their own shard of the mail, reporting each batch to `progress`. It holds the sweep slot
-the periodic task takes, so the schedule does not embed the same mail alongside it.
+Vectors of two models live in different spaces, so a change of model, provider or dimension
+means embedding again. `switch_profile` activates the configured profile; mail without a
+passage under it becomes pending, and the old profile's passages stay until
+`discard_inactive_passages`, so switching back costs only new mail. `reembed` (behind
+`manage.py reembed`) runs the sweep in the foreground over forked processes, holding the
+periodic task's sweep slot so the schedule does not embed the same mail alongside it.
 """
 
 from __future__ import annotations

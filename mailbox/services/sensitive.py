@@ -1,22 +1,12 @@
 """Sensitive-content scanning: replace card numbers, IBANs, phone numbers and national IDs.
 
 Off unless MAILFATHOM_SENSITIVE_SCAN_ENABLED. What a read returns of what an author wrote
-(bodies, subject, display names) passes through here; addresses, identifiers, sizes and
-flags never do, and nothing stored is rewritten. Each detection becomes
-`[redacted:<category>]`. A body is scanned up to MAILFATHOM_SENSITIVE_SCAN_CEILING
-characters and the rest is withheld, never served unscanned. A detector that raises fails
-the whole read (error 82001, internal: a boundary publishes it as 54001).
-
-Detectors, and what each deliberately does not find:
-- card: 13 to 19 digits, optionally grouped by single spaces or dashes, passing Luhn.
-- iban: two letters, two check digits and up to 30 more characters, valid per
-  python-stdnum (country length and mod 97).
-- phone: the `phonenumbers` matcher at leniency VALID with default region "US": numbers
-  written internationally (+44 ...) are found for every country, national formats only
-  for the US and NANP; a German "030 1234567" written without +49 is not.
-- nationalId: US SSN written with dashes or spaces (123-45-6789), German tax
-  identification number (IdNr, 11 digits), Spanish DNI and NIE; all validated by
-  python-stdnum. Bare nine-digit SSNs are not looked for (too many false alarms).
+passes through here (nothing stored is rewritten); each detection becomes
+`[redacted:<category>]`. A body is scanned up to MAILFATHOM_SENSITIVE_SCAN_CEILING characters
+and the rest withheld, never served unscanned; a detector that raises fails the read (82001).
+Detections are validated (Luhn, mod 97, python-stdnum, phonenumbers at VALID, region US).
+Not found on purpose: national-format phone numbers outside NANP (a German "030 1234567"
+without +49) and bare nine-digit SSNs (too many false alarms).
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """What synchronization is doing, per account and per mapped folder, read from the database.
 
-Read by the status page, the account list and page, and /health. Every figure is a count,
-a time or a failure code with its sentence: nothing here reads a subject, an address or a
-body. A folder's state is derived from its row at the moment of reading:
-
-- synchronizing: a run holds its lease;
-- interrupted: a run stopped without finishing (its worker died or lost the database): it
-  still held its lease when the lease expired. Recorded on the folder when first read
-  (when it was last seen, what it had stored), and shown until a later run commits or fails;
-- backing-off: its last run failed and the next attempt waits until `backoff_until`;
-- failing: its last run failed and the backoff has passed (the next run retries);
-- never: no run has committed progress yet;
-- idle: otherwise.
-
-An account is synchronizing when one of its folders is, else interrupted, backing-off or
-failing when one is, else never when none has committed, else idle; "disabled" when it is not served or
-its synchronization is off.
+Read by the status page, the account pages and /health: counts, times and failure codes
+only, never a subject, address or body. A folder's state is derived from its row when read:
+synchronizing, interrupted (its lease expired with the run unfinished; recorded when first
+seen), backing-off, failing, never or idle. An account takes its folders' most pressing
+state, or "disabled" when it is not served or its synchronization is off.
 """
 
 from __future__ import annotations

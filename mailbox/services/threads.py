@@ -1,20 +1,11 @@
 """Conversations: which emails of an account belong together, across all its folders.
 
-A thread is a connected set in the graph JWZ's algorithm builds: each message names ids
-(its own Message-ID, its In-Reply-To, its References), and two messages that share any id
-are in one thread, even when no stored email carries that id (JWZ's placeholder: two
-replies to a message we never stored still meet there). Email.thread_keys holds each
-email's ids; Email.thread_id names its thread (the id of one of its emails).
-
-Threads are joined as mail is stored (`assign_threads`, called by store_messages and when
-withheld content is filled in), never split: a later message that links two threads
-merges them, re-pointing the smaller one. An expunged or erased email leaves its thread
-joined as it was. A message that names no id at all is a thread of its own; one without a
-Message-ID that still names a parent (In-Reply-To) joins its parent, as in JWZ.
-
-Joining holds a transaction-scoped advisory lock per account, so two folders stored at the
-same time (INBOX and Sent under two runs) cannot each miss the other's uncommitted half of
-a conversation.
+A thread is a connected set of messages sharing any id (Message-ID, In-Reply-To,
+References), even one no stored email carries, as in JWZ's algorithm. Threads are joined as
+mail is stored (`assign_threads`) and never split: a later link merges two threads, and an
+expunged or erased email leaves its thread as it was. Joining holds a transaction-scoped
+advisory lock per account, so two folders stored at once cannot each miss the other's half
+of a conversation.
 """
 
 from __future__ import annotations

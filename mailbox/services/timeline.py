@@ -1,20 +1,11 @@
 """list_emails: a bounded page of email summaries from the local copy, newest received first.
 
-Order of checks, cheapest first and before any query: the page size (51001), the direction
-(51002), the cursor's authenticity (52001); then the filters (51002) and the caller's scope
-(53001/53003) through mailbox.services.selection; then whether the cursor belongs to this
-selection and direction (52002).
-
-Pages are keyset-paginated on (received_at, id) in the chosen direction, so mail arriving
-between two calls never shifts or repeats the rest of a walk: a cursor names the last row
-returned, not an offset. The junk folder takes part only when the filter's include_junk is
-true (includeJunkMail on the wire), and that choice is echoed in includedJunkMail and bound
-into the cursor.
-
-Decision: naming the junk folder explicitly (folders=["role:junk"], or its alias) does not
-stand in for include_junk. Such a request is not refused (the role exists, so it is not
-53003) but reads nothing and reports no freshness for it: include_junk is the one switch
-that lets junk mail into a result, so a folder filter can only narrow.
+Checks run cheapest first, before any query: page size (51001), direction (51002), the
+cursor's authenticity (52001), filters and scope (mailbox.services.selection), then whether
+the cursor belongs to this selection (52002). Pages are keyset-paginated on (received_at,
+id), so new mail never shifts a walk. Only include_junk lets junk mail in: naming the junk
+folder in a filter is not refused, but reads nothing, because a folder filter can only
+narrow.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from django.utils import timezone
 from imapclient import IMAPClient
 
 from accounts.models import MailAccount
-from accounts.services.imap import open_client
+from accounts.services.imap import close_client, open_client
 from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email, Folder, RepairRequest
 from mailbox.parsing import HEADER_BLOCK_BYTES
 from mailbox.services.store import IncomingMessage, fill_content, store_messages
@@ -117,7 +117,7 @@ def synchronize_account(
                 run.failure_code = folder_run.failure_code
                 break
     finally:
-        _close(client)
+        close_client(client)
     logger.info(
         "sync %s: %d folders, %d stored, %d suppressed, %d expunged, %d flag changes",
         account.account_id,
@@ -138,16 +138,6 @@ def announce_synchronization(account_pk: int, stored: int) -> None:
     ):
         if isinstance(outcome, Exception):
             logger.warning("sync: a receiver of synchronization_finished failed: %s", type(outcome).__name__)
-
-
-def _close(client: IMAPClient) -> None:
-    try:
-        client.logout()
-    except Exception:
-        try:
-            client.shutdown()
-        except Exception:  # noqa: S110 (the session is gone either way)
-            pass
 
 
 def run_folder(client: IMAPClient, folder: Folder, progress: ProgressCallback | None = None) -> FolderRun:

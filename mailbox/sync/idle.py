@@ -18,6 +18,7 @@ from typing import Any
 
 from imapclient import IMAPClient
 
+from accounts.services.imap import close_client
 from mailbox.models import Folder
 from mailbox.sync import engine
 from mailbox.sync.failures import classify
@@ -81,7 +82,7 @@ def watch_folder(
         result.failure_code = classify(error)
         logger.info("idle folder %s: ended with failure %s", folder.pk, result.failure_code)
     finally:
-        engine._close(client)
+        close_client(client)
     return result
 
 

@@ -1,20 +1,11 @@
 """The one call filter around every tool call: what it records, logs and measures.
 
-For each tools/call request it records the tool name, the outcome, the error code where
-there is one, and the duration, as one log line and as two OpenTelemetry instruments (a
-call counter and a duration histogram). The name a call arrived with is caller text: the
-log and the instruments show it only when this server publishes a tool of that name;
-anything else is the fixed PLACEHOLDER, so a caller can neither write into the log nor
-create a time series (a name spelled like ours but unknown is caller text all the same).
-
-Outcomes: ok; refused (a caller-category code, published as it stands, or a Refusal: the
-JSON-RPC error an unknown tool gets); failed (54001, whose detail is logged here in full,
-correlated by the call's trace id); unavailable (54003: a dependency could not be reached,
-one warning line and no traceback); cancelled and protocol_error, which are recorded and
-re-raised, never converted.
-
-The instruments use the OpenTelemetry API only. Until the deployment installs an SDK
-meter provider (and, for Prometheus, its exporter) they record nothing.
+Each tools/call yields one log line and two OpenTelemetry instruments (a counter and a
+duration histogram) with the tool name, outcome, code and duration. The name a call arrived
+with is caller text, shown only when this server publishes that tool, else PLACEHOLDER, so a
+caller can neither write into the log nor create a time series. Outcomes: ok, refused,
+failed (54001, detail logged here), unavailable (54003), cancelled and protocol_error
+(re-raised). Without an SDK meter provider the instruments record nothing.
 """
 
 from __future__ import annotations

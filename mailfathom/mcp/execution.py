@@ -1,21 +1,11 @@
 """Running synchronous use cases from the async MCP server, a bounded number at a time.
 
-Use cases use the ORM, which must not run on the event loop, so each runs in a worker
-thread. A tool call runs on a pool of its own whose size is the limit on concurrent calls
-(MAILFATHOM_MCP_MAX_CONCURRENT_CALLS): each worker holds at most one database connection.
-A call that finds every slot taken is refused at once with 54002 (docs/operations/
-mcp-endpoint.md, Bounds) rather than queued: a queue would hold the caller until the
-request timeout and answer 504, and a client that is told "busy" can retry at a moment it
-chooses. A slot is held until the use case returns, not until its caller stops waiting, so
-work abandoned by the request timeout still counts against the limit.
-
-Reads that are not tool calls (the advertisement rules tools/list reads) run on a small
-side pool and wait for it: they take no call slot, so listing keeps answering while every
-slot is busy.
-
-Every run is framed by Django's request_started and request_finished signals, as a Django
-request is, so connections are reset and closed per CONN_MAX_AGE and a broken one is not
-reused by the next call on that thread.
+The ORM must not run on the event loop, so each call runs on a worker thread of its own pool,
+sized by MAILFATHOM_MCP_MAX_CONCURRENT_CALLS. A call finding every slot taken is refused at
+once with 54002 rather than queued, so the client chooses when to retry; a slot is held until
+the use case returns, even after the request timed out. Reads that are not tool calls use a
+small side pool. Each run is framed by request_started/request_finished, so connections are
+reset as for a Django request.
 """
 
 from __future__ import annotations

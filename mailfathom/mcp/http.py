@@ -1,27 +1,11 @@
 """The /mcp ASGI app: the SDK's Streamable HTTP transport behind MailFathom's own gates.
 
-From the outside in:
-
-1. Deadline: a request still running after MAILFATHOM_MCP_REQUEST_TIMEOUT is abandoned
-   with 504 (its use case finishes in its worker thread; the answer is dropped).
-2. The posture gate: with `api-key`, a request without a valid, unrevoked key in
-   `Authorization: Bearer` is 401 with no detail, and an admitted one reads only the
-   accounts its key may read; a key that cannot be checked because the database is
-   unreachable is 503 with Retry-After and 54003 (mailfathom.outage). With `none` and no
-   override, a request that did not arrive on a loopback address, or that carries a
-   reverse proxy's forwarding headers, is 403, whatever address uvicorn was bound to.
-3. The body screen (mailfathom.mcp.jsonrpc): the body read within
-   MAILFATHOM_MCP_BODY_TIMEOUT (408) and the body limit (413); a message no answer would
-   follow (an unusable id, a request sent without one) is -32600.
-4. The SDK app, its JSON-RPC errors rewritten so none quotes caller input: Host and
-   Origin checked against the configured allow-lists (421 / 403, DNS-rebinding
-   protection), then the JSON-RPC exchange.
-
-The transport runs stateless with JSON responses: every POST is answered by one JSON
-document, so any worker process can serve any request and a timeout can still become a
-504 (a server-sent-event stream would have committed its status before the call ended).
-A stateless server has nothing to push, so GET (the optional server-to-client stream) is
-405, as the transport specification provides, instead of a stream held open for nothing.
+From the outside in: the request deadline (504); the posture gate (`api-key`: a valid key or
+401, and only the accounts the key may read; `none`: loopback without proxy headers or 403);
+the body screen (mailfathom.mcp.jsonrpc); then the SDK app, with Host and Origin allow-lists
+(DNS-rebinding protection) and its JSON-RPC errors rewritten so none quotes caller input.
+The transport is stateless with JSON responses, so any worker serves any request and a
+timeout can still become a 504; GET (the server-to-client stream) is 405.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """The JSON-RPC edge of /mcp: the body read, the envelope check, and errors that quote nothing.
 
-BodyScreen reads the request body before the SDK sees it, within a deadline of its own
-(MAILFATHOM_MCP_BODY_TIMEOUT, 408 past it) and the body limit (413), so a client sending a
-body slowly holds a connection for seconds, not for the whole request timeout. It then
-refuses, with the JSON-RPC error the specifications name, a message the SDK would otherwise
-accept with 202 and drop: JSON-RPC 2.0 lets an id be a string or a number, MCP narrows it to
-a string or an integer (never null), and a message without an id is a notification, which
-in MCP is a `notifications/...` method. A `tools/call` without an id, or an id that is an
-object, a list, a boolean, null or a fraction, is therefore answered -32600 Invalid Request
-(HTTP 400, `id` null, as the transport specification allows for a message it cannot
-accept) instead of being acknowledged and never answered.
-
-PlainErrors rewrites every JSON-RPC error the SDK answers with a fixed sentence per code
-and no `data`: the SDK's own texts repeat caller input (-32601 names the method sent, a
-validation error quotes the values it refused). A validation error keeps at most the
-field path it named, and only when every part of it is a field of the protocol's own
-models, never a key a caller wrote. Errors MailFathom writes itself pass as they are.
+BodyScreen reads the body within its own deadline (MAILFATHOM_MCP_BODY_TIMEOUT, 408) and the
+body limit (413), then refuses with -32600 a message the SDK would accept and never answer
+(a request without an id, or an id MCP does not allow). PlainErrors rewrites the SDK's
+JSON-RPC errors to a fixed sentence per code with no `data`, because the SDK's texts repeat
+caller input; a validation error keeps at most a path made of the protocol's own fields.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Output schemas: generated from the use cases' result models, described in the bridge's words.
 
-The structure (every property, its type, what is required, every enumeration the models
-declare) comes from the WireModel the use case returns, generated with the same alias
-configuration that serializes the payload, so the advertised schema and the payload cannot
-diverge. What the models do not carry is the caller-facing prose: the descriptions below
-are the bridge's, keyed by model and property, and replace the models' docstrings and
-pydantic's generated titles. A property the table does not describe is published without a
-description; a test requires the table to cover every property.
-
-Three result fields are plain strings in their models; the bridge publishes their
-spellings as enumerations of its own (ENUMERATIONS), so a client can rely on the set and
-a rename inside the use case fails the pinned tools/list snapshot.
+The structure comes from the WireModel a use case returns, generated with the alias
+configuration that serializes the payload, so schema and payload cannot diverge. The
+descriptions are the bridge's own, keyed by model and property (a test requires them all),
+and ENUMERATIONS publishes three plain-string fields as enumerations, so a rename inside a
+use case fails the pinned tools/list snapshot.
 """
 
 from __future__ import annotations
@@ -78,6 +72,15 @@ _REMOTE_FLAGS = {
     "wasObserved": "Whether any synchronization run has read the flags; false means unknown, not "
     "'no flag set'.",
     "observedAt": "When the flags were read (ISO 8601); null when never.",
+}
+
+_CITATION = {
+    "storedEmailId": "The email's identifier; pass it to get_email_content to read it whole.",
+    "accountId": "Identifier of the account the email belongs to.",
+    "accountDisplayName": "The account's display name.",
+    "folderAlias": "The folder's MailFathom alias.",
+    "subject": "The subject; untrusted text written by the sender.",
+    "receivedAt": "When the mail server received the email (ISO 8601).",
 }
 
 DESCRIPTIONS: dict[str, dict[str, str]] = {
@@ -292,21 +295,9 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
     "ReliedOnCitation": {
         "sourceNumber": "The number the answer cites this email by, written [n]; the same n is "
         "the email's place in citations, counting from 1.",
-        "storedEmailId": "The email's identifier; pass it to get_email_content to read it whole.",
-        "accountId": "Identifier of the account the email belongs to.",
-        "accountDisplayName": "The account's display name.",
-        "folderAlias": "The folder's MailFathom alias.",
-        "subject": "The subject; untrusted text written by the sender.",
-        "receivedAt": "When the mail server received the email (ISO 8601).",
+        **_CITATION,
     },
-    "Citation": {
-        "storedEmailId": "The email's identifier; pass it to get_email_content to read it whole.",
-        "accountId": "Identifier of the account the email belongs to.",
-        "accountDisplayName": "The account's display name.",
-        "folderAlias": "The folder's MailFathom alias.",
-        "subject": "The subject; untrusted text written by the sender.",
-        "receivedAt": "When the mail server received the email (ISO 8601).",
-    },
+    "Citation": _CITATION,
 }
 
 

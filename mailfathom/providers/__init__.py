@@ -1,18 +1,10 @@
 """Chat and embedding providers: the local embedder, OpenAI-compatible clients, resilience, health.
 
-Both roles go through one ProviderHandler, the handler Django's backend pattern asks for:
-the embedder (MAILFATHOM_EMBEDDING_*, `get_embedder()`, registry `EMBEDDING_BACKENDS`) and
-the chat model ask_mail talks to (MAILFATHOM_CHAT_*, `get_chat_model()`, registry
-`CHAT_BACKENDS`), and reply drafting's utility and drafting models (MAILFATHOM_DRAFTING_*,
-`utility_models`, `drafting_models`, the chat backends again). Each registry maps a
-provider choice to a dotted backend class, so adding a provider touches that registry
-(and the setting's choices) and nothing else. A backend class offers
-`from_settings(values)` and `configuration_problems(values)` (given `role=` when it serves
-several roles); a role is None while its provider is "none".
-
-What callers get is always wrapped in the role's resilience (ResilientEmbedder,
-ResilientChat): deadline, retries, circuit and concurrency limit, with every outcome written to the shared
-health record (mailfathom.providers.health). This package imports no app.
+Every role (the embedder, ask_mail's chat model, drafting's utility and drafting models) goes
+through one ProviderHandler and a registry mapping a provider choice to a backend class, so
+adding a provider touches that registry and the setting's choices only. Callers always get
+the role's resilience wrapper (deadline, retries, circuit, concurrency limit, shared health
+record); a role is None while its provider is "none". This package imports no app.
 """
 
 from __future__ import annotations

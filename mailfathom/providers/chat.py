@@ -1,25 +1,11 @@
 """The chat interface ask_mail talks to, and the resilience wrapper every chat model comes in.
 
-A ChatModel completes one exchange: an `instruction` (what MailFathom tells the model to
-do), the `messages` so far (the user's question, the model's own earlier turns and the
-results of the tools it called) and the `tools` it may call. The instruction always goes
-in the API's instruction position (a leading system message, or the Responses API's
-`instructions`) and is never merged into a user turn; the messages follow in order with
-nothing added. That separation is what lets the model tell MailFathom's instruction from
-mail text quoted in a tool result, so no backend may add text of its own to a request.
-
-A backend (mailfathom.providers.openai_chat.OpenAIChat) implements `send(..., timeout=)`;
-`get_chat_model()` (mailfathom.providers) never hands out a bare backend but wraps it in
-ResilientChat: deadline, bounded retries, circuit, concurrency limit and the shared health
-record of the "chat" role (mailfathom.providers.resilience, .health).
-
-A reply carries text, tool calls, or both; one with neither is a failed call
-(ProviderError kind bad_response, code 73001). A tool call's `arguments` are the JSON text
-exactly as the model wrote it, even when it is not valid JSON (a reply cut off at the
-output-token limit ends mid-argument): whether to refuse, repair or report it is the
-caller's decision, not the transport's.
-
-Nothing here logs or raises prompts, mail or model output.
+A ChatModel completes one exchange: an instruction, the messages so far and the tools. The
+instruction always goes in the API's instruction position, never merged into a user turn,
+and no backend adds text of its own: that separation is what lets the model tell
+MailFathom's instruction from quoted mail. `get_chat_model()` always wraps a backend in
+ResilientChat. Tool-call arguments stay as the model wrote them, valid JSON or not, for the
+caller to judge. Nothing here logs or raises prompts, mail or model output.
 """
 
 from __future__ import annotations

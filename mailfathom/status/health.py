@@ -1,17 +1,10 @@
 """/health: each part of the deployment with a status, and one overall status.
 
-Required parts (the database and Redis) decide whether the deployment can serve at all: if
-either is down the overall status is "unavailable" and /health answers 503. The others
-(the worker, the push worker, beat, the last synchronization, the embedding backlog) report
-"ok" or what is wrong with them, and a part that is not ok makes the overall status
-"degraded", still 200: a load balancer should keep sending requests to a web process whose
-worker is late.
-
-The push worker (the IDLE watchers' queue) is a part only where it is needed: while no
-account synchronization works on is in push mode it reads "inactive", since nothing is
-lost while it is down; otherwise its heartbeat decides, as the worker's does.
-
-Figures are counts and ages in seconds only: nothing names an account, a folder or a mail.
+Required parts (the database, Redis) down: "unavailable" and 503. Any other part not ok
+(workers, beat, the last synchronization, the embedding backlog): "degraded" but still 200,
+so a load balancer keeps a web process whose worker is late. The push worker counts only
+while some account is in push mode. Figures are counts and ages only: nothing names an
+account, a folder or a mail.
 """
 
 from __future__ import annotations
