@@ -28,12 +28,9 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import socket
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +38,8 @@ REPO = Path(__file__).resolve().parent.parent
 # This file is named like the `mcp` package: keep its folder off the import path.
 sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != REPO / "bench"]
 sys.path.insert(0, str(REPO))
+
+from bench.uvicorn_server import percentile, start_server  # noqa: E402
 
 
 def _bench_helpers():
@@ -86,42 +85,6 @@ def seed() -> None:
             folder=inbox, subject=f"{rng.choice(WORDS)} {n}", body=words, to=[f"person{n % 50}@example.org"]
         )
     refresh_term_stats()
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
-def start_server(tree: Path, env: dict[str, str], extra: list[str]) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "mailfathom.asgi:application",
-            "--port",
-            str(port),
-            "--no-access-log",
-            *extra,
-        ],
-        cwd=tree,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(base + "/health", timeout=1)  # noqa: S310 (our own server)
-            return process, base
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit(f"uvicorn did not start in {tree}")
 
 
 def process_cpu_ms(pid: int) -> float:
@@ -371,7 +334,7 @@ def main() -> None:
     trees = {"this": (REPO, shlex.split(args.uvicorn_args))}
     if args.anchor_tree:
         trees["anchor"] = (args.anchor_tree.resolve(), shlex.split(args.anchor_uvicorn_args))
-    servers = {label: start_server(tree, env, extra) for label, (tree, extra) in trees.items()}
+    servers = {label: start_server(tree, env, tuple(extra)) for label, (tree, extra) in trees.items()}
     # The direct calls run on this process's event loop, between awaited /mcp calls.
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:

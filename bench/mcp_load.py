@@ -28,12 +28,10 @@ import hashlib
 import multiprocessing
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -44,6 +42,8 @@ REPO = Path(__file__).resolve().parent.parent
 # bench/mcp.py is named like the `mcp` package: keep this folder off the import path.
 sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != REPO / "bench"]
 sys.path.insert(0, str(REPO))
+
+from bench.uvicorn_server import percentile, start_server  # noqa: E402
 
 DATABASE = "mailfathom_mcp_load_bench"
 WORDS = (
@@ -164,36 +164,6 @@ def seed(count: int) -> list[str]:
 # --- the server -----------------------------------------------------------------------------
 
 
-def start_server(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "mailfathom.asgi:application",
-            "--port",
-            str(port),
-            "--no-access-log",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(base + "/health", timeout=1)  # noqa: S310 (our own server)
-            return process, base
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit("uvicorn did not start")
-
-
 # --- legitimate clients ---------------------------------------------------------------------
 
 
@@ -305,13 +275,6 @@ def _flood(url: str, concurrency: int, seconds: float, queue) -> None:
 # --- report ---------------------------------------------------------------------------------
 
 
-def percentile(values: list[float], share: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 def report(label: str, tally: Tally, seconds: float) -> float:
     served = tally.served()
     p95 = percentile(served, 0.95)
@@ -389,7 +352,7 @@ def main() -> None:
     if args.max_concurrent_calls is not None:
         env["MAILFATHOM_MCP_MAX_CONCURRENT_CALLS"] = str(args.max_concurrent_calls)
     limit = env.get("MAILFATHOM_MCP_MAX_CONCURRENT_CALLS", "the default")
-    process, base = start_server(env)
+    process, base = start_server(REPO, env)
     url = base + "/mcp"
     try:
         print(f"commit {commit()}, {os.cpu_count()} cores, call slots: {limit}")

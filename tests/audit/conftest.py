@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from accounts.models import FolderRole, MailAccount
 from audit.api.throttling import forget_counts
+from tests.audit.support import SECOND_ADDRESS
+from tests.factories import MailAccountFactory
+from tests.mailbox.factories import mapped_folder
+from tests.mailbox.test_erasure import message, store
 
 
 @pytest.fixture
@@ -15,3 +20,16 @@ def fresh_rate_counts():
     forget_counts()
     yield
     forget_counts()
+
+
+@pytest.fixture
+def two_accounts():
+    """billing: the person in From, To and Cc, plus one unrelated; support: one To, with the trail on."""
+    billing = mapped_folder(MailAccountFactory(account_id="billing"), "inbox", FolderRole.INBOX)
+    support = mapped_folder(MailAccountFactory(account_id="support"), "inbox", FolderRole.INBOX)
+    MailAccount.objects.update(mutation_audit_enabled=True)
+    for n, role in enumerate(("From", "To", "Cc")):
+        store(billing, message(role, n, attachment=n == 0))
+    store(billing, message("", 9))
+    store(support, message("To", 20, person=SECOND_ADDRESS))
+    return billing, support

@@ -8,6 +8,8 @@ from django.contrib.auth.models import Permission
 from accounts.models import MailAccount
 from audit.models import AnsweringRunEntry
 
+SECOND_ADDRESS = "d.smith@example.net"  # a second person, in the erasure tests' support account
+
 
 def keep_answering_trail(*account_ids: str) -> None:
     MailAccount.objects.filter(account_id__in=account_ids).update(answering_audit_enabled=True)

@@ -10,17 +10,13 @@ import logging
 import pytest
 from django.test import Client
 
-from accounts.models import FolderRole, MailAccount
 from audit import tokens
 from audit.erasure_models import ErasureRequestRecord, ErasureStatus
-from tests.audit.support import person
-from tests.factories import MailAccountFactory
-from tests.mailbox.factories import mapped_folder
-from tests.mailbox.test_erasure import PERSON, message, row_counts, store
+from tests.audit.support import SECOND_ADDRESS, person
+from tests.mailbox.test_erasure import PERSON, row_counts
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 
-SECOND_ADDRESS = "d.smith@example.net"
 # What each wire kind of the statement counts, as rows of the model row_counts() names.
 MODEL_OF_KIND = {
     "emails": "Email",
@@ -29,18 +25,6 @@ MODEL_OF_KIND = {
     "passages": "Passage",
     "repairRequests": "RepairRequest",
 }
-
-
-@pytest.fixture
-def two_accounts():
-    """billing: the person in From, To and Cc, plus one unrelated; support: one To, trail on."""
-    billing = mapped_folder(MailAccountFactory(account_id="billing"), "inbox", FolderRole.INBOX)
-    support = mapped_folder(MailAccountFactory(account_id="support"), "inbox", FolderRole.INBOX)
-    MailAccount.objects.update(mutation_audit_enabled=True)
-    for n, role in enumerate(("From", "To", "Cc")):
-        store(billing, message(role, n, attachment=n == 0))
-    store(billing, message("", 9))
-    store(support, message("To", 20, person=SECOND_ADDRESS))
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from django.core.management import call_command
 from django.db import connection
 from django.urls import reverse
 
-from accounts.models import FolderRole, MailAccount
 from audit.erasure_models import ErasureRequesterKind, ErasureRequestRecord, ErasureStatus
 from audit.models import MutationEntry, MutationKind
 from audit.services.erasure import (
@@ -23,27 +22,12 @@ from audit.services.erasure import (
 from mailbox.models import Email
 from mailbox.services.erasure import KINDS
 from mailfathom.core.errors import MailFathomError
-from tests.factories import MailAccountFactory
-from tests.mailbox.factories import mapped_folder
+from tests.audit.support import SECOND_ADDRESS
 from tests.mailbox.test_erasure import PERSON, TOKEN, message, row_counts, store
 
 pytestmark = pytest.mark.django_db
 
 OFFICER = Requester(name="compliance-officer", kind=ErasureRequesterKind.USER)
-SECOND_ADDRESS = "d.smith@example.net"
-
-
-@pytest.fixture
-def two_accounts():
-    """billing: the person in From, To and Cc, plus one unrelated; support: one To, with the trail on."""
-    billing = mapped_folder(MailAccountFactory(account_id="billing"), "inbox", FolderRole.INBOX)
-    support = mapped_folder(MailAccountFactory(account_id="support"), "inbox", FolderRole.INBOX)
-    MailAccount.objects.update(mutation_audit_enabled=True)
-    for n, role in enumerate(("From", "To", "Cc")):
-        store(billing, message(role, n, attachment=n == 0))
-    store(billing, message("", 9))
-    store(support, message("To", 20, person=SECOND_ADDRESS))
-    return billing, support
 
 
 def table_text(table: str) -> str:

@@ -34,8 +34,8 @@ EMPTY_SELECTIONS = {
 }
 
 
-@pytest.fixture
-def billing():
+def shared_billing():
+    """An account whose only readable mail is one inbox message; its junk and a hidden folder match too."""
     account = MailAccountFactory(account_id="billing", display_name="Shared Billing")
     inbox = mapped_folder(account, "inbox", FolderRole.INBOX)
     junk = mapped_folder(account, "junk", FolderRole.JUNK)
@@ -45,6 +45,11 @@ def billing():
     EmailFactory(folder=hidden, subject="Insurance private", body="The insurer will pay the private claim.")
     refresh_term_stats()
     return account
+
+
+@pytest.fixture
+def billing():
+    return shared_billing()
 
 
 @pytest.fixture

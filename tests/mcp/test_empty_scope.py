@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from accounts.models import FolderRole
-from mailbox.services.lexical_search import refresh_term_stats
-from tests.factories import MailAccountFactory
-from tests.mailbox.factories import EmailFactory, mapped_folder
+from tests.mailbox.test_empty_scope import shared_billing
 from tests.mcp.conftest import with_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,14 +23,7 @@ EMPTY_FOLDERS = {
 
 @pytest.fixture
 def billing(db) -> None:
-    account = MailAccountFactory(account_id="billing", display_name="Shared Billing")
-    inbox = mapped_folder(account, "inbox", FolderRole.INBOX)
-    junk = mapped_folder(account, "junk", FolderRole.JUNK)
-    hidden = mapped_folder(account, "private", visible_to_tools=False)
-    EmailFactory(folder=inbox, subject="Insurance claim settled", body="The insurer agreed to pay.")
-    EmailFactory(folder=junk, subject="Insurance offer", body="Cheap insurance payments, click now!")
-    EmailFactory(folder=hidden, subject="Insurance private", body="The insurer will pay the private claim.")
-    refresh_term_stats()
+    shared_billing()
 
 
 def test_search_emails_over_folders_that_read_nothing_is_an_empty_result_not_54001(

@@ -395,17 +395,7 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _send(self, code: int, body: dict[str, Any], headers: tuple[tuple[str, str], ...] = ()) -> None:
-            payload = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for name, value in headers:
-                self.send_header(name, value)
-            self.end_headers()
-            try:
-                self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+            self._send_raw(code, json.dumps(body).encode(), headers)
 
         def _send_raw(self, code: int, payload: bytes, headers: tuple[tuple[str, str], ...] = ()) -> None:
             self.send_response(code)

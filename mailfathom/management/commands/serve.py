@@ -31,62 +31,19 @@ STOP_GRACE = 10.0
 
 def child_commands(python: str, host: str, port: int, beat_schedule: str) -> dict[str, list[str]]:
     """The command line of each process `make run` starts and supervises, by name."""
+    celery = [python, "-m", "celery", "-A", "mailfathom"]
+    worker = [*celery, "worker", "--loglevel", "INFO"]
+    web = [python, "-m", "uvicorn", "mailfathom.asgi:application", "--host", host, "--port", str(port)]
     return {
-        "web": [
-            python,
-            "-m",
-            "uvicorn",
-            "mailfathom.asgi:application",
-            "--host",
-            host,
-            "--port",
-            str(port),
-            "--no-access-log",
-        ],
-        "worker": [
-            python,
-            "-m",
-            "celery",
-            "-A",
-            "mailfathom",
-            "worker",
-            "--loglevel",
-            "INFO",
-            "--concurrency",
-            "2",
-        ],
+        "web": [*web, "--no-access-log"],
+        "worker": [*worker, "--concurrency", "2"],
         # IDLE watchers wait on the network for minutes: threads, on a queue of their own,
         # so they never hold the slots synchronization runs need.
         "push-worker": [
-            python,
-            "-m",
-            "celery",
-            "-A",
-            "mailfathom",
-            "worker",
-            "--loglevel",
-            "INFO",
-            "--queues",
-            "push",
-            "--pool",
-            "threads",
-            "--concurrency",
-            "20",
-            "--hostname",
-            "push@%h",
+            *worker,
+            *("--queues", "push", "--pool", "threads", "--concurrency", "20", "--hostname", "push@%h"),
         ],
-        "beat": [
-            python,
-            "-m",
-            "celery",
-            "-A",
-            "mailfathom",
-            "beat",
-            "--loglevel",
-            "INFO",
-            "--schedule",
-            beat_schedule,
-        ],
+        "beat": [*celery, "beat", "--loglevel", "INFO", "--schedule", beat_schedule],
     }
 
 

@@ -56,6 +56,14 @@ def _reasons(account, email):
     return thread_hijack_reasons(email, own_parties(account))
 
 
+def _threaded(account, email):
+    """`email` as storing leaves it: joined to its thread."""
+    while thread_unthreaded(account.pk):
+        pass
+    email.refresh_from_db()
+    return email
+
+
 @pytest.mark.django_db
 def test_a_stranger_in_a_conversation_the_firm_was_addressed_in_is_a_hijack(firm):
     account, inbox, _ = firm
@@ -119,12 +127,7 @@ def test_someone_elses_message_to_unknown_recipients_admits_the_sender(firm):
         to=[],
         received_at=timezone.now() - timedelta(days=1),
     )
-    while thread_unthreaded(account.pk):
-        pass
-    joining = _joining(inbox, "someone@gmail.com")
-    while thread_unthreaded(account.pk):
-        pass
-    joining.refresh_from_db()
+    joining = _threaded(account, _joining(inbox, "someone@gmail.com"))
     assert _reasons(account, joining) == []
 
 
@@ -159,11 +162,7 @@ def test_a_stranger_who_wrote_into_the_thread_before_is_still_a_stranger(firm):
         to=[("", FIRM)],
         received_at=timezone.now(),
     )
-    while thread_unthreaded(account.pk):
-        pass
-    second.refresh_from_db()
-
-    reasons = _reasons(account, second)
+    reasons = _reasons(account, _threaded(account, second))
 
     assert len(reasons) == 1 and "client-payments.example" in reasons[0]
 
@@ -190,7 +189,4 @@ def test_an_intruders_own_message_to_undisclosed_recipients_vouches_for_nothing(
         to=[("", FIRM)],
         received_at=timezone.now(),
     )
-    while thread_unthreaded(account.pk):
-        pass
-    second.refresh_from_db()
-    assert _reasons(account, second)
+    assert _reasons(account, _threaded(account, second))

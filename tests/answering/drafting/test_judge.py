@@ -9,16 +9,21 @@ from mailbox.models import Direction
 MEYER_PHONE = "+49 171 5550123"
 
 
-def _meyers_mail() -> Origin:
-    text = f"Reach me on {MEYER_PHONE}."
+def _meyers(text: str, *, ref: str = "m1", published: bool = False) -> Origin:
+    """Incoming mail of Jana Meyer's holding `text` (a mailing-list post when `published`)."""
     return Origin(
         SOURCE,
-        "m1",
+        ref,
         Direction.INCOMING,
         frozenset({"kunde-meyer.example"}),
         "Jana Meyer",
         evidence_from([text]),
+        published=published,
     )
+
+
+def _meyers_mail() -> Origin:
+    return _meyers(f"Reach me on {MEYER_PHONE}.")
 
 
 def _codes(recipients: frozenset[str]) -> list[str]:
@@ -42,14 +47,7 @@ def test_a_reply_that_stays_inside_the_firm_discloses_nothing():
 
 
 def _figure_codes(written: str) -> list[str]:
-    origin = Origin(
-        SOURCE,
-        "m1",
-        Direction.INCOMING,
-        frozenset({"kunde-meyer.example"}),
-        "Jana Meyer",
-        evidence_from([f"We counted {written} of them."]),
-    )
+    origin = _meyers(f"We counted {written} of them.")
     (fact,) = [fact for fact in extract_facts(f"There are {written}.") if fact.kind == "figure"]
     judgement = judge(fact, [origin], frozenset({"fresh-buyer.example"}))
     assert judgement is not None
@@ -62,15 +60,7 @@ def test_a_long_number_from_another_customer_is_theirs_but_a_small_quantity_is_n
 
 
 def test_a_fact_a_mailing_list_published_may_be_repeated():
-    posted = Origin(
-        SOURCE,
-        "l1",
-        Direction.INCOMING,
-        frozenset({"kunde-meyer.example"}),
-        "Jana Meyer",
-        evidence_from([f"Reach me on {MEYER_PHONE}."]),
-        published=True,
-    )
+    posted = _meyers(f"Reach me on {MEYER_PHONE}.", ref="l1", published=True)
     (fact,) = [fact for fact in extract_facts(f"Call her on {MEYER_PHONE}.") if fact.kind == "phone"]
     judgement = judge(fact, [_meyers_mail(), posted], frozenset({"fresh-buyer.example"}))
     assert judgement is not None and judgement.flags == ()
@@ -78,15 +68,7 @@ def test_a_fact_a_mailing_list_published_may_be_repeated():
 
 def test_a_list_post_never_verifies_a_payment_detail():
     iban = "DE89 3704 0044 0532 0130 00"
-    posted = Origin(
-        SOURCE,
-        "l1",
-        Direction.INCOMING,
-        frozenset({"kunde-meyer.example"}),
-        "Jana Meyer",
-        evidence_from([f"Pay to {iban}."]),
-        published=True,
-    )
+    posted = _meyers(f"Pay to {iban}.", ref="l1", published=True)
     (fact,) = [fact for fact in extract_facts(f"Our IBAN is {iban}.") if fact.kind == "iban"]
     judgement = judge(fact, [posted], frozenset({"fresh-buyer.example"}))
     assert judgement is not None
@@ -94,14 +76,7 @@ def test_a_list_post_never_verifies_a_payment_detail():
 
 
 def _reference_codes(reference: str) -> list[str]:
-    origin = Origin(
-        SOURCE,
-        "m1",
-        Direction.INCOMING,
-        frozenset({"kunde-meyer.example"}),
-        "Jana Meyer",
-        evidence_from([f"See {reference} for the details."]),
-    )
+    origin = _meyers(f"See {reference} for the details.")
     facts = [fact for fact in extract_facts(f"As in {reference}.") if fact.kind == "reference"]
     assert facts, reference
     judgement = judge(facts[0], [origin], frozenset({"fresh-buyer.example"}))

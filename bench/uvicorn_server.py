@@ -1,0 +1,44 @@
+"""What the MCP benchmarks share: a uvicorn serving the product on a free port, and a percentile."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The value below which `share` of `values` lie (nearest rank); NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def start_server(
+    tree: Path, env: dict[str, str], extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen, str]:
+    """uvicorn serving `tree`'s product on a free loopback port, once /health answers; (process, base URL)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "uvicorn", "mailfathom.asgi:application", "--port", str(port)]
+    process = subprocess.Popen(
+        [*command, "--no-access-log", *extra],
+        cwd=tree,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(base + "/health", timeout=1)  # noqa: S310 (our own server)
+            return process, base
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit(f"uvicorn did not start in {tree}")
