@@ -1,6 +1,6 @@
 """Operator console for compliance API tokens: create one (secret shown once), see use, revoke.
 
-Creating goes through audit.tokens.create_token, so the admin refuses a permission the
+Creating goes through audit.api_tokens.create_token, so the admin refuses a permission the
 operator does not hold, exactly as the API does. The secret is rendered once in the
 response to the add form and kept nowhere else (not in a message, which would sit in the
 session store until read).
@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
 
-from audit.tokens import ApiToken, api_permissions, create_token, refusal, revoke
+from audit.api_tokens import ApiToken, api_permissions, create_token, refusal, revoke
 
 if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
     from django.contrib.admin.options import _FieldGroups

@@ -13,8 +13,8 @@ from datetime import datetime
 from django.db import models
 
 from accounts.models import MailAccount
+from audit.api_tokens import ApiToken  # noqa: F401  (a model of this app, defined beside it)
 from audit.erasure_models import ErasureRequestRecord  # noqa: F401  (a model of this app, defined beside it)
-from audit.tokens import ApiToken  # noqa: F401  (a model of this app, defined beside it)
 from mailbox.models import Email
 
 

@@ -54,7 +54,7 @@ def drain(fmt: str) -> tuple[int, int]:
 
     from audit.api import export
     from audit.api.views import TOKEN_EXPORT
-    from audit.tokens import ApiToken
+    from audit.api_tokens import ApiToken
 
     request = RequestFactory().get("/api/tokens/export/")
     response = export.stream(request, ApiToken.objects.order_by("id"), TOKEN_EXPORT, fmt)

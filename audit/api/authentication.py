@@ -14,8 +14,8 @@ from rest_framework import exceptions, status
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
-from audit import tokens
-from audit.tokens import ApiToken
+from audit import api_tokens as tokens
+from audit.api_tokens import ApiToken
 
 # Query parameter names a client might put a credential under, compared without case.
 CREDENTIAL_PARAMETERS = frozenset(

@@ -17,10 +17,11 @@ from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audit import tokens
+from audit import api_tokens as tokens
 from audit.api.openapi import ErrorSerializer
 from audit.api.serializers import WireSerializer
 from audit.api.views import ComplianceApiView
+from audit.api_tokens import ApiToken
 from audit.erasure_models import ErasureRequesterKind, ErasureRequestRecord, ErasureStatus
 from audit.services.erasure import (
     ErasureStatement,
@@ -29,7 +30,6 @@ from audit.services.erasure import (
     execute_erasure_request,
     request_erasure,
 )
-from audit.tokens import ApiToken
 from mailbox.services.erasure import KINDS, AccountCounts
 from mailfathom.core.wire import wire_keys, wire_name
 

@@ -13,7 +13,7 @@ from rest_framework import exceptions
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from audit.tokens import ApiToken, held_by
+from audit.api_tokens import ApiToken, held_by
 
 # A view whose required_permission is ANY admits a caller holding any API permission.
 ANY = "any"
@@ -33,7 +33,7 @@ def credential_permissions(request: Request) -> set[str]:
 class HasApiPermission(BasePermission):
     """Admit the request if its credential holds the view's `required_permission`.
 
-    Views declare `required_permission` (a codename of audit.tokens.API_PERMISSIONS, or ANY)
+    Views declare `required_permission` (a codename of audit.api_tokens.API_PERMISSIONS, or ANY)
     and `tokens_accepted` (False for routes only a person signed in may use).
     """
 

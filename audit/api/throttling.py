@@ -25,7 +25,7 @@ from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from audit.tokens import ApiToken
+from audit.api_tokens import ApiToken
 from mailfathom.core import config
 from mailfathom.core.config import MailFathomSettings
 from mailfathom.core.redis_store import redis_client

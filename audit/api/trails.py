@@ -20,7 +20,7 @@ from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audit import tokens
+from audit import api_tokens as tokens
 from audit.api import export, filters
 from audit.api.openapi import ErrorSerializer
 from audit.api.pagination import SignedCursorPagination

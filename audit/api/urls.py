@@ -13,7 +13,7 @@ from typing import Any
 
 from django.urls import path
 
-from audit import tokens
+from audit import api_tokens as tokens
 from audit.api import erasure, trails, views
 from audit.api.permissions import ANY
 
@@ -28,7 +28,7 @@ class Route:
 
     path: str
     method: str
-    permission: str  # a codename of audit.tokens.API_PERMISSIONS, or ANY
+    permission: str  # a codename of audit.api_tokens.API_PERMISSIONS, or ANY
     throttle_scope: str
     success: int
     tokens_accepted: bool = True

@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit import tokens
+from audit import api_tokens as tokens
 from audit.api import export, throttling
 from audit.api.authentication import BearerTokenAuthentication, refuse_token_in_url
 from audit.api.errors import api_exception_handler
@@ -25,7 +25,7 @@ from audit.api.openapi import refusals
 from audit.api.pagination import SignedCursorPagination
 from audit.api.permissions import ANY, HasApiPermission
 from audit.api.serializers import WireModelSerializer, WireSerializer
-from audit.tokens import ApiToken
+from audit.api_tokens import ApiToken
 from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 
 

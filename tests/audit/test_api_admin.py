@@ -11,8 +11,8 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
-from audit import tokens
-from audit.tokens import ApiToken
+from audit import api_tokens as tokens
+from audit.api_tokens import ApiToken
 
 pytestmark = pytest.mark.django_db
 

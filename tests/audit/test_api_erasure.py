@@ -10,7 +10,7 @@ import logging
 import pytest
 from django.test import Client
 
-from audit import tokens
+from audit import api_tokens as tokens
 from audit.erasure_models import ErasureRequestRecord, ErasureStatus
 from tests.audit.support import SECOND_ADDRESS, person
 from tests.mailbox.test_erasure import PERSON, row_counts

@@ -15,10 +15,10 @@ from django.contrib.auth.models import Permission
 from django.core.handlers.asgi import ASGIRequest
 from django.db import connection
 
-from audit import tokens
+from audit import api_tokens as tokens
 from audit.api import export
 from audit.api.views import TOKEN_EXPORT
-from audit.tokens import ApiToken
+from audit.api_tokens import ApiToken
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 

@@ -31,7 +31,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.utils import timezone
 
-from audit import tokens
+from audit import api_tokens as tokens
 from audit.api import urls
 from audit.api.permissions import ANY
 from audit.api.urls import ROUTES, Route

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.tokens import ApiToken
+from audit.api_tokens import ApiToken
 from tests.audit.support import person
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]

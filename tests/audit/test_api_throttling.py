@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit import tokens
+from audit import api_tokens as tokens
 from tests.audit.support import person
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]

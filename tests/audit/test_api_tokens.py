@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.utils import timezone
 
-from audit import tokens
-from audit.tokens import ApiToken
+from audit import api_tokens as tokens
+from audit.api_tokens import ApiToken
 from tests.audit.support import person
 from tests.privacy import remember
 

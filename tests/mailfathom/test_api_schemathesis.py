@@ -39,7 +39,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from audit import tokens
+from audit import api_tokens as tokens
 from audit.api.throttling import forget_counts
 from audit.models import AnsweringRunEntry
 from tests.configure import configure
