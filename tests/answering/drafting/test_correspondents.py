@@ -139,54 +139,45 @@ def test_someone_the_conversation_wrote_to_may_answer_it(firm):
     assert _reasons(account, _joining(inbox, "advisor@tax-office.example")) == []
 
 
-@pytest.mark.django_db
-def test_a_stranger_who_wrote_into_the_thread_before_is_still_a_stranger(firm):
-    # First a message of his own in the thread, then one that names only that message.
-    account, inbox, _ = firm
-    _earlier(inbox, to=[FIRM])
+def _intruding_twice(account, inbox, *, first_to, first_is_list_mail=False):
+    """A stranger's message into the customer's conversation, then a second that names only the first."""
+    intruder = "billing@client-payments.example"
     planted = EmailFactory(
         folder=inbox,
         message_id="<first@client-payments.example>",
         in_reply_to="<start@client.example>",
         references=["<start@client.example>"],
-        sender_address="billing@client-payments.example",
-        to=[("", FIRM), ("", "billing@client-payments.example")],
+        sender_address=intruder,
+        to=[("", address) for address in first_to],
         received_at=timezone.now() - timedelta(days=1),
+        is_list_mail=first_is_list_mail,
     )
     second = EmailFactory(
         folder=inbox,
         message_id="<second@client-payments.example>",
         in_reply_to=planted.message_id,
         references=[planted.message_id],
-        sender_address="billing@client-payments.example",
+        sender_address=intruder,
         to=[("", FIRM)],
         received_at=timezone.now(),
     )
-    reasons = _reasons(account, _threaded(account, second))
-
-    assert len(reasons) == 1 and "client-payments.example" in reasons[0]
+    return _threaded(account, second)
 
 
 @pytest.mark.django_db
-def test_an_intruders_own_message_to_undisclosed_recipients_vouches_for_nothing(firm):
+@pytest.mark.parametrize(
+    ("first_to", "first_is_list_mail"),
+    [
+        ([FIRM, "billing@client-payments.example"], False),  # he wrote to himself as well
+        ([], False),  # to undisclosed recipients
+        ([FIRM, "billing@client-payments.example"], True),  # dressed as a list post (a forged List-Id)
+    ],
+    ids=["addressed-to-himself", "undisclosed-recipients", "forged-list-post"],
+)
+def test_a_stranger_who_wrote_into_the_thread_before_is_still_a_stranger(firm, first_to, first_is_list_mail):
     account, inbox, _ = firm
     _earlier(inbox, to=[FIRM])
-    EmailFactory(
-        folder=inbox,
-        message_id="<blind@client-payments.example>",
-        in_reply_to="<start@client.example>",
-        references=["<start@client.example>"],
-        sender_address="billing@client-payments.example",
-        to=[],
-        received_at=timezone.now() - timedelta(days=1),
+    reasons = _reasons(
+        account, _intruding_twice(account, inbox, first_to=first_to, first_is_list_mail=first_is_list_mail)
     )
-    second = EmailFactory(
-        folder=inbox,
-        message_id="<second@client-payments.example>",
-        in_reply_to="<blind@client-payments.example>",
-        references=["<blind@client-payments.example>"],
-        sender_address="billing@client-payments.example",
-        to=[("", FIRM)],
-        received_at=timezone.now(),
-    )
-    assert _reasons(account, _threaded(account, second))
+    assert len(reasons) == 1 and "client-payments.example" in reasons[0]
