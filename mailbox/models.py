@@ -249,8 +249,8 @@ class Email(models.Model):
 
     direction = models.CharField(max_length=8, choices=Direction.choices, default=Direction.INCOMING)
     is_bulk = models.BooleanField(default=False)
-    # Came through a mailing list (List-Id, Precedence: list): published to the list's members.
-    # Drafting's verdict treats its facts as public and its threads as open to every member.
+    # Came through a mailing list (List-Id, Precedence: list), as its sender claims. Drafting's
+    # thread_hijack leaves such posts out of a conversation: a list thread is open to members.
     is_list_mail = models.BooleanField(default=False)
     # The conversation this email belongs to, across the account's folders (Sent included):
     # the id of one of its emails, set at storing time (mailbox.services.threads). Empty only

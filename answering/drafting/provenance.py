@@ -5,7 +5,8 @@ are read again by id, so a re-assessment after an edit judges exactly what the f
 fact found in no origin is unsupported; a found one is flagged other_correspondent when it
 is identifying and came only from mail with parties the reply does not go to, and
 unverified_payment_detail when an IBAN, BIC or payment link came only from incoming mail
-(a sender name is easily forged).
+(a sender name is easily forged). A mailing-list post is judged like any other mail: its
+List-Id is written by whoever sent it.
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ class Origin:
     parties: frozenset[str]  # external parties (correspondents.party_of)
     label: str
     evidence: Evidence
-    published: bool = False  # a mailing-list post (Email.is_list_mail)
 
     @property
     def is_firms_own(self) -> bool:
@@ -79,7 +79,6 @@ def _email_origin(role: str, email: Email, text: str, found: Correspondence) -> 
         found.parties,
         found.label,
         evidence_from([text], [email.received_at]),
-        published=email.is_list_mail,
     )
 
 
@@ -178,7 +177,7 @@ def judge(fact: Fact, origins: Sequence[Origin], recipients: frozenset[str]) -> 
     # firm: another customer's facts are not being disclosed to anyone outside it.
     if fact.is_identifying and recipients and not _a_quantity(fact):
         allowed = any(
-            origin.role == ANSWERED or origin.is_firms_own or origin.published or origin.parties & recipients
+            origin.role == ANSWERED or origin.is_firms_own or origin.parties & recipients
             for origin in holding
         )
         if not allowed and not _sent_to_many(holding):

@@ -21,10 +21,9 @@ def _token(value: str) -> str:
 def is_list_mail(message: ParsedMessage) -> bool:
     """Return whether a message came through a mailing list (List-Id, or Precedence: list).
 
-    A list post is published to the list's members: what it says was given to a group,
-    not entrusted to one reader. Automatic mail (Auto-Submitted, a no-reply sender) and
-    newsletters judged only by List-Unsubscribe are not list mail: transactional mail such
-    as an invoice notification carries those too.
+    The headers are the sender's claim, so nothing that must withstand a hostile sender may
+    rest on it alone. Automatic mail (Auto-Submitted, a no-reply sender) and mail judged only
+    by List-Unsubscribe are not list mail: transactional mail such as an invoice carries those.
     """
     headers = message.bulk_headers
     return headers.has_list_id or _token(headers.precedence) == "list"

@@ -9,16 +9,15 @@ from mailbox.models import Direction
 MEYER_PHONE = "+49 171 5550123"
 
 
-def _meyers(text: str, *, ref: str = "m1", published: bool = False) -> Origin:
-    """Incoming mail of Jana Meyer's holding `text` (a mailing-list post when `published`)."""
+def _meyers(text: str) -> Origin:
+    """Incoming mail of Jana Meyer's holding `text`."""
     return Origin(
         SOURCE,
-        ref,
+        "m1",
         Direction.INCOMING,
         frozenset({"kunde-meyer.example"}),
         "Jana Meyer",
         evidence_from([text]),
-        published=published,
     )
 
 
@@ -57,22 +56,6 @@ def _figure_codes(written: str) -> list[str]:
 def test_a_long_number_from_another_customer_is_theirs_but_a_small_quantity_is_not():
     assert _figure_codes("88412907") == ["other_correspondent"]
     assert _figure_codes("1500") == []
-
-
-def test_a_fact_a_mailing_list_published_may_be_repeated():
-    posted = _meyers(f"Reach me on {MEYER_PHONE}.", ref="l1", published=True)
-    (fact,) = [fact for fact in extract_facts(f"Call her on {MEYER_PHONE}.") if fact.kind == "phone"]
-    judgement = judge(fact, [_meyers_mail(), posted], frozenset({"fresh-buyer.example"}))
-    assert judgement is not None and judgement.flags == ()
-
-
-def test_a_list_post_never_verifies_a_payment_detail():
-    iban = "DE89 3704 0044 0532 0130 00"
-    posted = _meyers(f"Pay to {iban}.", ref="l1", published=True)
-    (fact,) = [fact for fact in extract_facts(f"Our IBAN is {iban}.") if fact.kind == "iban"]
-    judgement = judge(fact, [posted], frozenset({"fresh-buyer.example"}))
-    assert judgement is not None
-    assert [code for code, _sentence in judgement.flags] == ["unverified_payment_detail"]
 
 
 def _reference_codes(reference: str) -> list[str]:
