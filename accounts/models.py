@@ -45,6 +45,112 @@ class FolderRole(models.TextChoices):
     TRASH = "trash", "Trash"
 
 
+class AuthMethod(models.TextChoices):
+    PASSWORD = "password", "Password"
+    OAUTH2 = "oauth2", "OAuth 2.0 (sign in with the provider)"
+
+
+class SaslMechanism(models.TextChoices):
+    """How an OAuth 2.0 access token is presented to the IMAP server."""
+
+    XOAUTH2 = "xoauth2", "XOAUTH2 (Microsoft, Google, Dovecot)"
+    OAUTHBEARER = "oauthbearer", "OAUTHBEARER (RFC 7628)"
+
+
+class ProviderKind(models.TextChoices):
+    """The providers accounts.services.oauth_providers declares; the value names the declaration."""
+
+    MICROSOFT = "microsoft", "Microsoft (delegated sign-in)"
+    MICROSOFT_APP = "microsoft_app", "Microsoft app-only (company, client credentials)"
+    GOOGLE = "google", "Google (delegated sign-in)"
+    GENERIC = "generic", "Generic OAuth 2.0 / OpenID Connect (delegated sign-in)"
+    GENERIC_APP = "generic_app", "Generic OAuth 2.0 (client credentials)"
+
+
+class GrantState(models.TextChoices):
+    ACTIVE = "active", "Signed in"
+    NEEDS_SIGN_IN = "needs_sign_in", "Needs sign-in again"
+    REGISTRATION_REFUSED = "registration_refused", "Registration refused by the provider"
+
+
+class OAuthRegistration(models.Model):
+    """An application registered with a provider, configured once for the deployment.
+
+    Accounts signing in through it share its client ID and secret; the secret is stored
+    encrypted with the key ring like an IMAP password and is never shown again.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    provider = models.CharField(max_length=32, choices=ProviderKind.choices)
+    client_id = models.CharField("client ID", max_length=300)
+    client_secret_encrypted = models.TextField(blank=True, default="", editable=False)
+    tenant = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text=(
+            "Microsoft only: common, organizations, consumers, or the tenant's ID or domain "
+            "(app-only needs the tenant's own ID or domain). Blank means common."
+        ),
+    )
+    issuer_url = models.URLField(
+        "issuer URL",
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="Generic providers only: endpoints are read from its discovery document.",
+    )
+    scopes = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="Blank: the provider's own (docs/operations/mailbox-providers.md). Separate by spaces.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "OAuth registration"
+        verbose_name_plural = "OAuth registrations"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def set_client_secret(self, plain: str) -> None:
+        self.client_secret_encrypted = crypto.encrypt(plain) if plain else ""
+
+    def get_client_secret(self) -> str:
+        return crypto.decrypt(self.client_secret_encrypted) if self.client_secret_encrypted else ""
+
+    @property
+    def has_client_secret(self) -> bool:
+        return bool(self.client_secret_encrypted)
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        generic = self.provider in {ProviderKind.GENERIC, ProviderKind.GENERIC_APP}
+        if generic and not self.issuer_url:
+            errors["issuer_url"] = "A generic provider needs its issuer URL."
+        if self.issuer_url and not generic:
+            errors["issuer_url"] = "Only a generic provider is configured by issuer URL."
+        if self.issuer_url and self.issuer_url.startswith("http:"):
+            from urllib.parse import urlsplit
+
+            if not is_loopback_host(urlsplit(self.issuer_url).hostname or ""):
+                errors["issuer_url"] = "An issuer must be reached over https (http only on a loopback host)."
+        if self.provider == ProviderKind.MICROSOFT_APP and self.tenant.casefold() in {
+            "",
+            "common",
+            "organizations",
+            "consumers",
+        }:
+            errors["tenant"] = "App-only sign-in needs the tenant's own ID or domain."
+        if self.tenant and self.provider not in {ProviderKind.MICROSOFT, ProviderKind.MICROSOFT_APP}:
+            errors["tenant"] = "Only Microsoft registrations have a tenant."
+        if errors:
+            raise ValidationError(errors)
+
+
 class MailAccountQuerySet(models.QuerySet["MailAccount"]):
     def served(self) -> MailAccountQuerySet:
         """Accounts this deployment serves; rows of any other account are outside every read."""
@@ -56,7 +162,18 @@ class MailAccountQuerySet(models.QuerySet["MailAccount"]):
         Polling, push watchers and every run ask this one question; the deployment-wide
         switch (MAILFATHOM_SYNC_ENABLED) is checked by the run itself.
         """
-        return self.served().filter(sync_enabled=True)
+        return self.served().filter(sync_enabled=True).exclude(awaiting_someone())
+
+
+def awaiting_someone() -> models.Q:
+    """Accounts whose OAuth grant waits for a person (sign in again, fix the registration).
+
+    Left out of synchronization, so a refused grant is not retried against the provider.
+    """
+    return models.Q(
+        auth_method=AuthMethod.OAUTH2,
+        oauth_grant__state__in=[GrantState.NEEDS_SIGN_IN, GrantState.REGISTRATION_REFUSED],
+    )
 
 
 class MailAccount(models.Model):
@@ -79,6 +196,29 @@ class MailAccount(models.Model):
     security = models.CharField(max_length=16, choices=Security.choices, default=Security.TLS)
     username = models.CharField("IMAP user name", max_length=320)
     credential_encrypted = models.TextField(blank=True, default="", editable=False)
+    auth_method = models.CharField(
+        "authentication", max_length=16, choices=AuthMethod.choices, default=AuthMethod.PASSWORD
+    )
+    oauth_registration = models.ForeignKey(
+        OAuthRegistration,
+        verbose_name="OAuth registration",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="accounts",
+        help_text="Which registration signs this account in (OAuth 2.0 only).",
+    )
+    sasl_mechanism = models.CharField(
+        "SASL mechanism", max_length=16, choices=SaslMechanism.choices, default=SaslMechanism.XOAUTH2
+    )
+    download_bytes_per_day = models.PositiveBigIntegerField(
+        "download pace (bytes per day)",
+        default=0,
+        help_text=(
+            "Most message bytes synchronization downloads per UTC day; 0 for no limit. For "
+            "Gmail keep it under 2,500,000,000 (Gmail locks IMAP for a day above that)."
+        ),
+    )
 
     sync_enabled = models.BooleanField("synchronization enabled", default=True)
     sync_mode = models.CharField(
@@ -214,6 +354,11 @@ class MailAccount(models.Model):
             errors["account_id"] = IDENTIFIER_IMMUTABLE
         if self.security == Security.NONE and not is_loopback_host(self.imap_host):
             errors["security"] = "Unencrypted IMAP is allowed only for a loopback host."
+        if self.auth_method == AuthMethod.OAUTH2 and self.oauth_registration_id is None:
+            errors["oauth_registration"] = "OAuth 2.0 needs a registration to sign in with."
+        if self.auth_method == AuthMethod.OAUTH2 and self.security == Security.NONE:
+            # A bearer token on an unencrypted link is a password anyone on the path can replay.
+            errors["security"] = "OAuth 2.0 tokens are only sent over TLS or STARTTLS."
         if has_control_character(self.display_name):
             # Callers name an account by its display name; one they cannot type is unreachable.
             errors["display_name"] = "A display name may not contain control characters."
@@ -357,3 +502,41 @@ class DraftingExample(models.Model):
 
     def __str__(self) -> str:
         return f"example {self.position}"
+
+
+class OAuthGrant(models.Model):
+    """What an account's OAuth 2.0 sign-in left: its tokens (encrypted), who, what and until when.
+
+    One per account. The row is also the lock two workers refreshing at once take
+    (accounts.services.oauth_tokens), so a rotated refresh token is never lost.
+    """
+
+    account = models.OneToOneField(MailAccount, on_delete=models.CASCADE, related_name="oauth_grant")
+    state = models.CharField(max_length=32, choices=GrantState.choices, default=GrantState.ACTIVE)
+    state_code = models.PositiveIntegerField(null=True, blank=True)
+    state_since = models.DateTimeField(null=True, blank=True)
+    subject = models.CharField(
+        "signed in as", max_length=320, blank=True, default="", help_text="As the provider named them."
+    )
+    scopes = models.CharField("scopes granted", max_length=1000, blank=True, default="")
+    signed_in_at = models.DateTimeField(null=True, blank=True)
+    access_token_encrypted = models.TextField(blank=True, default="", editable=False)
+    access_expires_at = models.DateTimeField(null=True, blank=True)
+    refresh_token_encrypted = models.TextField(blank=True, default="", editable=False)
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "OAuth sign-in"
+
+    def __str__(self) -> str:
+        return f"{self.account.account_id}: {self.get_state_display()}"
+
+    @property
+    def has_refresh_token(self) -> bool:
+        return bool(self.refresh_token_encrypted)
+
+    def access_token(self) -> str:
+        return crypto.decrypt(self.access_token_encrypted) if self.access_token_encrypted else ""
+
+    def refresh_token(self) -> str:
+        return crypto.decrypt(self.refresh_token_encrypted) if self.refresh_token_encrypted else ""

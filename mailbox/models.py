@@ -525,3 +525,23 @@ class Suppression(models.Model):
 
     def __str__(self) -> str:
         return f"{self.account_id}:{self.uidvalidity}:{self.uid}"
+
+
+class DownloadDay(models.Model):
+    """Message bytes synchronization downloaded for one account on one UTC day.
+
+    What an account's download pace (MailAccount.download_bytes_per_day) is measured
+    against; mailbox.sync.pace adds to it with one UPDATE per batch.
+    """
+
+    account = models.ForeignKey(
+        "accounts.MailAccount", on_delete=models.CASCADE, related_name="download_days"
+    )
+    day = models.DateField()
+    downloaded_bytes = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["account", "day"], name="download_day_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.day}: {self.downloaded_bytes} bytes"

@@ -1,11 +1,15 @@
-"""Re-encrypt every stored credential under the first key of MAILFATHOM_KEYRING."""
+"""Re-encrypt every stored credential under the first key of MAILFATHOM_KEYRING.
+
+Credentials are IMAP passwords, OAuth registrations' client secrets and the tokens of
+OAuth sign-ins.
+"""
 
 from __future__ import annotations
 
 from django.db import transaction
 
 from accounts import crypto
-from accounts.models import MailAccount
+from accounts.models import MailAccount, OAuthGrant, OAuthRegistration
 
 
 def rotate_credentials() -> int:
@@ -18,5 +22,16 @@ def rotate_credentials() -> int:
         for account in MailAccount.objects.select_for_update().exclude(credential_encrypted=""):
             account.credential_encrypted = crypto.rotate(account.credential_encrypted)
             account.save(update_fields=["credential_encrypted", "updated_at"])
+            rewritten += 1
+        for registration in OAuthRegistration.objects.select_for_update().exclude(client_secret_encrypted=""):
+            registration.client_secret_encrypted = crypto.rotate(registration.client_secret_encrypted)
+            registration.save(update_fields=["client_secret_encrypted"])
+            rewritten += 1
+        for grant in OAuthGrant.objects.select_for_update():
+            fields = ["access_token_encrypted", "refresh_token_encrypted"]
+            for name in fields:
+                if getattr(grant, name):
+                    setattr(grant, name, crypto.rotate(getattr(grant, name)))
+            grant.save(update_fields=fields)
             rewritten += 1
     return rewritten

@@ -17,8 +17,12 @@ from typing import Any
 
 from django.conf import settings
 from imapclient import IMAPClient, imap4, tls
+from imapclient.exceptions import LoginError
 
-from accounts.models import MailAccount, Security
+from accounts.models import AuthMethod, MailAccount, SaslMechanism, Security
+from accounts.services import oauth_tokens
+from accounts.services.provider_refusals import ProviderRefusal, recognize
+from mailfathom.core.errors import Code
 
 Address = tuple[int, tuple[Any, ...]]  # (address family, socket address)
 
@@ -193,21 +197,65 @@ def log_in(
 ) -> None:
     """Upgrade with STARTTLS when the account says so, then log in; shut down on failure.
 
-    `password` defaults to the account's stored credential. Raises LoginDisabled, or the
+    `password` defaults to the account's stored credential; an OAuth 2.0 account (with no
+    `password` given) presents its access token instead. Raises LoginDisabled,
+    ProviderRefusal (a provider's known refusal), oauth_tokens.SignInRefused, or the
     socket, ssl and imapclient exceptions as they come: callers classify them.
     """
     try:
         if account.security == Security.STARTTLS:
             client.starttls(ssl_context or tls_context())
+        if account.auth_method == AuthMethod.OAUTH2 and password is None:
+            _log_in_with_token(client, account)
+            return
         if client.has_capability("LOGINDISABLED"):
             raise LoginDisabled
-        client.login(account.username, account.get_credential() if password is None else password)
+        try:
+            client.login(account.username, account.get_credential() if password is None else password)
+        except LoginError as error:
+            _raise_known_refusal(error)
+            raise
     except BaseException:
         try:
             client.shutdown()
         except Exception:  # noqa: S110 (already failing; the original error is what matters)
             pass
         raise
+
+
+def _raise_known_refusal(error: LoginError) -> None:
+    """Raise the provider's refusal `error` is, in a code's words; return if it is none known."""
+    known = recognize(str(error))
+    if known is not None:
+        raise ProviderRefusal(known.code, known.pause) from None  # the server's words stay behind
+
+
+def _authenticate(client: IMAPClient, account: MailAccount, token: str) -> None:
+    if account.sasl_mechanism == SaslMechanism.OAUTHBEARER:
+        client.oauthbearer_login(account.username, token)
+    else:
+        client.oauth2_login(account.username, token)
+
+
+def _log_in_with_token(client: IMAPClient, account: MailAccount) -> None:
+    """AUTHENTICATE with the account's access token; once more with a new one if refused.
+
+    A server may refuse a token before the expiry it was issued with (revoked, or a
+    provider's clock): one refusal earns a fresh token, a second is TOKEN_REFUSED, since a
+    token just issued and refused points at a missing permission, not at its age.
+    """
+    token = oauth_tokens.access_token(account)
+    try:
+        _authenticate(client, account, token)
+        return
+    except LoginError as error:
+        _raise_known_refusal(error)
+    token = oauth_tokens.access_token(account, refused=token)
+    try:
+        _authenticate(client, account, token)
+    except LoginError as error:
+        _raise_known_refusal(error)
+        raise ProviderRefusal(Code.TOKEN_REFUSED) from None
 
 
 def open_client(

@@ -27,13 +27,15 @@ from mailbox.parsing import HEADER_BLOCK_BYTES
 from mailbox.services.store import IncomingMessage, fill_content, store_messages
 from mailbox.services.suppression import suppressed_uids
 from mailbox.signals import synchronization_finished
-from mailbox.sync import folder_state
+from mailbox.sync import folder_state, pace
 from mailbox.sync.failures import (
+    CONNECTION_LOST,
     INTERNAL_FAILURE,
     LeaseLost,
     classify,
     connection_is_dead,
     describe_internal,
+    resume_at,
 )
 from mailfathom.core.progress import Progress, ProgressCallback
 
@@ -100,18 +102,26 @@ def synchronize_account(
     if not due:
         run.skipped = "no folder is due"
         return run
-    try:
-        client = client_factory(account)
-    except Exception as error:
-        run.failure_code = classify(error)
-        for folder in due:
-            folder_state.record_failure(folder, run.failure_code)
-        logger.warning("sync %s: cannot open a session (failure %s)", account.account_id, run.failure_code)
+    client = _open(account, client_factory, due, run)
+    if client is None:
         return run
-    client.normalise_times = False
+    reopened = False
     try:
         for folder in due:
             folder_run = run_folder(client, folder, progress)
+            if folder_run.failure_code == CONNECTION_LOST and not reopened:
+                # A server may end a session mid-run on purpose (Microsoft does when the
+                # access token expires): once per run, log in again (with a fresh token)
+                # and carry on where the last committed batch ended.
+                reopened = True
+                close_client(client)
+                replacement = _open(account, client_factory, [folder], run)
+                if replacement is None:
+                    run.folders.append(folder_run)
+                    break
+                client = replacement
+                logger.info("sync %s: session lost, logged in again", account.account_id)
+                folder_run = run_folder(client, folder, progress, resumed=folder_run)
             run.folders.append(folder_run)
             if folder_run.failure_code and connection_is_dead(folder_run.failure_code):
                 run.failure_code = folder_run.failure_code
@@ -131,6 +141,23 @@ def synchronize_account(
     return run
 
 
+def _open(
+    account: MailAccount, client_factory: ClientFactory, folders: list[Folder], run: AccountRun
+) -> IMAPClient | None:
+    """Open a session, or record on `folders` why none could be opened and return None."""
+    try:
+        client = client_factory(account)
+    except Exception as error:
+        run.failure_code = classify(error)
+        until = resume_at(error, timezone.now())
+        for folder in folders:
+            folder_state.record_failure(folder, run.failure_code, resume_at=until)
+        logger.warning("sync %s: cannot open a session (failure %s)", account.account_id, run.failure_code)
+        return None
+    client.normalise_times = False
+    return client
+
+
 def announce_synchronization(account_pk: int, stored: int) -> None:
     """Tell receivers (drafting) that a run ended; one that fails is logged, never raised."""
     for _receiver, outcome in synchronization_finished.send_robust(
@@ -140,14 +167,27 @@ def announce_synchronization(account_pk: int, stored: int) -> None:
             logger.warning("sync: a receiver of synchronization_finished failed: %s", type(outcome).__name__)
 
 
-def run_folder(client: IMAPClient, folder: Folder, progress: ProgressCallback | None = None) -> FolderRun:
+def run_folder(
+    client: IMAPClient,
+    folder: Folder,
+    progress: ProgressCallback | None = None,
+    *,
+    resumed: FolderRun | None = None,
+) -> FolderRun:
     """Synchronize one folder over an open session, under its lease; record any failure.
 
     Only failures (Exception) are recorded; a KeyboardInterrupt passes through, after the
-    lease is released.
+    lease is released. `resumed` is this run's earlier, interrupted result for the folder:
+    its counts are carried on.
     """
     alias = folder.mapping.alias if folder.mapping else ""
     result = FolderRun(alias=alias)
+    if resumed is not None:
+        result.stored, result.withheld, result.suppressed = (
+            resumed.stored,
+            resumed.withheld,
+            resumed.suppressed,
+        )
     token = folder_state.acquire_lease(folder)
     if token is None:
         result.skipped_locked = True
@@ -156,7 +196,7 @@ def run_folder(client: IMAPClient, folder: Folder, progress: ProgressCallback | 
         synchronize_folder(client, folder, token, result, progress)
     except Exception as error:
         result.failure_code = classify(error)
-        folder_state.record_failure(folder, result.failure_code)
+        folder_state.record_failure(folder, result.failure_code, resume_at=resume_at(error, timezone.now()))
         if result.failure_code == INTERNAL_FAILURE:
             logger.error("sync folder %s: internal failure: %s", alias, describe_internal(error))
         else:
@@ -203,7 +243,9 @@ def synchronize_folder(
         for batch in _byte_bounded(chunk, meta, limit):
             if not folder_state.renew_lease(folder, token):
                 raise LeaseLost
+            pace.check(folder.account, timezone.now())
             messages = _fetch_bodies(client, folder, batch, meta)
+            pace.spend(folder.account, sum(len(m.raw) for m in messages if m.raw is not None), timezone.now())
             stored = store_messages(folder, messages, advance_to_uid=batch[-1], lease_token=token)
             result.stored += stored.stored
             result.suppressed += stored.suppressed

@@ -110,7 +110,8 @@ def release_lease(folder: Folder, token: uuid.UUID) -> None:
     Folder.objects.filter(pk=folder.pk, lease_token=token).update(lease_token=None, lease_expires_at=None)
 
 
-def record_failure(folder: Folder, code: int) -> None:
+def record_failure(folder: Folder, code: int, *, resume_at: datetime | None = None) -> None:
+    """Record a failure; the folder waits until `resume_at` when the refusal named it, else backs off."""
     now = timezone.now()
     Folder.objects.filter(pk=folder.pk).update(
         last_failure_code=code,
@@ -118,7 +119,8 @@ def record_failure(folder: Folder, code: int) -> None:
         consecutive_failures=F("consecutive_failures") + 1,
     )
     folder.refresh_from_db(fields=["consecutive_failures"])
-    Folder.objects.filter(pk=folder.pk).update(backoff_until=next_attempt(now, folder.consecutive_failures))
+    until = resume_at or next_attempt(now, folder.consecutive_failures)
+    Folder.objects.filter(pk=folder.pk).update(backoff_until=until)
 
 
 def in_backoff(folder: Folder) -> bool:

@@ -115,6 +115,83 @@ class Code(IntEnum):
     LEASE_LOST = 61007, "Another run took over the folder's lease."
     CONNECTION_LOST = 61008, "The connection was lost mid-run."
     INTERNAL_FAILURE = 61009, "An internal error; the worker's log names where."
+    # 61010-61020 (internal): signing in to a provider, and what a provider refuses or limits
+    # (accounts.services.provider_refusals; docs/operations/mailbox-providers.md).
+    SIGN_IN_NEEDED = (
+        61010,
+        (
+            "The mailbox's sign-in was withdrawn or has expired; synchronization waits until "
+            "someone signs in again on the account page."
+        ),
+    )
+    REGISTRATION_REFUSED = (
+        61011,
+        (
+            "The provider refused this deployment's OAuth registration (client ID or secret); "
+            "correct it under OAuth registrations, then synchronization resumes."
+        ),
+    )
+    PROVIDER_LIMIT = (
+        61012,
+        "The provider asked MailFathom to slow down; synchronization resumes at the time shown.",
+    )
+    DOWNLOAD_PACE_SPENT = (
+        61013,
+        (
+            "Today's download pace for this account is spent; synchronization resumes after "
+            "midnight (UTC), or raise the pace on the account."
+        ),
+    )
+    PASSWORDS_REFUSED = (
+        61014,
+        (
+            "The provider no longer accepts passwords for this mailbox; switch the account's "
+            "authentication to OAuth 2.0 and sign in."
+        ),
+    )
+    APP_PASSWORD_REQUIRED = (
+        61015,
+        (
+            "Google wants an app password for this mailbox; create one in the Google Account's "
+            "security settings and store it, or switch the account to OAuth 2.0."
+        ),
+    )
+    WEB_LOGIN_REQUIRED = (
+        61016,
+        (
+            "Google wants the mailbox's owner to sign in once in a web browser before it "
+            "accepts this login; do that, or switch the account to OAuth 2.0."
+        ),
+    )
+    TOKEN_REFUSED = (
+        61017,
+        (
+            "The server refused a freshly issued access token; check that the registration has "
+            "the IMAP permission and that it was granted for this mailbox."
+        ),
+    )
+    MAILBOX_NOT_CONNECTED = (
+        61018,
+        (
+            "The sign-in was accepted but may not open this mailbox; give the registration "
+            "access to the mailbox, sign in as the IMAP user name, or switch IMAP on for it."
+        ),
+    )
+    IMAP_SWITCHED_OFF = (
+        61019,
+        "IMAP is switched off for this mailbox; switch it on in the provider's settings.",
+    )
+    CONSENT_MISSING = (
+        61020,
+        (
+            "The provider has no consent for MailFathom's permission; an administrator must "
+            "grant consent to the registration, then someone signs in again."
+        ),
+    )
+    TOKEN_ENDPOINT_UNAVAILABLE = (
+        61021,
+        "The provider's sign-in service could not be reached or failed; MailFathom tries again later.",
+    )
     # 62xxx (internal): import.
     IMPORT_TARGET_UNKNOWN = 62001, "No account or mapped folder by that name."
     # 63xxx (internal): draft delivery and review.
