@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.contrib import admin, messages
 from django.forms import ModelForm
 from django.http import HttpRequest
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 
-from accounts import admin_mcp  # noqa: F401  (registers the MCP key admin)
+from accounts import (
+    admin_mcp,  # noqa: F401  (registers the MCP key admin)
+    admin_sign_in,
+)
 from accounts.admin_connection import test_connection_view
-from accounts.forms import FolderMappingFormSet, MailAccountForm
-from accounts.models import DraftingExample, DraftingSignature, FolderMapping, MailAccount, SyncMode
+from accounts.forms import FolderMappingFormSet, MailAccountForm, OAuthRegistrationForm
+from accounts.models import (
+    AuthMethod,
+    DraftingExample,
+    DraftingSignature,
+    FolderMapping,
+    GrantState,
+    MailAccount,
+    OAuthGrant,
+    OAuthRegistration,
+    SyncMode,
+)
+from accounts.services import oauth_providers
+from mailfathom.core.errors import Code
 
 
 class DraftingSignatureInline(admin.TabularInline):
@@ -56,7 +74,7 @@ class MailAccountAdmin(admin.ModelAdmin):
     list_display = ["account_id", "display_name", "imap_host", "served", "sync_enabled", "sync_mode"]
     list_filter = ["served", "sync_enabled", "sync_mode", "security"]
     search_fields = ["account_id", "display_name"]
-    readonly_fields = ["credential_status", "connection_link", "created_at", "updated_at"]
+    readonly_fields = ["credential_status", "sign_in_status", "connection_link", "created_at", "updated_at"]
     fieldsets = [
         (None, {"fields": ["account_id", "display_name", "served"]}),
         (
@@ -67,8 +85,12 @@ class MailAccountAdmin(admin.ModelAdmin):
                     "imap_port",
                     "security",
                     "username",
+                    "auth_method",
                     "credential",
                     "credential_status",
+                    "oauth_registration",
+                    "sasl_mechanism",
+                    "sign_in_status",
                     "connection_link",
                 ]
             },
@@ -82,6 +104,7 @@ class MailAccountAdmin(admin.ModelAdmin):
                     "poll_interval_seconds",
                     "max_message_bytes",
                     "storage_ceiling_bytes",
+                    "download_bytes_per_day",
                 ]
             },
         ),
@@ -111,6 +134,30 @@ class MailAccountAdmin(admin.ModelAdmin):
     def credential_status(self, obj: MailAccount) -> str:
         return "stored (encrypted)" if obj.has_credential else "none stored"
 
+    @admin.display(description="Sign-in")
+    def sign_in_status(self, obj: MailAccount) -> str:
+        """Who signed in, when, with which scopes and until when; never a token."""
+        if obj.auth_method != AuthMethod.OAUTH2:
+            return "Not used: this account logs in with a password."
+        registration = obj.oauth_registration
+        if obj.pk is None or registration is None:
+            return "Choose an OAuth registration and save the account, then sign in here."
+        provider = oauth_providers.provider_of(registration)
+        grant = OAuthGrant.objects.filter(account=obj).first()
+        lines = [_grant_summary(grant, provider.signs_in_people)]
+        if provider.signs_in_people:
+            url = reverse("admin:accounts_mailaccount_sign_in", args=[obj.pk])
+            lines.append(
+                format_html(
+                    '<button type="submit" class="button" formaction="{}" formmethod="post" '
+                    'formnovalidate name="_sign_in">{}</button> <span class="help">Unsaved changes '
+                    "on this page are not kept: save first.</span>",
+                    url,
+                    provider.sign_in_label,
+                )
+            )
+        return format_html_join_lines(lines)
+
     @admin.display(description="Connection")
     def connection_link(self, obj: MailAccount) -> str:
         if obj.pk is None:
@@ -134,6 +181,77 @@ class MailAccountAdmin(admin.ModelAdmin):
                     lambda request, object_id: test_connection_view(self, request, object_id)
                 ),
                 name="accounts_mailaccount_test_connection",
-            )
+            ),
+            path(
+                "<path:object_id>/sign-in/",
+                self.admin_site.admin_view(
+                    lambda request, object_id: admin_sign_in.start(self, request, object_id)
+                ),
+                name="accounts_mailaccount_sign_in",
+            ),
         ]
         return custom + super().get_urls()
+
+
+def _grant_summary(grant: OAuthGrant | None, signs_in_people: bool) -> str:
+    if grant is None:
+        return "Not signed in yet." if signs_in_people else "No token fetched yet: the first run fetches one."
+    if grant.state != GrantState.ACTIVE:
+        code = next((c for c in Code if c == grant.state_code), Code.SIGN_IN_NEEDED)
+        return format_html(
+            "<strong>{}</strong> ({}): {}", grant.get_state_display(), int(code), code.sentence
+        )
+    who = grant.subject or "an identity the provider did not name"
+    return format_html(
+        "Signed in as <strong>{}</strong> on {}; scopes granted: {}; access token valid until {}.",
+        who,
+        _when(grant.signed_in_at),
+        grant.scopes or "not stated",
+        _when(grant.access_expires_at),
+    )
+
+
+def _when(moment: datetime | None) -> str:
+    if moment is None:
+        return "unknown"
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def format_html_join_lines(lines: list[str]) -> str:
+    return format_html_join("<br>", "{}", ((line,) for line in lines))
+
+
+@admin.register(OAuthRegistration)
+class OAuthRegistrationAdmin(admin.ModelAdmin):
+    """The deployment's registrations with providers; the client secret is write-only."""
+
+    form = OAuthRegistrationForm
+    list_display = ["name", "provider", "client_id", "secret_status"]
+    readonly_fields = ["secret_status", "redirect_uri_hint", "created_at"]
+    fields = [
+        "name",
+        "provider",
+        "client_id",
+        "client_secret",
+        "secret_status",
+        "tenant",
+        "issuer_url",
+        "scopes",
+        "redirect_uri_hint",
+        "created_at",
+    ]
+
+    @admin.display(description="Client secret")
+    def secret_status(self, obj: OAuthRegistration) -> str:
+        return "stored (encrypted)" if obj.has_client_secret else "none stored"
+
+    @admin.display(description="Redirect URI to register at the provider")
+    def redirect_uri_hint(self, obj: OAuthRegistration) -> str:
+        return format_html(
+            "<code>&lt;your address&gt;/{}</code> (with MAILFATHOM_PUBLIC_BASE_URL set, that address)",
+            admin_sign_in.SIGN_IN_CALLBACK_PATH,
+        )
+
+    def save_model(self, request: HttpRequest, obj: OAuthRegistration, form: ModelForm, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        oauth_providers.forget_discovered()

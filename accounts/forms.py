@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from accounts.models import MailAccount, normalize_alias
+from accounts.models import AuthMethod, MailAccount, OAuthGrant, OAuthRegistration, normalize_alias
 
 # Binary units, as mail servers and operating systems count storage: 1 MB is 1,048,576 bytes.
 UNITS = {"KB": 1024, "MB": 1024**2, "GB": 1024**3}
@@ -95,6 +95,17 @@ class MailAccountForm(forms.ModelForm):
         help_text="Compressed content this account may hold locally; beyond it, content waits for room.",
     )
 
+    download_bytes_per_day = ByteSizeField(
+        label="Download pace per day",
+        minimum=0,
+        required=False,
+        initial=0,
+        help_text=(
+            "Most message bytes synchronization downloads per UTC day; 0 for no pace. For Gmail "
+            "stay under 2.3 GB (Gmail locks IMAP for a day at about 2.5 GB)."
+        ),
+    )
+
     class Meta:
         model = MailAccount
         fields = [
@@ -105,6 +116,10 @@ class MailAccountForm(forms.ModelForm):
             "imap_port",
             "security",
             "username",
+            "auth_method",
+            "oauth_registration",
+            "sasl_mechanism",
+            "download_bytes_per_day",
             "sync_enabled",
             "sync_mode",
             "poll_interval_seconds",
@@ -118,8 +133,13 @@ class MailAccountForm(forms.ModelForm):
     # another server must not carry it there (docs/operations/accounts.md).
     SERVER_FIELDS = ("imap_host", "imap_port", "security", "username")
 
+    def clean_download_bytes_per_day(self) -> int:
+        return int(self.cleaned_data.get("download_bytes_per_day") or 0)
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        if cleaned.get("auth_method") == AuthMethod.OAUTH2:
+            return cleaned  # no password: the sign-in is done from the saved account
         if not self.instance.has_credential and not cleaned.get("credential"):
             self.add_error("credential", "A new account needs a credential.")
         elif self.instance.pk and not cleaned.get("credential"):
@@ -137,10 +157,49 @@ class MailAccountForm(forms.ModelForm):
         account: MailAccount = super().save(commit=False)
         if self.cleaned_data.get("credential"):
             account.set_credential(self.cleaned_data["credential"])
+        self._forget_moved_sign_in(account)  # admin saves with commit=False, then saves itself
         if commit:
             account.save()
             self.save_m2m()
         return account
+
+    # A token is a bearer credential: like a password, it goes only to the server and through
+    # the registration it was granted for.
+    SIGN_IN_FIELDS = (*SERVER_FIELDS, "auth_method", "oauth_registration")
+
+    def _forget_moved_sign_in(self, account: MailAccount) -> None:
+        if account.pk and any(name in self.changed_data for name in self.SIGN_IN_FIELDS):
+            OAuthGrant.objects.filter(account=account).delete()
+
+
+class OAuthRegistrationForm(forms.ModelForm):
+    client_secret = forms.CharField(
+        label="Client secret",
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Stored encrypted and never shown again. Leave blank to keep the stored one.",
+    )
+
+    issuer_url = forms.URLField(
+        label="Issuer URL",
+        required=False,
+        assume_scheme="https",
+        max_length=500,
+        help_text=OAuthRegistration._meta.get_field("issuer_url").help_text,
+    )
+
+    class Meta:
+        model = OAuthRegistration
+        fields = ["name", "provider", "client_id", "tenant", "issuer_url", "scopes"]
+
+    def save(self, commit: bool = True) -> OAuthRegistration:
+        registration: OAuthRegistration = super().save(commit=False)
+        if self.cleaned_data.get("client_secret"):
+            registration.set_client_secret(self.cleaned_data["client_secret"])
+        if commit:
+            registration.save()
+        return registration
 
 
 class FolderMappingFormSet(forms.BaseInlineFormSet):

@@ -9,6 +9,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from accounts import admin_sign_in
 from mailfathom import views
 from mailfathom.login_throttle import ThrottledAdminLoginForm
 from mailfathom.status import views as status_views
@@ -30,6 +31,12 @@ urlpatterns = [
     path("admin/status/", admin.site.admin_view(status_views.status_page), name="system-status"),
     path("admin/status/live/", admin.site.admin_view(status_views.status_live), name="system-status-live"),
     path("admin/", admin.site.urls),
+    # The redirect URI registered at OAuth providers (docs/operations/mailbox-providers.md).
+    path(
+        admin_sign_in.SIGN_IN_CALLBACK_PATH,
+        admin.site.admin_view(admin_sign_in.callback),
+        name="mailbox-sign-in-callback",
+    ),
     path("health", views.health, name="health"),
     path("attachments/", include("mailbox.urls")),
     path("compliance/", include("audit.urls")),
