@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from cryptography.fernet import Fernet
 from django.conf import settings
-from django.core.checks import CheckMessage, Error, register
+from django.core.checks import CheckMessage, Error, Tags, register
 from django.core.checks import Warning as CheckWarning
 
 from mailfathom.core import config
@@ -167,3 +167,11 @@ def check_https_posture(app_configs: object = None, **kwargs: object) -> list[Ch
             )
         )
     return messages
+
+
+@register(Tags.database)
+def check_oauth_registrations(app_configs: object = None, **kwargs: object) -> list[CheckMessage]:
+    """Warn of OAuth registrations that cannot work (run with `manage.py check --database default`)."""
+    from accounts.services.oauth_registrations import problems
+
+    return [CheckWarning(problem, id="mailfathom.W010") for problem in problems()]

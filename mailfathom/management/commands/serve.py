@@ -153,6 +153,9 @@ class Command(BaseCommand):
             "'Test connection and map folders' on it. Press Ctrl-C to stop everything.",
             "",
         ]
+        from accounts.services.oauth_registrations import problems
+
+        lines += [f"Warning: {problem}" for problem in problems()]
         self.stdout.write("\n".join(lines))
         self.stdout.flush()
 
