@@ -356,9 +356,6 @@ class MailAccount(models.Model):
             errors["security"] = "Unencrypted IMAP is allowed only for a loopback host."
         if self.auth_method == AuthMethod.OAUTH2 and self.oauth_registration_id is None:
             errors["oauth_registration"] = "OAuth 2.0 needs a registration to sign in with."
-        if self.auth_method == AuthMethod.OAUTH2 and self.security == Security.NONE:
-            # A bearer token on an unencrypted link is a password anyone on the path can replay.
-            errors["security"] = "OAuth 2.0 tokens are only sent over TLS or STARTTLS."
         if has_control_character(self.display_name):
             # Callers name an account by its display name; one they cannot type is unreachable.
             errors["display_name"] = "A display name may not contain control characters."
