@@ -7,6 +7,7 @@ a product test that fails there fails for the product's reason, not the parts'.
 from __future__ import annotations
 
 import imaplib
+import time
 
 import pytest
 import requests
@@ -131,19 +132,26 @@ def test_a_refresh_is_counted_and_its_new_token_opens_the_mailbox(oauth_dovecot,
     _login(oauth_dovecot, user, refreshed.json()["access_token"], "XOAUTH2").logout()
 
 
-def test_kick_drops_an_open_session(oauth_dovecot, oauth_server):
-    user = oauth_server.add_user()
-    access_token = oauth_server.sign_in_scripted(user, REDIRECT_URI)["access_token"]
-    client = _login(oauth_dovecot, user, access_token, "XOAUTH2")
+def test_kick_drops_the_users_open_session_and_no_other(oauth_dovecot, oauth_server):
+    user, other = oauth_server.add_user(), oauth_server.add_user()
+    client = _login(
+        oauth_dovecot, user, oauth_server.sign_in_scripted(user, REDIRECT_URI)["access_token"], "XOAUTH2"
+    )
+    bystander = _login(
+        oauth_dovecot, other, oauth_server.sign_in_scripted(other, REDIRECT_URI)["access_token"], "XOAUTH2"
+    )
     client.select_folder("INBOX")
-    client.noop()
 
     oauth_dovecot.kick(user)
 
+    deadline = time.monotonic() + 5  # the BYE and the close reach the client a moment later
     with pytest.raises((imaplib.IMAP4.abort, OSError)):
-        for _ in range(50):  # the BYE and the close reach the client a moment later
+        while time.monotonic() < deadline:
             client.noop()
+            time.sleep(0.02)
     client.shutdown()
+    bystander.select_folder("INBOX")
+    bystander.logout()
 
 
 def test_append_and_message_count_agree(oauth_dovecot, oauth_server):
