@@ -19,6 +19,8 @@ pytest_plugins = [
     "tests.privacy",
     "tests.support",  # scripted: the scripted OpenAI-compatible server
     "tests.dovecot",  # dovecot: the session's Dovecot
+    "tests.oauth_server.fixtures",  # oauth_server: the session's OAuth 2.0 authorization server
+    "tests.oauth_dovecot",  # oauth_dovecot: the session's Dovecot that takes OAuth 2.0 tokens
     "tests.answering.fixtures",  # chat_api, answering, world, obedient
     "tests.mcp.servers",  # module_server_factory, mcp_server, api_key
 ]

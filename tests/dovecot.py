@@ -225,7 +225,7 @@ local {PLAIN_ONLY_HOST} {{
 """
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child: ask Linux to SIGTERM Dovecot if the test process dies without teardown."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -233,7 +233,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _wait_for_greeting(
+def wait_for_greeting(
     host: str,
     port: int,
     process: subprocess.Popen[bytes],
@@ -295,7 +295,7 @@ def _start(root: Path, version: str) -> tuple[DovecotServer, subprocess.Popen[by
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,  # the session is single-threaded here
+                preexec_fn=die_with_parent,  # the session is single-threaded here
             )
         server = DovecotServer(
             host=HOST,
@@ -312,11 +312,11 @@ def _start(root: Path, version: str) -> tuple[DovecotServer, subprocess.Popen[by
         )
         deadline = time.monotonic() + STARTUP_TIMEOUT
         try:
-            _wait_for_greeting(HOST, ports[0], process, deadline)
-            _wait_for_greeting(HOST, ports[1], process, deadline, server.ssl_context())
-            _wait_for_greeting(PLAIN_ONLY_HOST, ports[2], process, deadline)
+            wait_for_greeting(HOST, ports[0], process, deadline)
+            wait_for_greeting(HOST, ports[1], process, deadline, server.ssl_context())
+            wait_for_greeting(PLAIN_ONLY_HOST, ports[2], process, deadline)
         except RuntimeError as error:
-            _stop(process)
+            stop_process(process)
             output_text = (root / "stdout.log").read_text(errors="replace")
             if "Address already in use" in output_text + server.log_tail() and attempt < 2:
                 continue
@@ -328,7 +328,8 @@ def _start(root: Path, version: str) -> tuple[DovecotServer, subprocess.Popen[by
     raise AssertionError("unreachable")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """Stop a child server: SIGTERM, then SIGKILL if it has not exited within 10 s."""
     if process.poll() is None:
         process.terminate()
         try:
@@ -361,7 +362,7 @@ def running_dovecot(root: Path) -> Iterator[DovecotServer]:
     try:
         yield server
     finally:
-        _stop(process)
+        stop_process(process)
 
 
 @pytest.fixture(scope="session", name="dovecot")
@@ -392,6 +393,6 @@ def dovecot_server() -> Iterator[DovecotServer]:
         try:
             yield server
         finally:
-            _stop(process)
+            stop_process(process)
     finally:
         shutil.rmtree(root, ignore_errors=True)
