@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 from imapclient import IMAPClient
 
-from accounts.models import MailAccount
+from accounts.models import MailAccount, awaiting_someone
 from accounts.services.imap import close_client, open_client
 from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email, Folder, RepairRequest
 from mailbox.parsing import HEADER_BLOCK_BYTES
@@ -96,7 +96,12 @@ def synchronize_account(
         run.skipped = "synchronization is disabled for this deployment"
         return run
     if not MailAccount.objects.synchronized().filter(pk=account.pk).exists():
-        run.skipped = "synchronization is disabled for this account"
+        waiting = MailAccount.objects.filter(pk=account.pk).filter(awaiting_someone()).exists()
+        run.skipped = (
+            "the account waits for someone to sign in again (or to fix its OAuth registration)"
+            if waiting
+            else "synchronization is disabled for this account"
+        )
         return run
     due = [f for f in folder_state.ensure_folders(account) if force or not folder_state.in_backoff(f)]
     if not due:
