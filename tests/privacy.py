@@ -1,4 +1,4 @@
-"""A suite-wide check that no log line carries mail content, an address or a query.
+"""A suite-wide check that no log line carries mail content, an address, a query or a token.
 
 Every log record emitted in this test process is kept. After each test that used the
 database, the subjects and addresses it stored are collected; every search query is
@@ -95,6 +95,20 @@ def pytest_runtest_call(item: pytest.Item):
             remember(subject, sender)
         remember(*Participant.objects.values_list("address", flat=True)[:5000])
     except Exception:  # noqa: S110 (a test that broke its connection is reported by itself)
+        pass
+    _remember_oauth_secrets()
+
+
+def _remember_oauth_secrets() -> None:
+    """OAuth tokens and client secrets are private too: no log line may carry one."""
+    try:
+        from accounts.models import OAuthGrant, OAuthRegistration
+
+        for grant in OAuthGrant.objects.all()[:1000]:
+            remember(grant.access_token(), grant.refresh_token())
+        for registration in OAuthRegistration.objects.all()[:1000]:
+            remember(registration.get_client_secret())
+    except Exception:  # noqa: S110 (a token no key of this test's ring opens is not checkable here)
         pass
 
 
