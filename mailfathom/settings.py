@@ -153,6 +153,8 @@ CELERY_BEAT_SCHEDULE = {
     "erase-expired-audit-entries": {"task": "audit.erase_expired_entries", "schedule": 3600.0},
     # Drafting also runs after each synchronization that stored mail (answering.receivers).
     "draft-replies": {"task": "answering.draft_enabled_accounts", "schedule": 900.0},
+    # OAuth access tokens renewed before they expire (docs/operations/mailbox-providers.md).
+    "renew-oauth-tokens": {"task": "accounts.renew_oauth_tokens", "schedule": 300.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(embedded.var_dir() / "celerybeat-schedule")
 

@@ -122,12 +122,15 @@ def issued_from(token: Mapping[str, Any], now: datetime) -> Issued:
     )
 
 
-def access_token(account: MailAccount, *, refused: str | None = None) -> str:
+def access_token(
+    account: MailAccount, *, refused: str | None = None, ahead: timedelta = REFRESH_MARGIN
+) -> str:
     """A current access token for `account`; raises SignInRefused.
 
     `refused` is a token the IMAP server just turned down: unless another worker has
     replaced it meanwhile, a new one is fetched even though it has not expired (a provider
-    may revoke a token early). Raises SignInRefused with TOKEN_ENDPOINT_UNAVAILABLE when
+    may revoke a token early). A token expiring within `ahead` is renewed. Raises
+    SignInRefused with TOKEN_ENDPOINT_UNAVAILABLE when
     the provider cannot be reached (the account is not marked: it is retried later).
     """
     registration = account.oauth_registration
@@ -144,7 +147,7 @@ def access_token(account: MailAccount, *, refused: str | None = None) -> str:
             outcome = Code.SIGN_IN_NEEDED  # nobody has signed in yet
         elif grant is not None and grant.access_token_encrypted:
             current = grant.access_token()
-            fresh = grant.access_expires_at is not None and grant.access_expires_at - now > REFRESH_MARGIN
+            fresh = grant.access_expires_at is not None and grant.access_expires_at - now > ahead
             if (fresh and refused is None) or (refused is not None and current != refused):
                 return current
         try:
@@ -232,3 +235,30 @@ def store_sign_in(account: MailAccount, token: Mapping[str, Any], subject: str) 
         grant.save()
     logger.info("oauth %s: signed in", account.account_id)
     return grant
+
+
+# The worker renews tokens this long before they expire, so a run or a push watcher starting
+# near the expiry finds a fresh one, and a withdrawn grant is noticed between runs.
+RENEW_AHEAD = timedelta(minutes=15)
+
+
+def renew_expiring(now: datetime | None = None) -> int:
+    """Renew every active grant of a synchronized OAuth account expiring within RENEW_AHEAD.
+
+    Returns how many were renewed. A grant the provider refuses is marked (as access_token
+    does) and the others go on; nothing is raised.
+    """
+    now = now or timezone.now()
+    renewed = 0
+    due = OAuthGrant.objects.filter(
+        state=GrantState.ACTIVE,
+        access_expires_at__lt=now + RENEW_AHEAD,
+        account__in=MailAccount.objects.synchronized().filter(auth_method="oauth2"),
+    ).select_related("account", "account__oauth_registration")
+    for grant in due:
+        try:
+            fresh = access_token(grant.account, ahead=RENEW_AHEAD)
+        except SignInRefused:
+            continue
+        renewed += fresh != grant.access_token()  # another worker may have renewed it already
+    return renewed

@@ -280,3 +280,23 @@ def test_two_workers_refreshing_at_once_leave_one_valid_token(
     oauth_tokens.access_token(MailAccount.objects.get(pk=account.pk))
     assert oauth_server.count_refreshes(user) == 2
     assert engine.synchronize_account(account.pk, force=True).failure_code is None
+
+
+def test_the_worker_renews_tokens_before_they_expire_and_notices_a_withdrawn_grant(
+    oauth_server, oauth_dovecot, delegated
+):
+    from accounts.tasks import renew_oauth_tokens
+
+    soon_user, soon = _signed_in(oauth_server, oauth_dovecot, delegated, 0)
+    later_user, later = _signed_in(oauth_server, oauth_dovecot, delegated, 0)
+    gone_user, gone = _signed_in(oauth_server, oauth_dovecot, delegated, 0)
+    in_ten_minutes = timezone.now() + timedelta(minutes=10)
+    OAuthGrant.objects.filter(account__in=[soon, gone]).update(access_expires_at=in_ten_minutes)
+    oauth_server.revoke_grant(gone_user)
+
+    assert renew_oauth_tokens() == 1
+
+    assert OAuthGrant.objects.get(account=soon).access_expires_at > timezone.now() + timedelta(minutes=30)
+    assert oauth_server.count_refreshes(soon_user) == 1
+    assert oauth_server.count_refreshes(later_user) == 0  # not due: left alone
+    assert OAuthGrant.objects.get(account=gone).state == GrantState.NEEDS_SIGN_IN
