@@ -1,13 +1,15 @@
 """Connection test: log in to an account's IMAP server read-only and list its folders.
 
-The only commands sent are CAPABILITY, STARTTLS (when configured), LOGIN, LIST, STATUS
-(MESSAGES, for the first STATUS_LIMIT selectable folders) and LOGOUT; nothing on the server
-changes. The stored password goes only to the host, port, security
-and user name saved with the account; the host is reached through the same address rule
+The only commands sent are CAPABILITY, STARTTLS (when configured), LOGIN (or, for an OAuth
+2.0 account, AUTHENTICATE with its access token), LIST, STATUS (MESSAGES, for the first
+STATUS_LIMIT selectable folders) and LOGOUT; nothing on the server changes. The stored
+password and the access token go only to the host, port, security and user name saved
+with the account; the host is reached through the same address rule
 and TLS context as synchronization (accounts.services.imap). Until an IMAP greeting is
 read, every failure is the same sentence, so the test cannot tell a closed port from a
 silent or a non-IMAP one. The log records the account identifier and the kind of failure,
-never a host, user name, password or folder name. See docs/operations/accounts.md.
+never a host, user name, password or folder name; a provider's refusal is reported as its
+code's sentence, never in the server's words. See docs/operations/accounts.md.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from imapclient import IMAPClient
 from imapclient.exceptions import CapabilityError, IMAPClientError, LoginError
 
 from accounts.models import (
+    AuthMethod,
     FolderMapping,
     FolderRole,
     MailAccount,
@@ -30,7 +33,8 @@ from accounts.models import (
     normalize_alias,
 )
 from accounts.services import imap
-from mailfathom.core.errors import MailFathomError
+from accounts.services.provider_refusals import recognize_error
+from mailfathom.core.errors import Code, MailFathomError
 from mailfathom.core.hosts import is_loopback_host
 
 logger = logging.getLogger(__name__)
@@ -127,6 +131,7 @@ class ConnectionReport:
     message: str
     folders: tuple[RemoteFolder, ...] = ()
     kind: str = "ok"  # a key of SENTENCES when not ok
+    code: int | None = None  # for kind "provider_refusal": the Code whose sentence is the message
 
 
 # One sentence per kind of failure. None names a host or port: the page shows what was tested.
@@ -134,6 +139,11 @@ SENTENCES = {
     "password_needed": (
         "The {fields} differ from the saved account, and the stored password is only sent to "
         "the server and user name it was saved for: enter the IMAP password to test these settings."
+    ),
+    "token_needs_saved_settings": (
+        "The {fields} differ from the saved account, and the account's access token is only "
+        "presented to the server and user name it was issued for: save the settings first, or "
+        "enter an IMAP password to test these settings with it."
     ),
     "no_credential": "No password is stored for this account; enter one and save the account first.",
     "plain_refused": "Unencrypted IMAP is allowed only for a loopback host; choose STARTTLS or TLS.",
@@ -159,6 +169,9 @@ SENTENCES = {
     "timeout": "The IMAP server answered, then stopped answering before the test finished.",
     "closed": "The IMAP server closed the connection before the test finished.",
     "unexpected": "The server answered in a way MailFathom did not expect.",
+    # A provider's known refusal or limit, or no access token to be had: the code's sentence
+    # (mailfathom.core.errors.Code, 61010-61021), never the server's words.
+    "provider_refusal": "{detail}",
 }
 # After the greeting, checked in order: the first class an error is an instance of decides.
 _KINDS: list[tuple[type[BaseException], str]] = [
@@ -193,9 +206,22 @@ def _remote_folder(name: str, flags: tuple[str, ...], delimiter: str) -> RemoteF
     return RemoteFolder(name=name, flags=flags, suggested_role=role, suggested_alias=normalize_alias(last))
 
 
+def _refusal(error: BaseException) -> Code | None:
+    """The code of a provider's refusal (ProviderRefusal, SignInRefused, or a refusal's wording)."""
+    code = getattr(error, "code", None)
+    if isinstance(error, LoginError) and isinstance(code, Code):
+        return code
+    if isinstance(error, IMAPClientError):
+        known = recognize_error(error)
+        return known.code if known is not None else None
+    return None
+
+
 def _kind(error: BaseException) -> str:
     if isinstance(error, _Failure):
         return error.kind
+    if _refusal(error) is not None:
+        return "provider_refusal"
     return next((kind for error_class, kind in _KINDS if isinstance(error, error_class)), "unexpected")
 
 
@@ -218,7 +244,8 @@ def _greet(target: MailAccount, timeout: float, context: ssl.SSLContext) -> IMAP
         raise _Failure("unreachable") from error
 
 
-def _list(target: MailAccount, password: str, timeout: float) -> list[RemoteFolder]:
+def _list(target: MailAccount, password: str | None, timeout: float) -> list[RemoteFolder]:
+    """Log in and list; `password` None presents the (saved OAuth 2.0) account's access token."""
     context = imap.tls_context()  # the one builder synchronization uses too
     client = _greet(target, timeout, context)
     try:
@@ -263,12 +290,15 @@ def _with_counts(client: IMAPClient, folders: list[RemoteFolder]) -> list[Remote
     return counted
 
 
+def _joined(labels: list[str]) -> str:
+    return " and ".join([", ".join(labels[:-1]), labels[-1]] if len(labels) > 1 else labels)
+
+
 def _password(account: MailAccount, endpoint: Endpoint) -> str:
     """The stored password, if `endpoint` is where it was saved for; else a _Failure."""
     changed = endpoint.differences(Endpoint.of(account))
     if changed:
-        fields = " and ".join([", ".join(changed[:-1]), changed[-1]] if len(changed) > 1 else changed)
-        raise _Failure("password_needed", fields)
+        raise _Failure("password_needed", _joined(changed))
     if not account.has_credential:
         raise _Failure("no_credential")
     try:
@@ -287,8 +317,9 @@ def test_connection(
     """Log in to an IMAP server for `account` and list its folders, changing nothing there.
 
     `endpoint` is what to test (default: the saved account's settings). Without a typed
-    `password`, the stored one is used, and only when `endpoint` equals the saved settings;
-    otherwise the report asks for the password and nothing is connected. `timeout` bounds
+    `password`, the stored one is used (for an OAuth 2.0 account, its access token), and
+    only when `endpoint` equals the saved settings; otherwise the report asks for the
+    password and nothing is connected. `timeout` bounds
     the connection and every read, in seconds. Certificates are checked with the TLS
     context synchronization uses (MAILFATHOM_IMAP_CA_FILE included). Never raises for a
     server-side or network problem: the report says what went wrong.
@@ -303,19 +334,30 @@ def test_connection(
         username=endpoint.username,
     )
     try:
-        secret = password or _password(account, endpoint)
+        secret: str | None
+        if account.auth_method == AuthMethod.OAUTH2 and not password:
+            changed = endpoint.differences(Endpoint.of(account))
+            if changed:
+                raise _Failure("token_needs_saved_settings", _joined(changed))
+            target, secret = account, None  # the saved account: its grant holds the token
+        else:
+            secret = password or _password(account, endpoint)
         if endpoint.security == Security.NONE and not is_loopback_host(endpoint.host):
             raise _Failure("plain_refused")
         folders = _list(target, secret, timeout)
     except Exception as error:  # every failure becomes a sentence; the details stay here
         kind = _kind(error)
-        logger.info("IMAP connection test failed: account_id=%s kind=%s", account.account_id, kind)
+        refusal = None if isinstance(error, _Failure) else _refusal(error)
+        code = int(refusal) if refusal is not None else None
+        logger.info(
+            "IMAP connection test failed: account_id=%s kind=%s code=%s", account.account_id, kind, code
+        )
         # The exception's class only: its message could quote the server's reply or the host.
         cause = error.__cause__ if isinstance(error, _Failure) and error.__cause__ else error
         logger.debug("IMAP connection test failure cause: %s", type(cause).__name__)
-        detail = error.detail if isinstance(error, _Failure) else ""
+        detail = error.detail if isinstance(error, _Failure) else refusal.sentence if refusal else ""
         message = SENTENCES[kind].format(fields=detail, detail=detail)
-        return ConnectionReport(False, message, kind=kind)
+        return ConnectionReport(False, message, kind=kind, code=code)
     where = f"{endpoint.host}:{endpoint.port}"
     return ConnectionReport(
         True, f"Logged in to {where}; the server lists {len(folders)} folders.", tuple(folders)
