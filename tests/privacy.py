@@ -1,8 +1,9 @@
-"""A suite-wide check that no log line carries mail content, an address or a query.
+"""A suite-wide check that no log line carries mail content, an address, a query or a secret.
 
 Every log record emitted in this test process is kept. After each test that used the
-database, the subjects and addresses it stored are collected; every search query is
-collected as it is made. At the end of the session, a log line containing any of them
+database, the subjects and addresses it stored are collected, and so are the OAuth tokens
+(access and refresh) and registrations' client secrets it stored, decrypted; every search
+query is collected as it is made. At the end of the session, a log line containing any of them
 fails the run. (Processes the tests start, uvicorn and Celery workers, log elsewhere and
 are not covered here.) Under pytest-xdist each worker hands its records and values to the
 controller, which checks them all together, as one process would.
@@ -95,6 +96,15 @@ def pytest_runtest_call(item: pytest.Item):
             remember(subject, sender)
         remember(*Participant.objects.values_list("address", flat=True)[:5000])
     except Exception:  # noqa: S110 (a test that broke its connection is reported by itself)
+        pass
+    try:
+        from accounts.models import OAuthGrant, OAuthRegistration
+
+        for grant in OAuthGrant.objects.all()[:1000]:
+            remember(grant.access_token(), grant.refresh_token())
+        for registration in OAuthRegistration.objects.exclude(client_secret_encrypted="")[:1000]:
+            remember(registration.get_client_secret())
+    except Exception:  # noqa: S110 (a key ring the test changed, or a broken connection)
         pass
 
 
