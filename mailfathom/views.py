@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
@@ -14,8 +15,10 @@ def health(request: HttpRequest) -> JsonResponse:
     """Report each part's status and an overall one; 503 when the database or Redis is down.
 
     Says nothing about mail or accounts (counts and ages only), so it needs no authentication.
+    A staff user who may view mail accounts also gets the mailbox sign-in part's accounts by
+    identifier (the System status page shows them the same).
     """
-    report = check_health()
+    report = check_health(detailed=lambda: may_see_accounts(request))
     body = {
         "status": report.status,
         "parts": {
@@ -28,6 +31,15 @@ def health(request: HttpRequest) -> JsonResponse:
     # so Django's request logger does not add an error line for it.
     response._has_been_logged = report.http_status >= 500  # type: ignore[attr-defined]  # Django's private flag: log_response skips a response already logged
     return response
+
+
+def may_see_accounts(request: HttpRequest) -> bool:
+    """Whether the caller is a logged-in staff user who may view mail accounts."""
+    try:
+        user = request.user
+        return bool(user.is_active and user.is_staff and user.has_perm("accounts.view_mailaccount"))
+    except DatabaseError:  # the session or the user unreadable: answer as to anyone
+        return False
 
 
 def favicon(request: HttpRequest) -> HttpResponse:

@@ -1,8 +1,9 @@
 """A suite-wide check that no log line carries mail content, an address, a query or a token.
 
 Every log record emitted in this test process is kept. After each test that used the
-database, the subjects and addresses it stored are collected; every search query is
-collected as it is made. At the end of the session, a log line containing any of them
+database, the subjects and addresses it stored are collected, and so are the OAuth tokens
+(access and refresh) and registrations' client secrets it stored, decrypted; every search
+query is collected as it is made. At the end of the session, a log line containing any of them
 fails the run. (Processes the tests start, uvicorn and Celery workers, log elsewhere and
 are not covered here.) Under pytest-xdist each worker hands its records and values to the
 controller, which checks them all together, as one process would.

@@ -3,8 +3,11 @@
 Read by the status page, the account pages and /health: counts, times and failure codes
 only, never a subject, address or body. A folder's state is derived from its row when read:
 synchronizing, interrupted (its lease expired with the run unfinished; recorded when first
-seen), backing-off, failing, never or idle. An account takes its folders' most pressing
-state, or "disabled" when it is not served or its synchronization is off.
+seen), stopped (its account waits for a person to sign in or fix its OAuth registration),
+backing-off, failing, paused (by the provider's limit or the account's download pace, until
+a known time), never or idle. An account takes its folders' most pressing state, "stopped"
+while it waits for a person, or "disabled" when it is not served or its synchronization is
+off.
 """
 
 from __future__ import annotations
@@ -17,12 +20,12 @@ from enum import StrEnum
 
 import redis
 from django.conf import settings
-from django.db.models import Count, Max, Q
+from django.db.models import BooleanField, Case, Count, F, Max, Min, Q, Value, When
 from django.utils import timezone
 
-from accounts.models import MailAccount, SyncMode
+from accounts.models import GrantState, MailAccount, SyncMode, awaiting_someone
 from mailbox.models import Email, Folder
-from mailbox.sync.failures import describe
+from mailbox.sync.failures import DOWNLOAD_PACE_SPENT, PROVIDER_LIMIT, describe
 from mailbox.sync.folder_state import record_interrupted_runs
 from mailbox.sync.idle import WATCHER_KEY
 from mailfathom.core.redis_store import redis_client
@@ -37,8 +40,10 @@ class SyncState(StrEnum):
     IDLE = "idle"
     SYNCHRONIZING = "synchronizing"
     INTERRUPTED = "interrupted"
+    STOPPED = "stopped"
     BACKING_OFF = "backing-off"
     FAILING = "failing"
+    PAUSED = "paused"
     NEVER = "never"
     DISABLED = "disabled"
 
@@ -56,6 +61,20 @@ class Backfill:
     def fraction(self) -> float:
         return min(1.0, self.stored / self.server) if self.server else 1.0
 
+
+# A pause is not a failure: the provider or the account's own pace named when it ends, and
+# the folder resumes by itself then (docs/operations/mailbox-providers.md).
+PAUSES: dict[int, str] = {
+    PROVIDER_LIMIT: "paused by the provider's limit",
+    DOWNLOAD_PACE_SPENT: "paused at the account's daily download pace",
+}
+# Why an account waiting for a person is stopped, by its grant's state.
+STOPPED_SENTENCES = {
+    GrantState.NEEDS_SIGN_IN: "Synchronization is stopped until someone signs in on the account page.",
+    GrantState.REGISTRATION_REFUSED: (
+        "Synchronization is stopped until someone corrects the OAuth registration."
+    ),
+}
 
 INTERRUPTED_SENTENCE = "The run stopped without finishing: its worker died or lost the database."
 
@@ -84,10 +103,17 @@ class FolderStatus:
     run_stored: int
     failure_code: int | None
     failure_sentence: str
-    backoff_until: datetime | None
+    backoff_until: datetime | None  # while backing off or paused: when the next attempt may start
     backfill: Backfill | None  # only while synchronizing with mail still to fetch
     watcher_alive: bool | None  # None: the account is not in push mode
     interruption: Interruption | None = None  # only while the state is interrupted
+
+    @property
+    def pause(self) -> str:
+        """While paused, what paused it ("paused by the provider's limit"); else ""."""
+        if self.state != SyncState.PAUSED or self.failure_code is None:
+            return ""
+        return PAUSES.get(self.failure_code, "")
 
 
 @dataclass(frozen=True)
@@ -103,19 +129,26 @@ class AccountStatus:
     last_committed_at: datetime | None
     failure_sentence: str  # of the most recent failure among its folders, "" if none
     folders: tuple[FolderStatus, ...]
+    stopped_sentence: str = ""  # while it waits for a person: until what synchronization is stopped
 
     @property
     def watchers_alive(self) -> int:
         return sum(1 for folder in self.folders if folder.watcher_alive)
 
 
-def folder_state(folder: Folder, now: datetime) -> SyncState:
+def folder_state(folder: Folder, now: datetime, *, stopped: bool = False) -> SyncState:
+    """The folder's state at `now`; `stopped` when its account waits for a person."""
     if folder.lease_expires_at is not None and folder.lease_expires_at > now:
         return SyncState.SYNCHRONIZING
     if folder.lease_token is not None or folder.interruption_pending:
         return SyncState.INTERRUPTED
+    if stopped:
+        # No run retries it (MailAccount.objects.synchronized() leaves the account out).
+        return SyncState.STOPPED
     if folder.last_failure_code is not None:
         if folder.backoff_until is not None and folder.backoff_until > now:
+            if folder.last_failure_code in PAUSES:
+                return SyncState.PAUSED
             return SyncState.BACKING_OFF
         return SyncState.FAILING
     if folder.last_committed_at is None:
@@ -123,11 +156,19 @@ def folder_state(folder: Folder, now: datetime) -> SyncState:
     return SyncState.IDLE
 
 
-def _account_state(account: MailAccount, folders: list[FolderStatus]) -> SyncState:
+def _account_state(account: MailAccount, folders: list[FolderStatus], stopped: bool) -> SyncState:
     if not (account.served and account.sync_enabled):
         return SyncState.DISABLED
+    if stopped:
+        return SyncState.STOPPED
     states = {folder.state for folder in folders}
-    for state in (SyncState.SYNCHRONIZING, SyncState.INTERRUPTED, SyncState.BACKING_OFF, SyncState.FAILING):
+    for state in (
+        SyncState.SYNCHRONIZING,
+        SyncState.INTERRUPTED,
+        SyncState.BACKING_OFF,
+        SyncState.FAILING,
+        SyncState.PAUSED,
+    ):
         if state in states:
             return state
     if not folders or all(folder.last_committed_at is None for folder in folders):
@@ -194,7 +235,13 @@ def account_statuses(
     """
     now = now or timezone.now()
     record_interrupted_runs(now)
-    accounts = MailAccount.objects.annotate(mapped=Count("folders")).order_by("account_id")
+    accounts = MailAccount.objects.annotate(
+        mapped=Count("folders"),
+        waits=Case(
+            When(awaiting_someone(), then=Value(True)), default=Value(False), output_field=BooleanField()
+        ),
+        grant_state=F("oauth_grant__state"),
+    ).order_by("account_id")
     folders = Folder.objects.filter(mapping__isnull=False).select_related("mapping")
     if account_pks is not None:
         wanted = list(account_pks)
@@ -203,11 +250,12 @@ def account_statuses(
     folder_rows = list(folders.order_by("account_id", "mapping__alias"))
     counts = stored if stored is not None else stored_per_folder([f.pk for f in folder_rows])
     push_accounts = {a.pk for a in accounts if a.sync_mode == SyncMode.PUSH}
+    stopped = {a.pk for a in accounts if a.waits}  # type: ignore[attr-defined]  # annotated above
     alive = _watchers_alive([f.pk for f in folder_rows if f.account_id in push_accounts])
 
     by_account: dict[int, list[FolderStatus]] = {}
     for folder in folder_rows:
-        state = folder_state(folder, now)
+        state = folder_state(folder, now, stopped=folder.account_id in stopped)
         held = counts.get(folder.pk, 0)
         code = folder.last_failure_code
         by_account.setdefault(folder.account_id, []).append(
@@ -224,7 +272,9 @@ def account_statuses(
                 run_stored=folder.run_stored,
                 failure_code=code,
                 failure_sentence=describe(code) if code is not None else "",
-                backoff_until=folder.backoff_until if state == SyncState.BACKING_OFF else None,
+                backoff_until=(
+                    folder.backoff_until if state in {SyncState.BACKING_OFF, SyncState.PAUSED} else None
+                ),
                 backfill=_backfill(folder, held, state, now),
                 watcher_alive=alive.get(folder.pk, False) if folder.account_id in push_accounts else None,
                 interruption=_interruption(folder) if state == SyncState.INTERRUPTED else None,
@@ -243,13 +293,18 @@ def account_statuses(
                 account_id=account.account_id,
                 display_name=account.display_name,
                 sync_mode=account.sync_mode,
-                state=_account_state(account, own),
+                state=_account_state(account, own, account.pk in stopped),
                 mapped_folders=account.mapped,  # type: ignore[attr-defined]  # annotated above (Count of folders)
                 stored=sum(f.stored for f in own),
                 server=sum(s for s in servers if s is not None) if own and None not in servers else None,
                 last_committed_at=max(committed) if committed else None,
                 failure_sentence=failed[0].failure_sentence if failed else "",
                 folders=tuple(own),
+                stopped_sentence=(
+                    STOPPED_SENTENCES.get(account.grant_state, "")  # type: ignore[attr-defined]  # annotated above
+                    if account.pk in stopped
+                    else ""
+                ),
             )
         )
     return statuses
@@ -267,19 +322,22 @@ class SyncOverview:
 
     last_committed_at: datetime | None
     folders: int
-    failing_folders: int
+    failing_folders: int  # a folder paused by a limit that names its end is not failing
     synchronizing_folders: int
     enabled: bool
+    paused_folders: int = 0
 
 
 def sync_overview(*, now: datetime | None = None) -> SyncOverview:
     """One aggregate query over the folders of accounts synchronization works on."""
     now = now or timezone.now()
+    paused = _paused(now)
     rows = Folder.objects.filter(
         account__in=MailAccount.objects.synchronized(), mapping__isnull=False
     ).aggregate(
         folders=Count("pk"),
-        failing=Count("pk", filter=Q(last_failure_code__isnull=False)),
+        failing=Count("pk", filter=Q(last_failure_code__isnull=False) & ~paused),
+        paused=Count("pk", filter=paused),
         synchronizing=Count("pk", filter=Q(lease_expires_at__gt=now)),
         last=Max("last_committed_at"),
     )
@@ -289,7 +347,31 @@ def sync_overview(*, now: datetime | None = None) -> SyncOverview:
         failing_folders=rows["failing"],
         synchronizing_folders=rows["synchronizing"],
         enabled=settings.MAILFATHOM.sync_enabled,
+        paused_folders=rows["paused"],
     )
+
+
+def _paused(now: datetime) -> Q:
+    """Folders paused at `now` by a limit that named its end (the same test as folder_state)."""
+    return Q(last_failure_code__in=list(PAUSES), backoff_until__gt=now)
+
+
+def paused_accounts(*, now: datetime | None = None) -> dict[int, int]:
+    """Accounts synchronization works on with a folder paused now, each with the pause's code.
+
+    One query. An account paused both ways reports the provider's limit (61012): the
+    provider's word outranks the account's own pace.
+    """
+    now = now or timezone.now()
+    rows = (
+        Folder.objects.filter(
+            _paused(now), account__in=MailAccount.objects.synchronized(), mapping__isnull=False
+        )
+        .order_by()
+        .values_list("account_id")
+        .annotate(code=Min("last_failure_code"))  # 61012 before 61013
+    )
+    return dict(rows)
 
 
 def push_mode_accounts() -> int:

@@ -4,7 +4,8 @@ Required parts (the database, Redis) down: "unavailable" and 503. Any other part
 (workers, beat, the last synchronization, the embedding backlog): "degraded" but still 200,
 so a load balancer keeps a web process whose worker is late. The push worker counts only
 while some account is in push mode. Figures are counts and ages only: nothing names an
-account, a folder or a mail.
+account, a folder or a mail, except the mailbox sign-in part's list of accounts, given only
+to a staff user who may view mail accounts (`detailed`).
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ from dataclasses import dataclass, field
 import redis
 from django.db import DatabaseError, connection
 
+from accounts.services.sign_in_state import SignInState, sign_in_states
 from mailbox.services import coverage_status, sync_status
 from mailfathom.core import heartbeat
+from mailfathom.core.errors import Code
 from mailfathom.core.redis_store import redis_client
 
 logger = logging.getLogger(__name__)
 
-OK, DOWN, STALE, NEVER, FAILING, INACTIVE, UNKNOWN = (
+OK, DOWN, STALE, NEVER, FAILING, INACTIVE, UNKNOWN, DEGRADED = (
     "ok",
     "down",
     "stale",
@@ -31,6 +34,7 @@ OK, DOWN, STALE, NEVER, FAILING, INACTIVE, UNKNOWN = (
     "failing",
     "inactive",
     "unknown",
+    "degraded",
 )
 FINE = {OK, INACTIVE}
 
@@ -130,10 +134,67 @@ def _last_sync(now: float) -> Part:
         "folders": overview.folders,
         "failingFolders": overview.failing_folders,
         "synchronizingFolders": overview.synchronizing_folders,
+        "pausedFolders": overview.paused_folders,
     }
     if not overview.enabled or not overview.folders:
         return Part(INACTIVE, detail=detail)
     return Part(FAILING if overview.failing_folders else OK, detail=detail)
+
+
+# The mailbox sign-in part's counts, each account under the first state that applies.
+PAUSED_BY_PROVIDER, PAUSED_AT_PACE = "paused_by_provider", "paused_at_pace"
+SIGN_IN_COUNTS = {
+    SignInState.SIGNED_IN: "signedIn",
+    SignInState.NEEDS_SIGN_IN: "needsSignIn",
+    SignInState.REGISTRATION_REFUSED: "registrationRefused",
+    SignInState.NOT_SIGNED_IN: "notSignedIn",
+    PAUSED_BY_PROVIDER: "pausedByProvider",
+    PAUSED_AT_PACE: "pausedAtPace",
+}
+
+
+def _mailbox_sign_in(detailed: bool) -> Part:
+    """Accounts synchronization is meant to work on, by how they sign in and whether paused.
+
+    "degraded" while an OAuth 2.0 account waits for a person (sign in again, correct the
+    registration): nothing retries it until then. A pause ends by itself, so it is counted
+    but is fine. Each account counts once: waiting for a person first, then paused (any
+    authentication), then its sign-in state; a password account neither waiting nor paused
+    is not counted. `detailed` adds the accounts themselves (identifier, authentication,
+    state, code).
+    """
+    paused = sync_status.paused_accounts()
+    counts = dict.fromkeys(SIGN_IN_COUNTS.values(), 0)
+    listed: list[dict[str, object]] = []
+    waiting = 0
+    for sign_in in sign_in_states().values():
+        if not sign_in.synchronized:
+            continue
+        state: str
+        code: int | None
+        if sign_in.waits_for_person:
+            state, code = sign_in.state, sign_in.code
+            waiting += 1
+        elif sign_in.account_pk in paused:
+            code = paused[sign_in.account_pk]
+            state = PAUSED_BY_PROVIDER if code == Code.PROVIDER_LIMIT else PAUSED_AT_PACE
+        elif sign_in.is_oauth:
+            state, code = sign_in.state, sign_in.code
+        else:
+            continue
+        counts[SIGN_IN_COUNTS[state]] += 1
+        listed.append(
+            {
+                "accountId": sign_in.account_id,
+                "authentication": sign_in.authentication,
+                "state": state,
+                "code": code,
+            }
+        )
+    detail: dict[str, object] = {**counts, "waitingForSomeone": waiting}
+    if detailed:
+        detail["accounts"] = listed
+    return Part(DEGRADED if waiting else OK, detail=detail)
 
 
 def _embedding_backlog() -> Part:
@@ -141,12 +202,21 @@ def _embedding_backlog() -> Part:
     return Part(OK, detail={"pending": found.pending, "sampledCoverage": found.sampled_coverage})
 
 
-def check_health() -> HealthReport:
+def check_health(detailed: Callable[[], bool] = lambda: False) -> HealthReport:
+    """Read every part; `detailed` says whether the caller may see accounts named.
+
+    `detailed` is asked only once the database answers (it may read the session).
+    """
     now = time.time()
     database = _database()
     redis_part = _redis()
     parts = {"database": database, "redis": redis_part, **_processes(redis_part, database, now)}
-    for name, read in (("lastSync", lambda: _last_sync(now)), ("embeddingBacklog", _embedding_backlog)):
+    reads: tuple[tuple[str, Callable[[], Part]], ...] = (
+        ("lastSync", lambda: _last_sync(now)),
+        ("embeddingBacklog", _embedding_backlog),
+        ("mailboxSignIn", lambda: _mailbox_sign_in(detailed())),
+    )
+    for name, read in reads:
         parts[name] = _read_or_unknown(read) if database.status == OK else Part(UNKNOWN)
     return HealthReport(parts)
 

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import redis
 from django.utils import timezone
 
+from accounts.services.sign_in_state import SignIn, sign_in_states
 from answering.services.drafting_status import DraftingStatus, drafting_status
 from answering.services.period_use import PeriodUse, read_period_use
 from mailbox.services import coverage_status, embedding
@@ -50,6 +51,12 @@ class SystemStatus:
     answering: PeriodUse
     stored_per_day: list[DayCount]
     drafting: DraftingStatus  # its own section: templates/admin/status/drafting.html
+    sign_in: dict[int, SignIn]  # by account primary key: how each account authenticates
+
+    @property
+    def account_rows(self) -> list[tuple[AccountStatus, SignIn | None]]:
+        """Each account's synchronization beside its authentication, in the accounts' order."""
+        return [(account, self.sign_in.get(account.account_pk)) for account in self.accounts]
 
     @property
     def folders(self) -> int:
@@ -100,4 +107,5 @@ def system_status() -> SystemStatus:
         answering=read_period_use(),
         stored_per_day=counts.per_day,
         drafting=drafting_status(now),
+        sign_in=sign_in_states(),
     )

@@ -28,7 +28,7 @@ from tests.support import free_port, isolated_provider_health
 pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
-PARTS = {"database", "redis", "worker", "pushWorker", "beat", "lastSync", "embeddingBacklog"}
+PARTS = {"database", "redis", "worker", "pushWorker", "beat", "lastSync", "embeddingBacklog", "mailboxSignIn"}
 
 
 @pytest.fixture(autouse=True)
@@ -180,3 +180,4 @@ def test_database_down_is_503_and_the_parts_reading_it_are_unknown(tmp_path):
     assert parts["database"] == {"status": "down", "required": True}
     assert parts["redis"]["status"] == "ok"
     assert parts["lastSync"]["status"] == parts["embeddingBacklog"]["status"] == "unknown"
+    assert parts["mailboxSignIn"] == {"status": "unknown", "required": False}
