@@ -86,6 +86,18 @@ def test_an_oauth_account_is_saved_without_a_password_and_shows_its_sign_in_butt
     assert reverse("admin:accounts_mailaccount_sign_in", args=[account.pk]) in page
 
 
+def test_the_sign_in_button_posts_and_a_get_is_refused(admin_client):
+    registration = _registration()
+    account = MailAccountFactory(auth_method=AuthMethod.OAUTH2, oauth_registration=registration)
+    url = reverse("admin:accounts_mailaccount_sign_in", args=[account.pk])
+
+    assert admin_client.get(url).status_code == 405
+    # Microsoft's endpoints need no discovery: the POST is sent on to its authorization page.
+    response = admin_client.post(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith("https://login.microsoftonline.com/common/oauth2/v2.0/authorize?")
+
+
 def test_oauth_without_a_registration_is_refused(admin_client):
     form = account_form_data(credential="", auth_method="oauth2")
     response = admin_client.post(reverse("admin:accounts_mailaccount_add"), form)
