@@ -121,7 +121,14 @@ def test_the_account_page_shows_who_signed_in_and_never_a_token(admin_client):
     page = admin_client.get(reverse("admin:accounts_mailaccount_change", args=[account.pk])).content.decode()
     assert "Signed in as <strong>billing@example.org</strong>" in page
     assert "https://mail.google.com/" in page and "Sign in with Google" in page
-    for secret in (ACCESS, REFRESH, CLIENT_SECRET, grant.access_token_encrypted, grant.refresh_token_encrypted):
+    assert "&lt;br&gt;" not in page  # the button on a line of its own, no tag shown as text
+    for secret in (
+        ACCESS,
+        REFRESH,
+        CLIENT_SECRET,
+        grant.access_token_encrypted,
+        grant.refresh_token_encrypted,
+    ):
         assert secret not in page
     OAuthGrant.objects.filter(pk=grant.pk).update(state=GrantState.NEEDS_SIGN_IN, state_code=61010)
     page = admin_client.get(reverse("admin:accounts_mailaccount_change", args=[account.pk])).content.decode()
@@ -159,7 +166,9 @@ def test_an_account_waiting_for_a_person_is_left_out_of_synchronization():
 
 def test_startup_names_each_registration_that_cannot_work(capsys):
     _registration(name="Fine", provider="microsoft")
-    broken = OAuthRegistration.objects.create(name="No secret", provider="microsoft_app", client_id="c", tenant="x")
+    broken = OAuthRegistration.objects.create(
+        name="No secret", provider="microsoft_app", client_id="c", tenant="x"
+    )
     OAuthRegistration.objects.filter(pk=broken.pk).update(tenant="common")
     MailAccountFactory(account_id="orphan", auth_method=AuthMethod.OAUTH2)
     found = problems()
