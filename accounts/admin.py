@@ -10,6 +10,7 @@ from django.http import HttpRequest
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from accounts import (
     admin_mcp,  # noqa: F401  (registers the MCP key admin)
@@ -218,7 +219,7 @@ def _when(moment: datetime | None) -> str:
 
 
 def format_html_join_lines(lines: list[str]) -> str:
-    return format_html_join("<br>", "{}", ((line,) for line in lines))
+    return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
 
 
 @admin.register(OAuthRegistration)

@@ -16,9 +16,8 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import reverse
-from django.views.decorators.http import require_POST
 
 from accounts.models import MailAccount
 from accounts.services import oauth_providers, oauth_sign_in
@@ -39,8 +38,10 @@ def _change_page(account_pk: int) -> str:
     return reverse("admin:accounts_mailaccount_change", args=[quote(account_pk)])
 
 
-@require_POST
 def start(model_admin: admin.ModelAdmin[Any], request: HttpRequest, object_id: str) -> HttpResponse:
+    # POST only, checked here: require_POST would take `model_admin` for the request.
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
     account = model_admin.get_object(request, unquote(object_id))
     if account is None:
         raise Http404("No such account.")

@@ -86,6 +86,18 @@ def test_an_oauth_account_is_saved_without_a_password_and_shows_its_sign_in_butt
     assert reverse("admin:accounts_mailaccount_sign_in", args=[account.pk]) in page
 
 
+def test_the_sign_in_button_posts_and_a_get_is_refused(admin_client):
+    registration = _registration()
+    account = MailAccountFactory(auth_method=AuthMethod.OAUTH2, oauth_registration=registration)
+    url = reverse("admin:accounts_mailaccount_sign_in", args=[account.pk])
+
+    assert admin_client.get(url).status_code == 405
+    # Microsoft's endpoints need no discovery: the POST is sent on to its authorization page.
+    response = admin_client.post(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith("https://login.microsoftonline.com/common/oauth2/v2.0/authorize?")
+
+
 def test_oauth_without_a_registration_is_refused(admin_client):
     form = account_form_data(credential="", auth_method="oauth2")
     response = admin_client.post(reverse("admin:accounts_mailaccount_add"), form)
@@ -109,6 +121,7 @@ def test_the_account_page_shows_who_signed_in_and_never_a_token(admin_client):
     page = admin_client.get(reverse("admin:accounts_mailaccount_change", args=[account.pk])).content.decode()
     assert "Signed in as <strong>billing@example.org</strong>" in page
     assert "https://mail.google.com/" in page and "Sign in with Google" in page
+    assert "&lt;br&gt;" not in page  # the button on a line of its own, no tag shown as text
     for secret in (
         ACCESS,
         REFRESH,

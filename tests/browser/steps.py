@@ -232,3 +232,25 @@ def wait_for_page(
             raise AssertionError(describe())
         time.sleep(RELOAD_INTERVAL_SECONDS)
         page.reload()
+
+
+def start_mailbox_sign_in(page: Page, account_pk: int, label: str = "Sign in with your provider") -> None:
+    """On the account's page press its sign-in button; end on the provider's login page."""
+    page.goto(f"/admin/accounts/mailaccount/{account_pk}/change/")
+    page.get_by_role("button", name=label).click()
+    expect(page.locator("#loginForm")).to_be_visible()
+
+
+def sign_in_at_provider(page: Page, username: str, password: str) -> None:
+    """On the provider's login page sign in; end on its consent page."""
+    page.fill("#loginForm #id_username", username)
+    page.fill("#loginForm #id_password", password)
+    page.click("#loginForm button[type=submit]")
+    expect(page.locator("#authorizationForm")).to_be_visible()
+
+
+def answer_consent(page: Page, *, allow: bool) -> None:
+    """On the provider's consent page allow or cancel; end back in admin, on the message it shows."""
+    form = page.locator("#authorizationForm")
+    (form.locator("input[name=allow]") if allow else form.get_by_role("button", name="Cancel")).click()
+    expect(page.locator(".messagelist")).to_be_visible()
