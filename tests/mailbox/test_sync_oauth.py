@@ -14,6 +14,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import (
@@ -153,7 +154,7 @@ def test_a_token_expiring_mid_backfill_is_refreshed_and_nothing_is_lost_or_doubl
 
 
 def test_a_withdrawn_grant_asks_for_a_new_sign_in_and_stops_the_retries(
-    oauth_server, oauth_dovecot, delegated, monkeypatch
+    oauth_server, oauth_dovecot, delegated, admin_client
 ):
     user, account = _signed_in(oauth_server, oauth_dovecot, delegated, 3)
     assert engine.synchronize_account(account.pk, force=True).failure_code is None
@@ -166,6 +167,12 @@ def test_a_withdrawn_grant_asks_for_a_new_sign_in_and_stops_the_retries(
     grant = OAuthGrant.objects.get(account=account)
     assert (grant.state, grant.state_code) == (GrantState.NEEDS_SIGN_IN, Code.SIGN_IN_NEEDED)
     assert Folder.objects.get(account=account).last_failure_code == Code.SIGN_IN_NEEDED
+    # Said where an operator looks: the account's page and the status page, with the code.
+    change_page = reverse("admin:accounts_mailaccount_change", args=[account.pk])
+    assert "Needs sign-in again</strong> (61010)" in admin_client.get(change_page).content.decode()
+    status = admin_client.get(reverse("system-status")).content.decode()
+    assert "Needs sign-in again (61010)" in status and change_page in status
+    assert "stopped until someone signs in" in status
     # No retry: polling leaves the account out, and a forced run does not even connect.
     assert account not in folder_state.due_accounts(timezone.now() + timedelta(days=1))
     refreshes = oauth_server.count_refreshes(user)
