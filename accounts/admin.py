@@ -19,6 +19,7 @@ from accounts import (
 from accounts.admin_connection import test_connection_view
 from accounts.forms import FolderMappingFormSet, MailAccountForm, OAuthRegistrationForm
 from accounts.models import (
+    AccountMembership,
     AuthMethod,
     DraftingExample,
     DraftingSignature,
@@ -57,6 +58,17 @@ POLLING_TAKES_EFFECT = (
 )
 
 
+class PeopleInline(admin.TabularInline):
+    """Who this account belongs to: owners, delegates and reviewers (accounts.services.people)."""
+
+    model = AccountMembership
+    extra = 0
+    fields = ["user", "group", "role"]
+    autocomplete_fields: list[str] = []
+    verbose_name = "person"
+    verbose_name_plural = "people (owners, delegates and reviewers)"
+
+
 class FolderMappingInline(admin.TabularInline):
     model = FolderMapping
     formset = FolderMappingFormSet
@@ -71,7 +83,7 @@ class MailAccountAdmin(admin.ModelAdmin):
     """
 
     form = MailAccountForm
-    inlines = [FolderMappingInline, DraftingSignatureInline, DraftingExampleInline]
+    inlines = [PeopleInline, FolderMappingInline, DraftingSignatureInline, DraftingExampleInline]
     list_display = ["account_id", "display_name", "imap_host", "served", "sync_enabled", "sync_mode"]
     list_filter = ["served", "sync_enabled", "sync_mode", "security"]
     search_fields = ["account_id", "display_name"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -282,6 +284,10 @@ class MailAccount(models.Model):
 
     class Meta:
         ordering = ["account_id"]
+        permissions = [
+            # Operators: every account in admin, status and the draft queue, whoever its people are.
+            ("see_every_account", "Can see every mail account (operators)"),
+        ]
         constraints = [
             models.UniqueConstraint(Lower("display_name"), name="account_display_name_unique_ci"),
             models.CheckConstraint(
@@ -537,3 +543,51 @@ class OAuthGrant(models.Model):
 
     def refresh_token(self) -> str:
         return crypto.decrypt(self.refresh_token_encrypted) if self.refresh_token_encrypted else ""
+
+
+class MembershipRole(models.TextChoices):
+    OWNER = "owner", "Owner: reads, reviews and approves drafts, connects assistants"
+    DELEGATE = "delegate", "Delegate: reads and reviews drafts"
+    REVIEWER = "reviewer", "Reviewer: reviews drafts only"
+
+
+class AccountMembership(models.Model):
+    """A person (a user, or every member of a group) with a role on one mail account.
+
+    What a person may see is decided from these rows alone (accounts.services.people), by
+    the same scope resolution every read uses; operators (accounts.see_every_account) and
+    superusers see every account without one.
+    """
+
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="mail_memberships",
+    )
+    group = models.ForeignKey(
+        Group, null=True, blank=True, on_delete=models.CASCADE, related_name="mail_memberships"
+    )
+    role = models.CharField(max_length=16, choices=MembershipRole.choices, default=MembershipRole.OWNER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["account", "role"]
+        verbose_name = "person"
+        verbose_name_plural = "people"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(user__isnull=False, group__isnull=True)
+                | models.Q(user__isnull=True, group__isnull=False),
+                name="membership_user_or_group",
+                violation_error_message="Choose a user or a group, not both.",
+            ),
+            models.UniqueConstraint(fields=["account", "user"], name="membership_user_unique"),
+            models.UniqueConstraint(fields=["account", "group"], name="membership_group_unique"),
+        ]
+
+    def __str__(self) -> str:
+        who = self.user.get_username() if self.user else f"group {self.group}"
+        return f"{who} ({self.get_role_display().split(':')[0].lower()})"
