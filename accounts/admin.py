@@ -64,7 +64,6 @@ class PeopleInline(admin.TabularInline):
     model = AccountMembership
     extra = 0
     fields = ["user", "group", "role"]
-    autocomplete_fields: list[str] = []
     verbose_name = "person"
     verbose_name_plural = "people (owners, delegates and reviewers)"
 
