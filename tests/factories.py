@@ -67,6 +67,7 @@ def account_form_data(**overrides: str) -> dict[str, str]:
         "drafting_window_days": "7",
         "drafting_max_per_run": "20",
         "drafting_append_mode": "off",
+        **_empty_inline("memberships"),
         **_empty_inline("drafting_signatures"),
         **_empty_inline("drafting_examples"),
         "folders-TOTAL_FORMS": "2",
