@@ -18,7 +18,11 @@ urlpatterns = [
             authentication_form=PersonLoginForm,
             redirect_authenticated_user=True,
             next_page=reverse_lazy("people:search"),
-            extra_context={"title": "Log in", "site_header": "MailFathom", "site_title": "MailFathom"},
+            extra_context={
+                "title": "Log in to search your mail",
+                "site_header": "MailFathom",
+                "site_title": "MailFathom",
+            },
         ),
         name="login",
     ),
