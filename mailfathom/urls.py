@@ -38,6 +38,7 @@ urlpatterns = [
         name="mailbox-sign-in-callback",
     ),
     path("health", views.health, name="health"),
+    path("people/", include("mailfathom.people.urls")),  # search and ask for people (mailfathom.people)
     path("attachments/", include("mailbox.urls")),
     path("compliance/", include("audit.urls")),
     path("api/", staff_member_required(views.api_root), name="api-root"),
