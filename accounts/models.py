@@ -591,3 +591,7 @@ class AccountMembership(models.Model):
     def __str__(self) -> str:
         who = self.user.get_username() if self.user else f"group {self.group}"
         return f"{who} ({self.get_role_display().split(':')[0].lower()})"
+
+
+# People's notification preferences and what they were told, defined beside these models.
+from accounts.notification_models import NotificationPreference, NotificationSent  # noqa: E402, F401

@@ -42,6 +42,17 @@ class DraftStatus(models.TextChoices):
     DISCARDED = "discarded", "Discarded"
 
 
+class DraftQuerySet(models.QuerySet["Draft"]):
+    def waiting_for_review(self) -> DraftQuerySet:
+        """Drafts no reviewer has approved, edited or discarded yet: the queue's pending rows."""
+        return self.filter(status=DraftStatus.PENDING)
+
+    def waiting_per_account(self) -> dict[int, int]:
+        """How many drafts wait for review on each account that has any, in one grouped query."""
+        rows = self.waiting_for_review().order_by().values_list("account_id").annotate(n=models.Count("pk"))
+        return dict(rows.values_list("account_id", "n"))
+
+
 class Draft(models.Model):
     """A reply proposed for one incoming email, with the verdict computed on it."""
 
@@ -87,6 +98,8 @@ class Draft(models.Model):
     remote_uidvalidity = models.BigIntegerField(null=True, blank=True)
     remote_uid = models.BigIntegerField(null=True, blank=True)
     appended_at = models.DateTimeField(null=True, blank=True)
+
+    objects = DraftQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at"]

@@ -39,13 +39,14 @@ class FolderQuerySet(models.QuerySet["Folder"]):
         MODSEQ) written in the same UPDATE; return how many rows were written.
 
         Committed progress is what proves a folder healthy again, so its failure record goes
-        with it: the failure code, the count of consecutive failures and the backoff. The
-        time of the last failure stays, as history.
+        with it: the failure code, the count of consecutive failures, when they began and the
+        backoff. The time of the last failure stays, as history.
         """
         return self.update(
             last_committed_at=at,
             last_failure_code=None,
             consecutive_failures=0,
+            failing_since=None,
             backoff_until=None,
             **progress,
         )
@@ -103,6 +104,9 @@ class Folder(models.Model):
     last_failure_code = models.PositiveIntegerField(null=True, blank=True)
     last_failure_at = models.DateTimeField(null=True, blank=True)
     consecutive_failures = models.PositiveIntegerField(default=0)
+    # The first failure since the folder last committed progress (a pause is not a failure):
+    # how long synchronization has been failing, which notifications compare to their threshold.
+    failing_since = models.DateTimeField(null=True, blank=True)
     backoff_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.UUIDField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)

@@ -169,6 +169,32 @@ def check_https_posture(app_configs: object = None, **kwargs: object) -> list[Ch
     return messages
 
 
+@register()
+def check_notification_mail(app_configs: object = None, **kwargs: object) -> list[Error]:
+    """Refuse an SMTP server without a From address, or reached in the clear off loopback."""
+    values: MailFathomSettings = settings.MAILFATHOM
+    if not values.email_host:
+        return []
+    errors = []
+    if not values.email_from.strip():
+        errors.append(
+            Error(
+                "MAILFATHOM_EMAIL_FROM must be set when MAILFATHOM_EMAIL_HOST is set.",
+                id="mailfathom.E040",
+                hint="See docs/operations/notifications.md.",
+            )
+        )
+    if values.email_security == "none" and not is_loopback_host(values.email_host):
+        errors.append(
+            Error(
+                "MAILFATHOM_EMAIL_SECURITY may be none only when MAILFATHOM_EMAIL_HOST is a loopback host.",
+                id="mailfathom.E041",
+                hint="See docs/operations/notifications.md.",
+            )
+        )
+    return errors
+
+
 @register(Tags.database)
 def check_oauth_registrations(
     app_configs: object = None, databases: object = None, **kwargs: object

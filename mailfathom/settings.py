@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served from our own origin
     "mailfathom",
+    "mailfathom.notifications",
     "accounts",
     "mailbox",
     "answering",
@@ -155,6 +156,8 @@ CELERY_BEAT_SCHEDULE = {
     "draft-replies": {"task": "answering.draft_enabled_accounts", "schedule": 900.0},
     # OAuth access tokens renewed before they expire (docs/operations/mailbox-providers.md).
     "renew-oauth-tokens": {"task": "accounts.renew_oauth_tokens", "schedule": 300.0},
+    # What each person asked to be told, when it is due (docs/operations/notifications.md).
+    "send-notifications": {"task": "notifications.send_due", "schedule": 300.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(embedded.var_dir() / "celerybeat-schedule")
 
@@ -165,6 +168,19 @@ elif EMBEDDED_DATABASE:
     MAILFATHOM_KEYRING = embedded.ensure_keyring()
 else:
     MAILFATHOM_KEYRING = ""  # refused by mailfathom.checks
+
+# --- Mail MailFathom sends (notifications; docs/operations/notifications.md) ----------------
+# Unset MAILFATHOM_EMAIL_HOST means no notification goes by mail (mailfathom.notifications).
+EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+EMAIL_HOST = MAILFATHOM.email_host
+EMAIL_PORT = MAILFATHOM.email_port
+EMAIL_HOST_USER = MAILFATHOM.email_user
+EMAIL_HOST_PASSWORD = MAILFATHOM.email_password
+EMAIL_USE_TLS = MAILFATHOM.email_security == "starttls"
+EMAIL_USE_SSL = MAILFATHOM.email_security == "tls"
+EMAIL_TIMEOUT = 30
+if MAILFATHOM.email_from:  # required with a host (mailfathom.checks)
+    DEFAULT_FROM_EMAIL = SERVER_EMAIL = MAILFATHOM.email_from
 
 # --- Auth, i18n, static -----------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

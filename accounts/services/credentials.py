@@ -1,7 +1,7 @@
 """Re-encrypt every stored credential under the first key of MAILFATHOM_KEYRING.
 
-Credentials are IMAP passwords, OAuth registrations' client secrets and the tokens of
-OAuth sign-ins.
+Credentials are IMAP passwords, OAuth registrations' client secrets, the tokens of
+OAuth sign-ins and the secrets notification webhooks are signed with.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from django.db import transaction
 
 from accounts import crypto
 from accounts.models import MailAccount, OAuthGrant, OAuthRegistration
+from accounts.notification_models import NotificationPreference
 
 
 def rotate_credentials() -> int:
@@ -33,5 +34,11 @@ def rotate_credentials() -> int:
                 if getattr(grant, name):
                     setattr(grant, name, crypto.rotate(getattr(grant, name)))
             grant.save(update_fields=fields)
+            rewritten += 1
+        for preference in NotificationPreference.objects.select_for_update().exclude(
+            webhook_secret_encrypted=""
+        ):
+            preference.webhook_secret_encrypted = crypto.rotate(preference.webhook_secret_encrypted)
+            preference.save(update_fields=["webhook_secret_encrypted"])
             rewritten += 1
     return rewritten

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from django.db.models import BooleanField, Case, Value, When
+from django.db.models import BooleanField, Case, Q, Value, When
 
 from accounts.models import AuthMethod, GrantState, MailAccount, OAuthGrant, awaiting_someone
 from accounts.services import oauth_providers
@@ -58,6 +58,30 @@ class SignIn:
         """The code's operator sentence while the grant waits for a person, else ""."""
         member = Code._value2member_map_.get(self.code) if self.code is not None else None
         return member.sentence if isinstance(member, Code) else ""
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """An account whose OAuth sign-in waits for a person: which state, why (a code), since when."""
+
+    account_pk: int
+    state: str  # a GrantState value: needs_sign_in or registration_refused
+    code: int | None
+    since: datetime | None
+
+
+def waiting_for_sign_in(account_pks: Iterable[int] | None = None) -> dict[int, Waiting]:
+    """Served accounts whose grant must be signed in again, or whose registration was refused.
+
+    One query. An account nobody has signed in to yet is not "again": left out.
+    """
+    grants = OAuthGrant.objects.filter(
+        account__in=MailAccount.objects.served().filter(awaiting_someone())
+    ).filter(Q(state=GrantState.REGISTRATION_REFUSED) | Q(signed_in_at__isnull=False))
+    if account_pks is not None:
+        grants = grants.filter(account_id__in=list(account_pks))
+    rows = grants.values_list("account_id", "state", "state_code", "state_since")
+    return {pk: Waiting(pk, state, code, since) for pk, state, code, since in rows}
 
 
 def _state(account: MailAccount, grant: OAuthGrant | None) -> SignInState:

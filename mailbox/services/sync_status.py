@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 import redis
@@ -372,6 +372,46 @@ def paused_accounts(*, now: datetime | None = None) -> dict[int, int]:
         .annotate(code=Min("last_failure_code"))  # 61012 before 61013
     )
     return dict(rows)
+
+
+@dataclass(frozen=True)
+class Failing:
+    """An account whose synchronization has been failing: since when, how, on how many folders."""
+
+    account_pk: int
+    since: datetime  # the earliest first failure among its failing folders
+    codes: tuple[int, ...]  # the failing folders' last codes, each once, ascending
+    folders: int
+
+
+def failing_accounts(failing_for: timedelta, *, now: datetime | None = None) -> dict[int, Failing]:
+    """Accounts synchronization works on with a mapped folder failing for at least `failing_for`.
+
+    One query. A folder paused by a limit that names its end is not failing; an account that
+    waits for a person to sign in is left out (synchronization is stopped, not failing).
+    """
+    now = now or timezone.now()
+    rows = (
+        Folder.objects.filter(
+            account__in=MailAccount.objects.synchronized(),
+            mapping__isnull=False,
+            last_failure_code__isnull=False,
+            failing_since__lte=now - failing_for,
+        )
+        .exclude(_paused(now))
+        .order_by("account_id", "failing_since")
+        .values_list("account_id", "failing_since", "last_failure_code")
+    )
+    found: dict[int, Failing] = {}
+    for account_pk, since, code in rows:
+        assert since is not None and code is not None  # filtered above
+        seen = found.get(account_pk)
+        if seen is None:
+            found[account_pk] = Failing(account_pk, since, (code,), 1)
+        else:
+            codes = tuple(sorted({*seen.codes, code}))
+            found[account_pk] = Failing(account_pk, seen.since, codes, seen.folders + 1)
+    return found
 
 
 def push_mode_accounts() -> int:

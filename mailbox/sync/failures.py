@@ -29,6 +29,8 @@ CONNECTION_LOST = Code.CONNECTION_LOST
 INTERNAL_FAILURE = Code.INTERNAL_FAILURE
 PROVIDER_LIMIT = Code.PROVIDER_LIMIT
 DOWNLOAD_PACE_SPENT = Code.DOWNLOAD_PACE_SPENT
+# Limits that name their end: the folder is paused, not failing (mailbox.services.sync_status).
+PAUSE_CODES = frozenset({PROVIDER_LIMIT, DOWNLOAD_PACE_SPENT})
 # Signing in and providers' refusals (accounts.services.provider_refusals, oauth_tokens).
 SIGN_IN_CODES = frozenset(
     {

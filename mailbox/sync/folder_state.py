@@ -7,12 +7,13 @@ from datetime import datetime, timedelta
 from typing import cast
 
 from django.conf import settings
-from django.db.models import F, Max, Min, Q
+from django.db.models import F, Max, Min, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import MailAccount
 from mailbox.models import Folder
-from mailbox.sync.failures import next_attempt
+from mailbox.sync.failures import PAUSE_CODES, next_attempt
 
 
 def lease_seconds() -> int:
@@ -111,12 +112,17 @@ def release_lease(folder: Folder, token: uuid.UUID) -> None:
 
 
 def record_failure(folder: Folder, code: int, *, resume_at: datetime | None = None) -> None:
-    """Record a failure; the folder waits until `resume_at` when the refusal named it, else backs off."""
+    """Record a failure; the folder waits until `resume_at` when the refusal named it, else backs off.
+
+    The first failure since the folder last committed progress starts its failing time; a
+    pause (the provider's limit, the account's pace) is not a failure and starts none.
+    """
     now = timezone.now()
     Folder.objects.filter(pk=folder.pk).update(
         last_failure_code=code,
         last_failure_at=now,
         consecutive_failures=F("consecutive_failures") + 1,
+        failing_since=F("failing_since") if code in PAUSE_CODES else Coalesce("failing_since", Value(now)),
     )
     folder.refresh_from_db(fields=["consecutive_failures"])
     until = resume_at or next_attempt(now, folder.consecutive_failures)

@@ -25,6 +25,7 @@ TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off"}
 CHAT_APIS = ("chat-completions", "responses")  # the chat endpoint's, and each drafting role's
 DRAFTING_PROVIDERS = ("openai", "none")  # for each drafting role; unset means the chat endpoint's
+EMAIL_SECURITIES = ("starttls", "tls", "none")  # how notification mail reaches its SMTP server
 # The most the search's lexical arm reads of a text handed to it on its own (a whole email),
 # and so the most of the answered mail drafting may be built from.
 MAX_LEXICAL_QUERY_CHARACTERS = 8000
@@ -714,6 +715,47 @@ class MailFathomSettings:
         100000,
         "Rows an export reads from the database per round trip; memory stays constant whatever "
         "the export's length.",
+    )
+    # Notifications (docs/operations/notifications.md): counts and links, never mail content.
+    notifications_digest_minutes: int = _whole(
+        60,
+        5,
+        10080,
+        "Least time between two digests of drafts waiting for review sent to one person.",
+        unit="minutes",
+    )
+    notifications_sync_failing_minutes: int = _whole(
+        60,
+        5,
+        10080,
+        "How long an account's synchronization must have been failing before its people are told.",
+        unit="minutes",
+    )
+    notifications_webhook_timeout_seconds: int = _whole(
+        10,
+        1,
+        60,
+        "Deadline of one webhook delivery; one that fails is tried again on the next pass.",
+        unit="seconds",
+    )
+    email_host: str = _text(
+        "",
+        "SMTP server notifications are sent through (smtp.example.org). Unset: no notification "
+        "is sent by mail.",
+    )
+    email_port: int = _whole(587, 1, 65535, "Port of the SMTP server.")
+    email_security: str = _choice(
+        "starttls",
+        EMAIL_SECURITIES,
+        "How the SMTP connection is protected: starttls, tls (implicit, port 465) or none (a "
+        "loopback host only).",
+    )
+    email_user: str = _text("", "User name for the SMTP server. Unset: no login.")
+    email_password: str = _text("", "Password for the SMTP server.")
+    email_from: str = _text(
+        "",
+        "The From address of notification mail (MailFathom <mailfathom@example.org>); required "
+        "with an SMTP server.",
     )
 
     def replace(self, **changes: Any) -> MailFathomSettings:
