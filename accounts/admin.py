@@ -17,6 +17,7 @@ from accounts import (
     admin_sign_in,
 )
 from accounts.admin_connection import test_connection_view
+from accounts.admin_people import PeopleScoped
 from accounts.forms import FolderMappingFormSet, MailAccountForm, OAuthRegistrationForm
 from accounts.models import (
     AccountMembership,
@@ -30,7 +31,7 @@ from accounts.models import (
     OAuthRegistration,
     SyncMode,
 )
-from accounts.services import oauth_providers
+from accounts.services import oauth_providers, people
 from mailfathom.core.errors import Code
 
 
@@ -75,11 +76,17 @@ class FolderMappingInline(admin.TabularInline):
     fields = ["alias", "remote_name", "role", "visible_to_tools"]
 
 
-class MailAccountAdmin(admin.ModelAdmin):
+class MailAccountAdmin(PeopleScoped):
     """The account itself: its form, folders, drafting texts and the connection test.
 
-    Registered by mailfathom.admin together with the parts mailbox and answering add.
+    A person sees the accounts they hold any role on (and changes them only with the
+    change permission too); every page of an account outside them, the connection test
+    and sign-in included, is 404. Registered by mailfathom.admin together with the parts
+    mailbox and answering add.
     """
+
+    account_roles = people.REVIEW_ROLES
+    account_field = "pk"
 
     form = MailAccountForm
     inlines = [PeopleInline, FolderMappingInline, DraftingSignatureInline, DraftingExampleInline]

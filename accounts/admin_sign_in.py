@@ -20,7 +20,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllow
 from django.urls import reverse
 
 from accounts.models import MailAccount
-from accounts.services import oauth_providers, oauth_sign_in
+from accounts.services import oauth_providers, oauth_sign_in, people
 
 SIGN_IN_CALLBACK_PATH = "sign-in/mailbox/callback/"
 _PENDING = "mailfathom.mailbox_sign_in"
@@ -72,7 +72,7 @@ def callback(request: HttpRequest) -> HttpResponse:
     request.session[_PENDING] = kept
     if pending is not None:
         account = MailAccount.objects.filter(pk=pending["account"]).first()
-        if account is None:
+        if account is None or not people.within(people.reviewable_accounts(request.user), account.pk):
             raise Http404("No such account.")
         if not request.user.has_perm("accounts.change_mailaccount"):
             raise PermissionDenied

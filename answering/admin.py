@@ -10,6 +10,12 @@ permission to read mail even to look at. Save edit, approve (with each open reas
 acknowledged when the draft needs review), save-edit-and-approve, discard and
 deliver-again call the use cases in answering.drafting.review; no page adds or deletes a
 draft (the drafting run makes them; discarding is how one is dropped).
+
+A person sees and reviews the drafts of the accounts they hold any role on (owner,
+delegate, reviewer: accounts.services.people); another account's draft is 404 by its URL.
+Approving (alone or with an edit) takes the owner's role besides: a delegate or reviewer
+may edit, discard and deliver again, but the approve buttons are not offered and an
+approval they post is refused (403). Operators and superusers see and approve every draft.
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ from django.utils import formats, timezone
 from django.utils.html import format_html
 from django.utils.translation import ngettext
 
+from accounts.admin_people import PeopleScoped
 from accounts.models import DraftAppendMode
+from accounts.services import people
 from answering import (
     admin_references,  # noqa: F401  (registers itself)
     review_page,
@@ -55,6 +63,7 @@ ACTIONS = {
     "_deliver_again": "deliver_again",
 }
 EDITS = ("save", "save_and_approve")
+APPROVALS = ("approve", "save_and_approve")
 SUBJECT_CHARACTERS = 80
 SENDER_CHARACTERS = 48
 NO_SUBJECT = "(no subject)"
@@ -113,6 +122,11 @@ def _may_read_mail(request: HttpRequest) -> bool:
     return request.user.has_perm(MAIL_CONTENT_PERMISSION)
 
 
+def _may_approve(request: HttpRequest, draft: Draft) -> bool:
+    """Approving is the owner's (accounts.services.people), on top of the draft's change permission."""
+    return people.within(people.approvable_accounts(request.user), draft.account_id)
+
+
 class ReasonCount(Func):
     """The number of reasons stored on a draft (0 for anything but a JSON array)."""
 
@@ -124,7 +138,8 @@ class ReasonCount(Func):
 
 
 @admin.register(Draft)
-class DraftAdmin(admin.ModelAdmin):
+class DraftAdmin(PeopleScoped):
+    account_roles = people.REVIEW_ROLES
     list_filter = ["status", "verdict", "account", "intent"]
     list_select_related = ["account", "email"]
     actions = ["deliver_again"]
@@ -244,7 +259,7 @@ class DraftAdmin(admin.ModelAdmin):
     ) -> HttpResponse:
         # Not wrapped in a transaction like the stock change form: a review is committed
         # before the Drafts folder is written, so a failed delivery keeps it.
-        draft = self._draft(object_id)
+        draft = self._draft(request, object_id)
         # The page shows the answered mail: reviewing needs the right to read mail too.
         if not self.has_change_permission(request, draft) or not _may_read_mail(request):
             raise PermissionDenied
@@ -252,13 +267,15 @@ class DraftAdmin(admin.ModelAdmin):
             return self._review(request, draft)
         return self._render(request, draft, ReviewForm(initial={"body": draft.body}))
 
-    def _draft(self, object_id: str) -> Draft:
+    def _draft(self, request: HttpRequest, object_id: str) -> Draft:
+        """The draft, if it is one of the person's accounts'; else 404, as for no such draft."""
         try:
             pk = uuid.UUID(unquote(object_id))
         except ValueError:
             raise Http404("No draft has that identifier.") from None
         related = ("account", "email", "email__folder__mapping", "reviewed_by")
-        draft = Draft.objects.select_related(*related).filter(pk=pk).first()
+        drafts = people.limited(Draft.objects.select_related(*related), self.account_limit(request))
+        draft = drafts.filter(pk=pk).first()
         if draft is None:
             raise Http404("No draft has that identifier.")
         return draft
@@ -267,6 +284,8 @@ class DraftAdmin(admin.ModelAdmin):
         action = next((name for key, name in ACTIONS.items() if key in request.POST), None)
         if action is None:
             return HttpResponseRedirect(request.path)
+        if action in APPROVALS and not _may_approve(request, draft):
+            raise PermissionDenied
         acknowledged = request.POST.getlist("acknowledged")
         form = ReviewForm(request.POST) if action in EDITS else None
         if form is not None and not form.is_valid():
@@ -373,6 +392,7 @@ class DraftAdmin(admin.ModelAdmin):
             people[person.role].append(person)
         sources = review_page.sources_of(draft)
         pending = draft.status == DraftStatus.PENDING
+        may_approve = _may_approve(request, draft)
         can_edit = draft.status != DraftStatus.DISCARDED
         if acknowledge is None:
             acknowledge = review.open_reasons(draft) if can_edit else []
@@ -398,9 +418,10 @@ class DraftAdmin(admin.ModelAdmin):
             "flagged": len(draft.findings or []),
             "form": form,
             "server_state": server_state(draft),
-            "can_approve": pending,
+            "can_approve": pending and may_approve,
             "can_save": pending,
             "can_edit": can_edit,
+            "can_edit_and_approve": can_edit and may_approve,
             "can_discard": pending,
             "can_deliver": wants_copy(draft),
             "changelist_url": reverse("admin:answering_draft_changelist"),

@@ -2,7 +2,8 @@
 
 Saving goes through answering.services.reference_documents, which cuts the text into
 chunks, indexes and embeds them; an edited text rebuilds them. Files are read as UTF-8
-text (plain text, Markdown, CSV); anything else is refused with a form error.
+text (plain text, Markdown, CSV); anything else is refused with a form error. A person
+sees and files documents for the accounts they hold any role on (accounts.services.people).
 """
 
 from __future__ import annotations
@@ -11,8 +12,12 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.db.models import ForeignKey
 from django.http import HttpRequest
 
+from accounts.admin_people import PeopleScoped
+from accounts.models import MailAccount
+from accounts.services import people
 from answering.models import ReferenceDocument
 from answering.services.reference_documents import MAX_DOCUMENT_CHARACTERS, store_reference_document
 
@@ -52,11 +57,17 @@ class ReferenceDocumentForm(forms.ModelForm):
 
 
 @admin.register(ReferenceDocument)
-class ReferenceDocumentAdmin(admin.ModelAdmin):
+class ReferenceDocumentAdmin(PeopleScoped):
+    account_roles = people.REVIEW_ROLES
     form = ReferenceDocumentForm
     list_display = ["title", "account", "uploaded_at", "chunk_count"]
     list_filter = ["account"]
     search_fields = ["title"]
+
+    def formfield_for_foreignkey(self, db_field: ForeignKey, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "account":
+            kwargs["queryset"] = people.limited(MailAccount.objects.all(), self.account_limit(request), "pk")
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     @admin.display(description="chunks")
     def chunk_count(self, document: ReferenceDocument) -> int:

@@ -3,6 +3,11 @@
 Entries leave only by retention or, for the answering trail, with the mail they name
 (docs/operations/compliance.md). Erasure requests are read-only too; executing one goes
 through a confirmation page that asks for the addresses again (audit.erasure_admin).
+
+Both trails are an operator's (their model permissions); someone holding one without being
+an operator sees the entries of the accounts they may read (accounts.services.people), and
+a mutation entry whose account is gone only as an operator. Erasure requests name people,
+not accounts, and stay with their permissions.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
+from accounts.admin_people import PeopleScoped
+from accounts.services import people
 from audit.erasure_admin import ErasureRequestRecordAdmin  # noqa: F401  (registers itself)
 from audit.models import MUTATION_TRAIL_FIELDS, AnsweringRunEmail, AnsweringRunEntry, MutationEntry
 from mailbox.admin_read_only import ReadOnly
@@ -30,7 +37,8 @@ class AnsweringRunEmailInline(ReadOnly, admin.TabularInline):
 
 
 @admin.register(AnsweringRunEntry)
-class AnsweringRunEntryAdmin(ReadOnly, admin.ModelAdmin):
+class AnsweringRunEntryAdmin(ReadOnly, PeopleScoped):
+    account_roles = people.READ_ROLES
     inlines = [AnsweringRunEmailInline]
     list_display = [
         "ended_at",
@@ -64,7 +72,8 @@ class AnsweringRunEntryAdmin(ReadOnly, admin.ModelAdmin):
 
 
 @admin.register(MutationEntry)
-class MutationEntryAdmin(ReadOnly, admin.ModelAdmin):
+class MutationEntryAdmin(ReadOnly, PeopleScoped):
+    account_roles = people.READ_ROLES
     list_display = [
         "requested_at",
         "kind",

@@ -1,7 +1,8 @@
 """Operator console for the local copy: synchronization state and message metadata, read-only.
 
 Operators configure accounts; reading mail is a permission of its own (mailbox.admin_emails).
-No page can add, change or delete a row.
+No page can add, change or delete a row. A person sees the folders of the accounts they hold
+any role on (accounts.services.people), and "Synchronize now" reaches those only.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import ngettext
 
+from accounts.admin_people import PeopleScoped
+from accounts.services import people
 from mailbox import tasks
 from mailbox.admin_emails import EmailAdmin
 from mailbox.admin_read_only import ReadOnlyAdmin
@@ -24,7 +27,8 @@ UNMAPPED = "(unmapped)"
 
 
 @admin.register(Folder)
-class FolderAdmin(ReadOnlyAdmin):
+class FolderAdmin(PeopleScoped, ReadOnlyAdmin):
+    account_roles = people.REVIEW_ROLES
     list_display = [
         "account",
         "alias",

@@ -7,6 +7,10 @@ page, and the search box appears, only for a user holding "view mail content"
 (mailbox.view_mail_content), which managing accounts does not grant
 (docs/operations/admin-emails.md). Nothing here adds, changes or deletes a row.
 
+A person sees the emails of the accounts they may read (owner, delegate:
+accounts.services.people); another account's email is 404 by its URL, as if it did not
+exist. Operators and superusers see every account's.
+
 The search box ranks with the product's lexical search (mailbox.services.console_search),
 within whatever the filters already narrowed, best match first.
 """
@@ -23,6 +27,8 @@ from django.template.defaultfilters import filesizeformat
 from django.utils import formats, timezone
 from django.utils.html import format_html
 
+from accounts.admin_people import PeopleScoped
+from accounts.services import people
 from mailbox.admin_read_only import ReadOnlyAdmin
 from mailbox.models import Email, Folder, Participant
 from mailbox.services.console_search import rank_for_console
@@ -97,6 +103,8 @@ class FolderFilter(admin.SimpleListFilter):
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
         folders = Folder.objects.filter(mapping__isnull=False).select_related("account", "mapping")
+        if isinstance(model_admin, PeopleScoped):
+            folders = people.limited(folders, model_admin.account_limit(request))
         account = request.GET.get("account__id__exact", "")
         if account.isdigit():
             folders = folders.filter(account_id=int(account))
@@ -110,7 +118,9 @@ class FolderFilter(admin.SimpleListFilter):
         return queryset.filter(folder_id=int(value)) if value.isdigit() else queryset.none()
 
 
-class EmailAdmin(ReadOnlyAdmin):
+class EmailAdmin(PeopleScoped, ReadOnlyAdmin):
+    account_roles = people.READ_ROLES
+
     list_filter = ["account", FolderFilter, "direction", "availability", "is_bulk"]
     list_select_related = ["account", "folder__mapping"]
     list_per_page = 100
@@ -144,7 +154,8 @@ class EmailAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Email]:
         hidden = UNSHOWN_COLUMNS if may_read_content(request) else UNSHOWN_COLUMNS + CONTENT_COLUMNS
-        rows = Email.objects.defer(*hidden)
+        # Not the admin's own queryset, which orders by search_rank before it is annotated.
+        rows = people.limited(Email.objects.defer(*hidden), self.account_limit(request))
         if self._searching(request):
             # get_ordering names search_rank while searching; get_search_results sets its value.
             rows = rows.annotate(search_rank=Value(0))

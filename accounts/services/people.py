@@ -14,9 +14,9 @@ Reading mail content stays its own permission (mailbox.view_mail_content) on top
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from accounts.models import AccountMembership, MembershipRole
 
@@ -26,6 +26,8 @@ APPROVE_ROLES = frozenset({MembershipRole.OWNER})
 CONNECT_ROLES = frozenset({MembershipRole.OWNER})
 
 SEE_EVERY_ACCOUNT = "accounts.see_every_account"
+
+_Rows = TypeVar("_Rows", bound=QuerySet[Any])
 
 
 def sees_every_account(user: Any) -> bool:
@@ -67,3 +69,15 @@ def connectable_accounts(user: Any) -> frozenset[int] | None:
 def within(account_pks: frozenset[int] | None, account_pk: int | None) -> bool:
     """Whether `account_pk` is inside a limit as these functions return it."""
     return account_pks is None or (account_pk is not None and account_pk in account_pks)
+
+
+def limited(rows: _Rows, account_pks: frozenset[int] | None, field: str = "account") -> _Rows:
+    """`rows` narrowed to those whose `field` (a MailAccount key or relation) is inside the limit.
+
+    None leaves `rows` as they are; an empty limit yields none. `field` is "pk" for
+    MailAccount rows themselves.
+    """
+    if account_pks is None:
+        return rows
+    lookup = "pk__in" if field == "pk" else f"{field}__in"
+    return rows.filter(**{lookup: account_pks})

@@ -10,6 +10,7 @@ fixed number of queries whatever the number of accounts.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -78,25 +79,33 @@ def sweep_interval_seconds() -> float | None:
     return None
 
 
-def drafting_status(now: datetime | None = None) -> DraftingStatus:
-    """Drafting per account and the deployment's drafting allowance (see the module docstring)."""
+def drafting_status(
+    now: datetime | None = None, account_pks: Collection[int] | None = None
+) -> DraftingStatus:
+    """Drafting per account (every one, or those of `account_pks`) and the deployment's allowance.
+
+    See the module docstring; the allowance and the schedule are the deployment's whichever
+    accounts are shown.
+    """
     now = now or timezone.now()
-    accounts = list(MailAccount.objects.order_by("account_id"))
+    wanted = None if account_pks is None else list(account_pks)
+    chosen = MailAccount.objects.order_by("account_id")
+    if wanted is not None:
+        chosen = chosen.filter(pk__in=wanted)
+    accounts = list(chosen)
     enabled = [account for account in accounts if account.served and account.drafting_enabled]
     waiting = count_awaiting_a_draft(enabled, now=now)
-    last_runs = {
-        run.account_id: run
-        for run in DraftRun.objects.order_by("account_id", "-started_at", "-pk").distinct("account_id")
-    }
+    runs = DraftRun.objects.order_by("account_id", "-started_at", "-pk").distinct("account_id")
+    if wanted is not None:
+        runs = runs.filter(account_id__in=wanted)
+    last_runs = {run.account_id: run for run in runs}
     # A latest run left unfinished by a dead worker would read "running" for ever.
     mark_interrupted_runs(last_runs.values(), now)
     refusals: dict[int, dict[str, int]] = {}
-    rows = (
-        DraftAttempt.objects.filter(attempted_at__gte=now - REFUSALS_SINCE)
-        .order_by()
-        .values("account_id", "outcome")
-        .annotate(count=Count("pk"))
-    )
+    attempts = DraftAttempt.objects.filter(attempted_at__gte=now - REFUSALS_SINCE)
+    if wanted is not None:
+        attempts = attempts.filter(account_id__in=wanted)
+    rows = attempts.order_by().values("account_id", "outcome").annotate(count=Count("pk"))
     for row in rows:
         refusals.setdefault(row["account_id"], {})[row["outcome"]] = row["count"]
     interval = sweep_interval_seconds()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -93,19 +94,24 @@ def processes_seen(now: float | None = None) -> list[ProcessSeen] | None:
     ]
 
 
-def system_status() -> SystemStatus:
-    """What synchronization, embedding, answering, drafting and the workers are doing now."""
+def system_status(account_pks: Collection[int] | None = None) -> SystemStatus:
+    """What synchronization, embedding, answering, drafting and the workers are doing now.
+
+    The rows of accounts (synchronization, sign-in, drafting) are those of `account_pks`,
+    or every account's for None; the workers, embedding, the ledgers and the charts are
+    the deployment's whichever accounts are shown.
+    """
     now = timezone.now()
     counts = coverage_status.count_mail(now=now)
     return SystemStatus(
         generated_at=now,
-        accounts=account_statuses(now=now, stored=counts.per_folder),
+        accounts=account_statuses(account_pks, now=now, stored=counts.per_folder),
         processes=processes_seen(now.timestamp()),
         embedding=coverage_status.embedding_progress(now=now, counts=counts.totals),
         semantic_search=embedding.semantic_state(),
         embedding_switch=embedding.pending_switch(),
         answering=read_period_use(),
         stored_per_day=counts.per_day,
-        drafting=drafting_status(now),
-        sign_in=sign_in_states(),
+        drafting=drafting_status(now, account_pks),
+        sign_in=sign_in_states(account_pks),
     )

@@ -2,7 +2,8 @@
 
 Both are thin: they call mailfathom.status.services.system_status() and render it. They
 are wrapped in the admin site's admin_view (staff login) and need view permission on mail
-accounts, since the page names every account (mailfathom.urls).
+accounts (mailfathom.urls). A person sees the rows of the accounts they hold any role on
+(accounts.services.people); operators and superusers every account's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 
+from accounts.services import people
 from mailfathom.status import charts
 from mailfathom.status.services import SystemStatus, system_status
 
@@ -41,7 +43,7 @@ def status_page(request: HttpRequest) -> HttpResponse:
         "title": "System status",
         "refresh_url": reverse("system-status-live"),
         "refresh_seconds": REFRESH_SECONDS,
-        **_context(system_status()),
+        **_context(system_status(people.reviewable_accounts(request.user))),
     }
     return TemplateResponse(request, "admin/status/page.html", context)
 
@@ -49,4 +51,6 @@ def status_page(request: HttpRequest) -> HttpResponse:
 @never_cache
 def status_live(request: HttpRequest) -> HttpResponse:
     _require_permission(request)
-    return TemplateResponse(request, "admin/status/live.html", _context(system_status()))
+    return TemplateResponse(
+        request, "admin/status/live.html", _context(system_status(people.reviewable_accounts(request.user)))
+    )

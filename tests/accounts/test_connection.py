@@ -491,7 +491,10 @@ def test_admin_page_is_404_for_an_unknown_account(admin_client):
 def test_admin_page_needs_change_permission(client):
     account = make_account()
     viewer = User.objects.create_user("viewer", password="viewer-pass-123", is_staff=True)
-    viewer.user_permissions.add(Permission.objects.get(codename="view_mailaccount"))
+    # An operator who may only look: every account is in sight, none may be changed.
+    viewer.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_mailaccount", "see_every_account"])
+    )
     client.force_login(viewer)
 
     get = client.get(page_url(account))

@@ -335,8 +335,11 @@ def test_in_admin_a_failed_delivery_keeps_the_approval_and_deliver_again_puts_it
     account = drafting_account(user, append_mode="approved", port=free_port(user.server.host))
     draft = DraftFactory(email=answered_email(account))
     page = reverse("admin:answering_draft_change", args=[draft.pk])
+    # An operator (see_every_account): every account's drafts are theirs to approve.
     reviewer.user_permissions.add(
-        *Permission.objects.filter(codename__in=["view_draft", "change_draft", "view_mail_content"])
+        *Permission.objects.filter(
+            codename__in=["view_draft", "change_draft", "view_mail_content", "see_every_account"]
+        )
     )
     client.force_login(reviewer)
 

@@ -40,11 +40,13 @@ def _page(draft: Draft) -> str:
 
 
 def _staff(django_user_model, *codenames: str):
+    """An operator (every account's drafts: see_every_account) with `codenames` of answering and mailbox."""
     user = django_user_model.objects.create_user("clerk", password="pw-clerk-123", is_staff=True)
     user.user_permissions.add(
         *Permission.objects.filter(
             content_type__app_label__in=["answering", "mailbox"], codename__in=codenames
-        )
+        ),
+        Permission.objects.get(codename="see_every_account"),
     )
     return user
 

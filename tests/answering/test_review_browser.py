@@ -74,13 +74,18 @@ def shots(request) -> Shots:
 
 @pytest.fixture
 def reviewer(django_user_model):
-    """A staff user holding only the drafts' view and change permissions and the right to read mail."""
+    """A staff user holding only the drafts' view and change permissions and the right to read mail.
+
+    An operator (see_every_account), so every account's drafts are theirs to approve; people
+    are tests/accounts/test_people_admin.py's.
+    """
     user = django_user_model.objects.create_user("reviewer", password=PASSWORD, is_staff=True)
     user.user_permissions.add(
         *Permission.objects.filter(
             content_type__app_label__in=["answering", "mailbox"],
             codename__in=["view_draft", "change_draft", "view_mail_content"],
-        )
+        ),
+        Permission.objects.get(codename="see_every_account"),
     )
     return user
 

@@ -61,8 +61,9 @@ def _store(folder: Folder, messages: list[bytes], first_uid: int = 1) -> list[Em
 
 
 def _staff(client, *codenames: str) -> User:
+    """An operator (see_every_account) with `codenames`; people: tests/accounts/test_people_admin.py."""
     user = User.objects.create_user(f"staff-{uuid.uuid4().hex[:8]}", password="pw", is_staff=True)
-    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    user.user_permissions.add(*Permission.objects.filter(codename__in=(*codenames, "see_every_account")))
     client.force_login(user)
     return user
 
