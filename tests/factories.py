@@ -70,7 +70,6 @@ def account_form_data(**overrides: str) -> dict[str, str]:
         **_empty_inline("memberships"),
         **_empty_inline("drafting_signatures"),
         **_empty_inline("drafting_examples"),
-        **_empty_inline("memberships"),
         "folders-TOTAL_FORMS": "2",
         "folders-INITIAL_FORMS": "0",
         "folders-MIN_NUM_FORMS": "0",
