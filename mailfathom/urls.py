@@ -38,6 +38,8 @@ urlpatterns = [
         name="mailbox-sign-in-callback",
     ),
     path("health", views.health, name="health"),
+    # /mcp's authorization server (docs/operations/connecting-assistants.md).
+    path("", include("mailfathom.oauth.urls")),
     path("attachments/", include("mailbox.urls")),
     path("compliance/", include("audit.urls")),
     path("api/", staff_member_required(views.api_root), name="api-root"),

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from authlib.common.security import generate_token
+from authlib.common.urls import add_params_to_uri
 from authlib.consts import default_json_headers
 from authlib.integrations.django_oauth2 import AuthorizationServer as DjangoAuthorizationServer
 from authlib.oauth2.rfc6749 import (
@@ -77,7 +78,7 @@ class InvalidTargetError(OAuth2Error):
 # --- authlib's view of our records ---------------------------------------------------------------
 
 
-class Client(ClientMixin):  # type: ignore[misc]  # authlib ships no type information
+class Client(ClientMixin):
     def __init__(self, record: McpOAuthClient) -> None:
         self.record = record
 
@@ -107,7 +108,7 @@ class Client(ClientMixin):  # type: ignore[misc]  # authlib ships no type inform
         return grant_type in ("authorization_code", "refresh_token")
 
 
-class Code(AuthorizationCodeMixin):  # type: ignore[misc]  # as above
+class Code(AuthorizationCodeMixin):
     def __init__(self, row: McpAuthorizationCode) -> None:
         self.row = row
         self.code_challenge = row.code_challenge
@@ -120,7 +121,7 @@ class Code(AuthorizationCodeMixin):  # type: ignore[misc]  # as above
         return self.row.scope
 
 
-class Token(TokenMixin):  # type: ignore[misc]  # as above
+class Token(TokenMixin):
     def __init__(self, row: McpToken, *, refresh: bool) -> None:
         self.row, self.refresh = row, refresh
 
@@ -143,7 +144,7 @@ class Token(TokenMixin):  # type: ignore[misc]  # as above
 # --- grants and endpoints -------------------------------------------------------------------
 
 
-class S256Challenge(CodeChallenge):  # type: ignore[misc]  # as above
+class S256Challenge(CodeChallenge):
     """PKCE required on every authorization request, and with S256: `plain` is refused."""
 
     DEFAULT_CODE_CHALLENGE_METHOD = "S256"
@@ -170,7 +171,7 @@ def _check_resource(request: Any, expected: str, redirect_uri: str | None = None
         )
 
 
-class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]  # as above
+class CodeGrant(grants.AuthorizationCodeGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = list(clients.AUTH_METHODS)
     consented: tuple[int, ...] = ()
 
@@ -210,7 +211,7 @@ class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]  # as abov
         return user if user.is_active else None
 
 
-class RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]  # as above
+class RefreshGrant(grants.RefreshTokenGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = list(clients.AUTH_METHODS)
     INCLUDE_NEW_REFRESH_TOKEN = True
 
@@ -230,7 +231,7 @@ class RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]  # as above
         pass  # claim_refresh_token marked it replaced when it took it
 
 
-class Revocation(RevocationEndpoint):  # type: ignore[misc]  # as above
+class Revocation(RevocationEndpoint):
     CLIENT_AUTH_METHODS = list(clients.AUTH_METHODS)
 
     def query_token(self, token_string: str, token_type_hint: str | None) -> Token | None:
@@ -243,7 +244,7 @@ class Revocation(RevocationEndpoint):  # type: ignore[misc]  # as above
         tokens.revoke_token(token.row, whole_connection=token.refresh)
 
 
-class _LenientScope(ClientMetadataClaims):  # type: ignore[misc]  # as above
+class _LenientScope(ClientMetadataClaims):
     """RFC 7591's checks, but a requested scope this server does not know is narrowed, not refused."""
 
     @classmethod
@@ -253,7 +254,7 @@ class _LenientScope(ClientMetadataClaims):  # type: ignore[misc]  # as above
         return options
 
 
-class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]  # as above
+class Registration(ClientRegistrationEndpoint):
     def __init__(self, server: McpAuthorizationServer) -> None:
         super().__init__(server, claims_classes=[_LenientScope])
 
@@ -281,18 +282,30 @@ class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]  # as abov
         return 201, body, default_json_headers
 
     def get_server_metadata(self) -> dict[str, Any]:
-        return self.server.metadata()
+        metadata: dict[str, Any] = self.server.metadata()
+        return metadata
 
 
-class Issuer(IssuerParameter):  # type: ignore[misc]  # as above
+class Issuer(IssuerParameter):
+    """RFC 9207's `iss` on every redirect of the authorization endpoint, errors included.
+
+    authlib's extension writes `response.location`, which a Django response does not have;
+    here it writes the Location header.
+    """
+
     def __init__(self, issuer: str) -> None:
         self.issuer = issuer
 
     def get_issuer(self) -> str:
         return self.issuer
 
+    def add_issuer_parameter(self, authorization_server: object, response: HttpResponse) -> None:
+        location = response.get("Location")
+        if location:
+            response["Location"] = add_params_to_uri(location, {"iss": self.issuer})
 
-class McpAuthorizationServer(DjangoAuthorizationServer):  # type: ignore[misc]  # as above
+
+class McpAuthorizationServer(DjangoAuthorizationServer):
     """The authorization server for one issuer, with our clients, grants and endpoints."""
 
     def __init__(self, base: str) -> None:

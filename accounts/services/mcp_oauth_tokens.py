@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -101,7 +102,7 @@ def store_code(
     *,
     code: str,
     client: McpOAuthClient,
-    user: object,
+    user: Any,
     account_pks: list[int],
     redirect_uri: str,
     resource: str,
@@ -228,7 +229,7 @@ def revoke_connection(connection_pk: int) -> bool:
     return bool(done)
 
 
-def connections_of(user: object) -> QuerySet[McpConnection]:
+def connections_of(user: Any) -> QuerySet[McpConnection]:
     """The connections `user` opened and has not revoked, newest first, with client and accounts."""
     return (
         McpConnection.objects.active()
@@ -239,7 +240,7 @@ def connections_of(user: object) -> QuerySet[McpConnection]:
     )
 
 
-def revoke_connection_of(user: object, connection_pk: int) -> bool:
+def revoke_connection_of(user: Any, connection_pk: int) -> bool:
     """Revoke one of `user`'s own connections; False when it is not theirs or already revoked."""
     if not McpConnection.objects.filter(pk=connection_pk, user=user).exists():
         return False
