@@ -154,6 +154,8 @@ async def sign_in_and_consent(
     decision: str = "Allow",
 ) -> str:
     """Open `url` in Chromium, sign in, tick the accounts shown as `choose`, answer; return the final URL."""
+    parts = urllib.parse.urlsplit(url)
+    server_origin = f"{parts.scheme}://{parts.netloc}/"
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
@@ -170,7 +172,7 @@ async def sign_in_and_consent(
                     await page.get_by_label(label).check()
                 await _shot(page, screenshots, "02-consent")
                 await page.click(f"button[value={decision.lower()}]")
-                await page.wait_for_url(lambda address: "/oauth/" not in address)
+                await page.wait_for_url(lambda address: not address.startswith(server_origin))
             except Exception:
                 await _shot(page, screenshots_dir() / "oauth-failed", "where-it-stopped")
                 raise

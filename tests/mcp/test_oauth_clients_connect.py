@@ -12,10 +12,14 @@ client's discovery must not stumble on any path it probes.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 
 import anyio
 import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from accounts.models import McpConnection, McpOAuthClient
 from tests.mcp.conftest import error_code, payload
@@ -28,7 +32,8 @@ from tests.mcp.oauth_support import (
     with_oauth_client,
     world_with_people,
 )
-from tests.support import screenshots_dir
+from tests.mcp.test_client_configs_connect import mcp_remote  # noqa: F401  (the fixture)
+from tests.support import free_port, screenshots_dir
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -145,3 +150,49 @@ def test_denying_at_the_consent_page_sends_access_denied_and_opens_no_connection
     assert (answer["error"], answer["state"], answer["iss"]) == ("access_denied", "s1", server.base)
     assert "code" not in answer
     assert not McpConnection.objects.filter(user=alice).exists()
+
+
+# --- Claude Desktop's bridge, mcp-remote, with its own OAuth flow -------------------------------
+
+AUTHORIZE_LINE = re.compile(r"^(http://127\.0\.0\.1:\d+/oauth/authorize\?\S+)$", re.MULTILINE)
+
+
+def test_mcp_remote_signs_in_by_itself_and_reads_only_the_consented_account(
+    server,
+    people,
+    mcp_remote,
+    tmp_path,  # noqa: F811  (the fixture imported above)
+):
+    """mcp-remote registers, prints the authorization URL (it cannot open a browser here), and
+    waits on its own loopback callback; Chromium signs in and consents; the bridge then serves."""
+    _, alice, _ = people
+    log_path = tmp_path / "mcp-remote.log"
+    params = StdioServerParameters(
+        command=shutil.which("node") or "node",
+        args=[str(mcp_remote), server.url, str(free_port()), "--host", "127.0.0.1"],
+        # BROWSER=true: the opener "succeeds" without opening anything; the URL is read from the log.
+        env={"MCP_REMOTE_CONFIG_DIR": str(tmp_path), "BROWSER": "true", "PATH": os.environ["PATH"]},
+    )
+
+    async def consent() -> None:
+        with anyio.fail_after(60):
+            while not (found := AUTHORIZE_LINE.search(log_path.read_text(errors="replace"))):
+                await anyio.sleep(0.2)
+        await sign_in_and_consent(found.group(1), "alice", PASSWORD, ["Work"])
+
+    async def run() -> dict:
+        with open(log_path, "w") as errlog:
+            async with anyio.create_task_group() as group:
+                group.start_soon(consent)
+                async with Client(stdio_client(params, errlog=errlog)) as client:
+                    return await _read(client)
+
+    try:
+        seen = anyio.run(run)
+    except BaseException:
+        print(log_path.read_text(errors="replace")[-4000:])
+        raise
+    _assert_read_only_work(seen)
+    connection = McpConnection.objects.get(user=alice)
+    assert connection.client.kind == "registered"
+    assert [account.account_id for account in connection.accounts.all()] == ["work"]
