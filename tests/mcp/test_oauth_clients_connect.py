@@ -32,7 +32,6 @@ from tests.mcp.oauth_support import (
     with_oauth_client,
     world_with_people,
 )
-from tests.mcp.test_client_configs_connect import mcp_remote  # noqa: F401  (the fixture)
 from tests.support import free_port, screenshots_dir
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -161,7 +160,7 @@ def test_mcp_remote_signs_in_by_itself_and_reads_only_the_consented_account(
     server,
     people,
     mcp_remote,
-    tmp_path,  # noqa: F811  (the fixture imported above)
+    tmp_path,
 ):
     """mcp-remote registers, prints the authorization URL (it cannot open a browser here), and
     waits on its own loopback callback; Chromium signs in and consents; the bridge then serves."""
