@@ -14,7 +14,7 @@ import threading
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -66,15 +66,28 @@ def person_owning(*account_ids: str, username: str = "alice") -> User:
 # --- a client's side: its loopback callback and its metadata document --------------------------
 
 
+class _Server(http.server.HTTPServer):
+    """A loopback server that records its callbacks' queries and may serve one JSON document."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", free_port()), _Recorder)
+        self.queries: list[dict[str, str]] = []
+        self.document: dict[str, Any] | None = None
+        self.document_path = ""
+        self.documents_served = 0
+
+
 class _Recorder(http.server.BaseHTTPRequestHandler):
+    server: _Server
+
     def do_GET(self) -> None:
         parts = urllib.parse.urlsplit(self.path)
         body = b"Signed in; you may close this window."
-        if parts.path == self.server.document_path and self.server.document is not None:  # type: ignore[attr-defined]
-            body = json.dumps(self.server.document).encode()  # type: ignore[attr-defined]
-            self.server.documents_served += 1  # type: ignore[attr-defined]
+        if parts.path == self.server.document_path and self.server.document is not None:
+            body = json.dumps(self.server.document).encode()
+            self.server.documents_served += 1
         elif parts.path == "/callback":
-            self.server.queries.append(dict(urllib.parse.parse_qsl(parts.query)))  # type: ignore[attr-defined]
+            self.server.queries.append(dict(urllib.parse.parse_qsl(parts.query)))
         self.send_response(200)
         self.send_header("Content-Type", "application/json" if body.startswith(b"{") else "text/plain")
         self.send_header("Content-Length", str(len(body)))
@@ -92,12 +105,11 @@ class ClientSide:
     callback_url: str
     document_url: str
     ca_path: Path
-    callback: http.server.HTTPServer
-    documents: http.server.HTTPServer
-    queries: list[dict[str, str]] = field(default_factory=list)
+    callback: _Server
+    documents: _Server
 
     def last_callback(self) -> dict[str, str]:
-        return self.callback.queries[-1]  # type: ignore[attr-defined]
+        return self.callback.queries[-1]
 
 
 def _serve(server: http.server.HTTPServer) -> threading.Thread:
@@ -112,17 +124,14 @@ def client_side(
 ) -> Iterator[ClientSide]:
     """Start the callback and the https document server (its CA in `ca_path`); stop both after."""
     ca_path, cert_path, key_path = _write_certificates(directory)
-    callback = http.server.HTTPServer(("127.0.0.1", free_port()), _Recorder)
-    callback.queries, callback.document, callback.document_path = [], None, ""  # type: ignore[attr-defined]
-    documents = http.server.HTTPServer(("127.0.0.1", free_port()), _Recorder)
+    callback, documents = _Server(), _Server()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_path, key_path)
     documents.socket = context.wrap_socket(documents.socket, server_side=True)
     callback_url = f"http://127.0.0.1:{callback.server_port}/callback"
     document_url = f"https://127.0.0.1:{documents.server_port}/client.json"
-    documents.queries, documents.documents_served = [], 0  # type: ignore[attr-defined]
-    documents.document_path = "/client.json"  # type: ignore[attr-defined]
-    documents.document = {  # type: ignore[attr-defined]
+    documents.document_path = "/client.json"
+    documents.document = {
         "client_id": document_url,
         "client_name": client_name,
         "redirect_uris": [callback_url],

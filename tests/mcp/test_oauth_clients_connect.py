@@ -121,13 +121,13 @@ def test_sdk_client_registers_signs_in_and_reads_only_the_consented_account(serv
 
 def test_sdk_client_with_a_client_id_metadata_document(server, sides, people):
     world, alice, _ = people
-    before = sides.documents.documents_served  # type: ignore[attr-defined]
+    before = sides.documents.documents_served
     seen = with_oauth_client(server.url, sides, ("alice", PASSWORD), ["Work"], _read, metadata_document=True)
     _assert_read_only_work(seen)
     client = McpOAuthClient.objects.get(client_id=sides.document_url)
     assert client.kind == "metadata"
     assert client.client_name == "Test assistant (metadata document)"
-    assert sides.documents.documents_served > before  # type: ignore[attr-defined]
+    assert sides.documents.documents_served > before
     assert McpConnection.objects.get(user=alice).client == client
 
 
