@@ -14,6 +14,7 @@ from django.utils.safestring import mark_safe
 
 from accounts import (
     admin_mcp,  # noqa: F401  (registers the MCP key admin)
+    admin_mcp_oauth,  # noqa: F401  (registers the MCP OAuth clients and connections admin)
     admin_sign_in,
 )
 from accounts.admin_connection import test_connection_view

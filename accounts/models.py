@@ -12,6 +12,13 @@ from django.db import models
 from django.db.models.functions import Lower
 
 from accounts import crypto
+from accounts.mcp_oauth_models import (  # the MCP authorization server's models, re-exported
+    ClientKind as ClientKind,
+)
+from accounts.mcp_oauth_models import McpAuthorizationCode as McpAuthorizationCode
+from accounts.mcp_oauth_models import McpConnection as McpConnection
+from accounts.mcp_oauth_models import McpOAuthClient as McpOAuthClient
+from accounts.mcp_oauth_models import McpToken as McpToken
 from accounts.signals import drafting_switched_on
 from mailfathom.core.hosts import is_loopback_host
 from mailfathom.core.text import has_control_character

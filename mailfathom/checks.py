@@ -95,11 +95,12 @@ def check_mcp_posture(app_configs: object = None, **kwargs: object) -> list[Chec
     if not values.mcp_enabled:
         return []
     posture = values.mcp_auth
-    if posture not in ("api-key", "none"):
+    if posture not in ("api-key", "oauth", "oauth+api-key", "none"):
         return [
             Error(
                 "MAILFATHOM_MCP_ENABLED is true but MAILFATHOM_MCP_AUTH is not set: state whether "
-                "MCP clients present an API key (api-key) or nothing (none).",
+                "MCP clients present an API key (api-key), sign a person in (oauth, or "
+                "oauth+api-key for both) or present nothing (none).",
                 id="mailfathom.E020",
                 hint="See docs/operations/mcp-endpoint.md.",
             )
@@ -113,6 +114,16 @@ def check_mcp_posture(app_configs: object = None, **kwargs: object) -> list[Chec
                 "address; use api-key, or set MAILFATHOM_MCP_ALLOW_UNAUTHENTICATED_NONLOOPBACK=true.",
                 id="mailfathom.E021",
                 hint="See docs/operations/mcp-endpoint.md.",
+            )
+        )
+    if posture.startswith("oauth") and not values.public_base_url.strip() and not bound_to_loopback:
+        messages.append(
+            CheckWarning(
+                "MAILFATHOM_MCP_AUTH names oauth but MAILFATHOM_PUBLIC_BASE_URL is not set, so the "
+                "issuer and the /mcp resource URL are taken from each request's Host header; set "
+                "it to the https address clients reach this server at.",
+                id="mailfathom.W021",
+                hint="See docs/operations/connecting-assistants.md.",
             )
         )
     default_hosts = config.BY_NAME["MAILFATHOM_MCP_ALLOWED_HOSTS"].default

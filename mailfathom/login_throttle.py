@@ -1,4 +1,4 @@
-"""Admin login throttling: failures counted per user name and per client address in Redis.
+"""Login throttling, for admin and the plain login page: failures counted per name and address.
 
 Two counters with a lifetime in Redis, not django-axes (which wraps every authenticate(),
 needs middleware and stores names and addresses). Counters are keyed by an HMAC under
@@ -19,6 +19,7 @@ from typing import Any
 import redis
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
 
 from mailfathom.core.redis_store import redis_client
@@ -107,16 +108,13 @@ def record_success(username: str) -> None:
         logger.warning("Admin login throttle unavailable: Redis did not answer.")
 
 
-class ThrottledAdminLoginForm(AdminAuthenticationForm):
-    """Admin's login form, refusing a locked user name or address before checking the password."""
+THROTTLED = (
+    "Too many failed logins for this user name or from this address. Try again in %(minutes)d minutes."
+)
 
-    error_messages = {
-        **AdminAuthenticationForm.error_messages,
-        "throttled": (
-            "Too many failed logins for this user name or from this address. "
-            "Try again in %(minutes)d minutes."
-        ),
-    }
+
+class _Throttled(AuthenticationForm):
+    """A login form refusing a locked user name or address before checking the password."""
 
     def clean(self) -> dict[str, Any]:
         username = self.cleaned_data.get("username") or ""
@@ -135,3 +133,15 @@ class ThrottledAdminLoginForm(AdminAuthenticationForm):
         if self.user_cache is not None:
             record_success(username)
         return cleaned
+
+
+class ThrottledAdminLoginForm(_Throttled, AdminAuthenticationForm):
+    """Admin's login form, throttled."""
+
+    error_messages = {**AdminAuthenticationForm.error_messages, "throttled": THROTTLED}
+
+
+class ThrottledLoginForm(_Throttled):
+    """The plain login form (people who are not staff, connecting an assistant), throttled alike."""
+
+    error_messages = {**AuthenticationForm.error_messages, "throttled": THROTTLED}

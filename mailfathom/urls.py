@@ -39,6 +39,8 @@ urlpatterns = [
     ),
     path("health", views.health, name="health"),
     path("people/", include("mailfathom.people.urls")),  # search and ask for people (mailfathom.people)
+    # /mcp's authorization server (docs/operations/connecting-assistants.md).
+    path("", include("mailfathom.oauth.urls")),
     path("attachments/", include("mailbox.urls")),
     path("compliance/", include("audit.urls")),
     path("api/", staff_member_required(views.api_root), name="api-root"),

@@ -643,9 +643,39 @@ class MailFathomSettings:
     )
     mcp_auth: str = _choice(
         "",
-        ("api-key", "none"),
+        ("api-key", "oauth", "oauth+api-key", "none"),
         "How MCP clients authenticate: api-key (a key from admin or create_mcp_key, sent as "
-        "Authorization: Bearer) or none. Required once MAILFATHOM_MCP_ENABLED is true.",
+        "Authorization: Bearer), oauth (a person signs in and consents; MailFathom is the "
+        "authorization server), oauth+api-key (either) or none. Required once "
+        "MAILFATHOM_MCP_ENABLED is true.",
+    )
+    mcp_oauth_access_token_minutes: int = _whole(
+        60,
+        5,
+        1440,
+        "How long an OAuth access token for /mcp works; the client then uses its refresh token.",
+        unit="minutes",
+    )
+    mcp_oauth_refresh_token_days: int = _whole(
+        30,
+        1,
+        365,
+        "How long an unused OAuth refresh token for /mcp works; each use replaces it with a new one.",
+        unit="days",
+    )
+    mcp_oauth_dynamic_registration: bool = _flag(
+        True,
+        "Whether MCP clients may register themselves (RFC 7591 dynamic client registration).",
+    )
+    mcp_oauth_client_metadata_hosts: str = _text(
+        "*",
+        "Comma-separated host names whose client ID metadata documents (a client_id that is an "
+        "https URL) are accepted; * accepts any public host, empty accepts none.",
+    )
+    mcp_oauth_loopback_client_metadata: bool = _flag(
+        False,
+        "Accept client ID metadata documents served from a loopback address (over http too); for "
+        "development and tests only.",
     )
     mcp_allow_unauthenticated_nonloopback: bool = _flag(
         False,

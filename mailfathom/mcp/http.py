@@ -1,7 +1,9 @@
 """The /mcp ASGI app: the SDK's Streamable HTTP transport behind MailFathom's own gates.
 
 From the outside in: the request deadline (504); the posture gate (`api-key`: a valid key or
-401, and only the accounts the key may read; `none`: loopback without proxy headers or 403);
+401, and only the accounts the key may read; `oauth`: a valid access token for this /mcp or
+401 naming the resource metadata, and only the accounts its person consented to and still
+owns; `oauth+api-key`: either; `none`: loopback without proxy headers or 403);
 the body screen (mailfathom.mcp.jsonrpc); then the SDK app, with Host and Origin allow-lists
 (DNS-rebinding protection) and its JSON-RPC errors rewritten so none quotes caller input.
 The transport is stateless with JSON responses, so any worker serves any request and a
@@ -19,6 +21,7 @@ from django.conf import settings
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 
+from accounts.services import mcp_oauth_tokens
 from accounts.services.mcp_keys import recently_refused, recently_verified, verify, well_formed
 from accounts.services.scope import limited_to_accounts
 from mailfathom.core import config
@@ -33,7 +36,8 @@ from mailfathom.outage import RETRY_AFTER_SECONDS, note, outage_of
 logger = logging.getLogger("mailfathom.mcp")
 
 MCP_PATH = "/mcp"
-API_KEY, NO_AUTH = "api-key", "none"
+API_KEY, NO_AUTH, OAUTH, OAUTH_AND_KEYS = "api-key", "none", "oauth", "oauth+api-key"
+RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource" + MCP_PATH
 
 Scope = dict[str, Any]
 ASGIApp = Any
@@ -145,6 +149,73 @@ class BearerKeyGate:
             await self.app(scope, receive, send)
 
 
+def request_base(scope: Scope) -> str:
+    """The issuer for this request: MAILFATHOM_PUBLIC_BASE_URL, else the scheme and Host it came with.
+
+    A forged Host can only change the audience a token must carry, so it can only refuse.
+    """
+    host = Headers(scope=scope).get("host", "")
+    return mcp_oauth_tokens.base_url(f"{scope.get('scheme', 'http')}://{host}")
+
+
+def bearer_challenge(base: str, *, invalid: bool) -> tuple[tuple[bytes, bytes], ...]:
+    """WWW-Authenticate for a 401 from /mcp: where the resource metadata is, the scope to ask for."""
+    value = f'Bearer resource_metadata="{base}{RESOURCE_METADATA_PATH}", scope="{mcp_oauth_tokens.SCOPE}"'
+    if invalid:
+        value += ', error="invalid_token"'
+    return ((b"www-authenticate", value.encode("latin-1")),)
+
+
+class OAuthGate:
+    """Admit a request with a valid OAuth access token for this /mcp; limit it to what it may read.
+
+    The accounts are those the person consented to, intersected with those they may connect
+    now, checked on every request with no cache (accounts.services.mcp_oauth_tokens): a
+    revoked token, connection or client, and an ownership removed, apply at the next call.
+    With `keys` (posture oauth+api-key) a token shaped like an API key is checked as one
+    (BearerKeyGate's rules); any other token is checked as an OAuth token. A refusal is 401
+    with the resource metadata's URL, so a client can discover where to sign in.
+    """
+
+    def __init__(self, app: ASGIApp, *, keys: bool, workers: int = KEY_CHECK_WORKERS) -> None:
+        self.app, self.keys = app, keys
+        self.checks = UseCaseRunner(workers)
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        header = Headers(scope=scope).get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        token = token.strip() if scheme.lower() == "bearer" else ""
+        base = request_base(scope)
+        account_pks: frozenset[int] | None = None
+        admitted = False
+        try:
+            if self.keys and well_formed(token):
+                if not recently_refused(token):
+                    grant = recently_verified(token) or await self.checks.run(verify, token)
+                    admitted, account_pks = grant is not None, grant.account_pks if grant else None
+            elif mcp_oauth_tokens.well_formed(token):
+                found = await self.checks.run(
+                    mcp_oauth_tokens.verify_access_token, token, mcp_oauth_tokens.resource_url(base)
+                )
+                admitted, account_pks = found is not None, found.account_pks if found else None
+        except Exception as error:
+            outage = outage_of(error)
+            if outage is None:
+                raise
+            note("mcp token check", outage)
+            await answer_unavailable(send)
+            return
+        if not admitted:
+            logger.info("mcp: request refused: no valid access token")
+            await _answer(send, 401, "unauthorized", bearer_challenge(base, invalid=bool(token)))
+            return
+        with limited_to_accounts(account_pks):
+            await self.app(scope, receive, send)
+
+
 # Headers a reverse proxy adds when it forwards a request (docs/operations/mcp-endpoint.md).
 PROXY_HEADERS = frozenset({"forwarded", "x-forwarded-for", "x-real-ip", "x-forwarded-host"})
 
@@ -195,10 +266,12 @@ def build_mcp_app() -> ASGIApp:
     posture = values.mcp_auth
     if posture == API_KEY:
         app = BearerKeyGate(app)
+    elif posture in (OAUTH, OAUTH_AND_KEYS):
+        app = OAuthGate(app, keys=posture == OAUTH_AND_KEYS)
     elif posture == NO_AUTH and not values.mcp_allow_unauthenticated_nonloopback:
         app = LoopbackGate(app)
     elif posture != NO_AUTH:
-        raise RuntimeError("MAILFATHOM_MCP_AUTH must be api-key or none")  # the checks refuse it first
+        raise RuntimeError("MAILFATHOM_MCP_AUTH is not a posture")  # the checks refuse it first
     _quiet_sdk_loggers()
     return Deadline(NoEventStream(app), values.mcp_request_timeout)
 

@@ -6,9 +6,12 @@ module-scoped servers that embed with it need.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
@@ -17,7 +20,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.mcp.servers import Server
+from tests.mcp.servers import ROOT, Server
 from tests.providers.openai_server import ScriptedOpenAIServer
 from tests.support import scripted_openai_server
 
@@ -131,3 +134,31 @@ INITIALIZE = json.dumps(
         },
     }
 ).encode()
+
+
+# --- mcp-remote, Claude Desktop's bridge ------------------------------------------------------
+
+# The version the snippet and docs/operations/mcp-endpoint.md were checked with.
+MCP_REMOTE = "mcp-remote@0.15.1"
+
+
+@pytest.fixture(scope="session")
+def mcp_remote() -> Path:
+    """mcp-remote's entry point, installed from npm under var/ once (like Dovecot, set up by the tests)."""
+    prefix = ROOT / "var" / "npm"
+    entry = prefix / "node_modules" / "mcp-remote" / "dist" / "proxy.js"
+    if not entry.exists():
+        npm = shutil.which("npm")
+        if npm is None or shutil.which("node") is None:
+            pytest.fail(
+                "Node.js and npm are not installed, so mcp-remote cannot run: run `.ci/install-services` "
+                "(as root) once, or `make test`, which runs it.",
+                pytrace=False,
+            )
+        subprocess.run(
+            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", MCP_REMOTE],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+    return entry

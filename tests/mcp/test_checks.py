@@ -63,4 +63,34 @@ def test_api_key_off_loopback_is_accepted_but_warns_about_loopback_only_hosts(mc
 
 def test_an_unknown_posture_is_a_settings_problem():
     loaded = config.load({"MAILFATHOM_MCP_AUTH": "password"})
-    assert loaded.problems["MAILFATHOM_MCP_AUTH"] == "MAILFATHOM_MCP_AUTH must be one of api-key, none."
+    assert loaded.problems["MAILFATHOM_MCP_AUTH"] == (
+        "MAILFATHOM_MCP_AUTH must be one of api-key, oauth, oauth+api-key, none."
+    )
+
+
+@pytest.mark.parametrize("posture", ["oauth", "oauth+api-key"])
+def test_oauth_on_loopback_needs_no_public_base_url(mcp_settings, posture):
+    assert mcp_settings(mcp_enabled=True, mcp_auth=posture, http_host="127.0.0.1", public_base_url="") == []
+
+
+@pytest.mark.parametrize("posture", ["oauth", "oauth+api-key"])
+def test_oauth_off_loopback_without_a_public_base_url_warns(mcp_settings, posture):
+    messages = mcp_settings(
+        mcp_enabled=True,
+        mcp_auth=posture,
+        http_host="0.0.0.0",
+        public_base_url="",
+        mcp_allowed_hosts="mail.example.org",
+    )
+    assert _ids(messages) == [("mailfathom.W021", WARNING)]
+    assert "MAILFATHOM_PUBLIC_BASE_URL" in messages[0].msg
+    assert (
+        mcp_settings(
+            mcp_enabled=True,
+            mcp_auth=posture,
+            http_host="0.0.0.0",
+            public_base_url="https://mail.example.org",
+            mcp_allowed_hosts="mail.example.org",
+        )
+        == []
+    )

@@ -12,8 +12,6 @@ import json
 import re
 import shlex
 import shutil
-import subprocess
-from pathlib import Path
 
 import anyio
 import pytest
@@ -23,7 +21,6 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from accounts.services.mcp_clients import CLIENTS, client_config, mcp_url
 from tests.configure import configure
 from tests.mcp.conftest import with_client
-from tests.mcp.servers import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -69,31 +66,6 @@ def test_the_snippet_reaches_the_endpoint_and_lists_the_tools(client, mcp_server
 
 
 # --- Claude Desktop's bridge, for real ---------------------------------------------------
-
-# The version the snippet and docs/operations/mcp-endpoint.md were checked with.
-MCP_REMOTE = "mcp-remote@0.15.1"
-
-
-@pytest.fixture(scope="session")
-def mcp_remote() -> Path:
-    """mcp-remote's entry point, installed from npm under var/ once (like Dovecot, set up by the tests)."""
-    prefix = ROOT / "var" / "npm"
-    entry = prefix / "node_modules" / "mcp-remote" / "dist" / "proxy.js"
-    if not entry.exists():
-        npm = shutil.which("npm")
-        if npm is None or shutil.which("node") is None:
-            pytest.fail(
-                "Node.js and npm are not installed, so mcp-remote cannot run: run `.ci/install-services` "
-                "(as root) once, or `make test`, which runs it.",
-                pytrace=False,
-            )
-        subprocess.run(
-            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", MCP_REMOTE],
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
-    return entry
 
 
 def test_claude_desktops_snippet_runs_through_mcp_remote_to_the_endpoint(
