@@ -25,8 +25,16 @@ _records: list[tuple[str, str]] = []
 _private: set[str] = set()
 
 
+# Django's request loggers name the request's path ("Not Found: /admin/…/test-connection/"):
+# MailFathom's paths are made of identifiers, never of mail, so a private word that happens
+# to be a path segment ("connection") is not a leak. Query strings are never logged.
+_PATH_LOGGERS = frozenset({"django.request", "django.security.csrf"})
+
+
 class _Keep(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
+        if record.name in _PATH_LOGGERS:
+            return
         try:
             _records.append((record.getMessage(), str(record.msg)))
         except Exception:  # noqa: S110 (a malformed record is not ours to judge)
