@@ -4,7 +4,9 @@ BodyScreen reads the body within its own deadline (MAILFATHOM_MCP_BODY_TIMEOUT, 
 body limit (413), then refuses with -32600 a message the SDK would accept and never answer
 (a request without an id, or an id MCP does not allow). PlainErrors rewrites the SDK's
 JSON-RPC errors to a fixed sentence per code with no `data`, because the SDK's texts repeat
-caller input; a validation error keeps at most a path made of the protocol's own fields.
+caller input; a validation error keeps at most a path made of the protocol's own fields, and
+an unsupported protocol version (-32022) keeps `data.supported`, the server's own versions
+(each checked against the SDK's list of versions), never `data.requested`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from typing import Any
 import anyio
 import mcp_types
 import pydantic
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 
 from mailfathom.core.errors import CALLER_CATEGORY
@@ -49,6 +59,7 @@ FIXED_MESSAGES = {
     METHOD_NOT_FOUND: "Method not found: this server does not serve that method (see the MCP specification).",
     INVALID_PARAMS: "Invalid params: the parameters do not match what the method takes.",
     INTERNAL_ERROR: "Internal error: the request failed; nothing about it is described here.",
+    UNSUPPORTED_PROTOCOL_VERSION: "Unsupported protocol version.",
 }
 OTHER_MESSAGE = "The request was refused."
 
@@ -199,8 +210,25 @@ def field_path(text: str) -> str | None:
     return None
 
 
+def supported_versions(data: Any) -> list[str]:
+    """The versions an unsupported-version error's data lists that this SDK knows as its own.
+
+    The spec's UnsupportedProtocolVersionError (2026-07-28, basic/versioning) carries
+    `supported`, the server's versions, and `requested`, the caller's; only known versions
+    pass, so nothing a caller wrote can. The schema (schema/2026-07-28/schema.ts) marks
+    `requested` required too: it is left out on purpose, as every other echo of input is.
+    """
+    listed = data.get("supported") if isinstance(data, dict) else None
+    if not isinstance(listed, list):
+        return []
+    return [item for item in listed if isinstance(item, str) and item in SUPPORTED_PROTOCOL_VERSIONS]
+
+
 def plain(error: dict[str, Any], own: frozenset[str]) -> dict[str, Any]:
-    """`error` (a JSON-RPC error object) with a fixed message and no data, unless it is our own."""
+    """`error` (a JSON-RPC error object) with a fixed message and no data, unless it is our own.
+
+    The one `data` kept is an unsupported-version error's `supported` (supported_versions).
+    """
     code, message = error.get("code"), error.get("message")
     if isinstance(code, int) and (code in CALLER_CATEGORY or message in own):
         return error
@@ -211,6 +239,10 @@ def plain(error: dict[str, Any], own: frozenset[str]) -> dict[str, Any]:
         path = field_path(message)
         if path:
             fixed = f"{fixed.removesuffix('.')} (field {path})."
+    if code == UNSUPPORTED_PROTOCOL_VERSION:
+        supported = supported_versions(error.get("data"))
+        if supported:
+            return {"code": code, "message": fixed, "data": {"supported": supported}}
     return {"code": code, "message": fixed}
 
 

@@ -148,3 +148,42 @@ def test_the_field_path_is_kept_only_when_every_part_is_a_protocol_field():
     assert plain({"code": 54003, "message": "MailFathom error 54003: x"}, frozenset())["message"].startswith(
         "MailFathom"
     )
+
+
+def test_an_unsupported_protocol_version_lists_the_servers_versions_and_not_the_callers(edge_server, api_key):
+    """Spec 2026-07-28, basic/versioning: the server "MUST respond with an
+    UnsupportedProtocolVersionError listing the versions it does support" (`data.supported`).
+    The version asked for is the caller's own text, so `data.requested` is not repeated."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": SECRET,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = json.dumps({"jsonrpc": "2.0", "id": 13, "method": "server/discover", "params": {"_meta": meta}})
+    headers = {**_bearer(api_key), "MCP-Protocol-Version": SECRET, "Mcp-Method": "server/discover"}
+    status, answer, _ = post(edge_server, body.encode(), headers)
+    assert status == 400
+    document = json.loads(answer)
+    assert document["id"] == 13
+    assert document["error"] == {
+        "code": -32022,
+        "message": "Unsupported protocol version.",
+        "data": {"supported": ["2026-07-28"]},
+    }
+    assert SECRET not in answer.decode()
+
+
+def test_only_versions_the_sdk_knows_pass_in_an_unsupported_version_error():
+    error = {
+        "code": -32022,
+        "message": f"Unsupported protocol version {SECRET}",
+        "data": {"supported": ["2026-07-28", SECRET, 7], "requested": SECRET},
+    }
+    assert plain(error, frozenset()) == {
+        "code": -32022,
+        "message": "Unsupported protocol version.",
+        "data": {"supported": ["2026-07-28"]},
+    }
+    assert plain({"code": -32022, "message": "x", "data": SECRET}, frozenset()) == {
+        "code": -32022,
+        "message": "Unsupported protocol version.",
+    }
