@@ -6,7 +6,8 @@ body limit (413), then refuses with -32600 a message the SDK would accept and ne
 JSON-RPC errors to a fixed sentence per code with no `data`, because the SDK's texts repeat
 caller input; a validation error keeps at most a path made of the protocol's own fields, and
 an unsupported protocol version (-32022) keeps `data.supported`, the server's own versions
-(each checked against the SDK's list of versions), never `data.requested`.
+(each checked against the SDK's list of versions), and `data.requested` only when it has the
+shape of a version (the schema requires it).
 """
 
 from __future__ import annotations
@@ -210,18 +211,34 @@ def field_path(text: str) -> str | None:
     return None
 
 
+# What a protocol version looks like ("2026-07-28", "v1.2.0"): short, no spaces, no markup.
+_VERSION_SHAPE = re.compile(r"[A-Za-z0-9._-]{1,32}")
+
+
 def supported_versions(data: Any) -> list[str]:
     """The versions an unsupported-version error's data lists that this SDK knows as its own.
 
     The spec's UnsupportedProtocolVersionError (2026-07-28, basic/versioning) carries
     `supported`, the server's versions, and `requested`, the caller's; only known versions
-    pass, so nothing a caller wrote can. The schema (schema/2026-07-28/schema.ts) marks
-    `requested` required too: it is left out on purpose, as every other echo of input is.
+    pass as `supported`, so nothing a caller wrote can (see requested_version for the other).
     """
     listed = data.get("supported") if isinstance(data, dict) else None
     if not isinstance(listed, list):
         return []
     return [item for item in listed if isinstance(item, str) and item in SUPPORTED_PROTOCOL_VERSIONS]
+
+
+def requested_version(data: Any) -> str | None:
+    """The version the caller asked for, as the schema requires it repeated, if version-shaped.
+
+    The one piece of caller text an error repeats, because schema/2026-07-28 makes
+    `requested` required: only 1 to 32 letters, digits, dots, dashes and underscores, so it
+    can carry no markup, whitespace or prose. Anything else is left out.
+    """
+    requested = data.get("requested") if isinstance(data, dict) else None
+    if isinstance(requested, str) and _VERSION_SHAPE.fullmatch(requested):
+        return requested
+    return None
 
 
 def plain(error: dict[str, Any], own: frozenset[str]) -> dict[str, Any]:
@@ -242,7 +259,11 @@ def plain(error: dict[str, Any], own: frozenset[str]) -> dict[str, Any]:
     if code == UNSUPPORTED_PROTOCOL_VERSION:
         supported = supported_versions(error.get("data"))
         if supported:
-            return {"code": code, "message": fixed, "data": {"supported": supported}}
+            data: dict[str, Any] = {"supported": supported}
+            requested = requested_version(error.get("data"))
+            if requested is not None:
+                data["requested"] = requested
+            return {"code": code, "message": fixed, "data": data}
     return {"code": code, "message": fixed}
 
 
