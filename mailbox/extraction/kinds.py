@@ -41,8 +41,11 @@ _BY_MEDIA_TYPE = {
     "application/vnd.oasis.opendocument.presentation": Kind.ODP,
     "application/rtf": Kind.RTF,
     "text/rtf": Kind.RTF,
-    "text/richtext": Kind.RTF,
     "text/html": Kind.HTML,
+    # RFC 1341's richtext and RFC 1896's enriched text are tags around text, not RTF: the HTML
+    # reader drops the tags.
+    "text/richtext": Kind.HTML,
+    "text/enriched": Kind.HTML,
     "application/xhtml+xml": Kind.HTML,
     "text/csv": Kind.CSV,
     "text/comma-separated-values": Kind.CSV,
