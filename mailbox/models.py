@@ -18,6 +18,11 @@ from django.db.models.functions import Greatest
 from pgvector.django import VectorField
 
 from accounts.models import FolderMapping, MailAccount
+from mailbox.attachment_text_models import (  # attachment text's models, re-exported
+    AttachmentExtraction as AttachmentExtraction,
+)
+from mailbox.attachment_text_models import AttachmentOutcome as AttachmentOutcome
+from mailbox.attachment_text_models import AttachmentText as AttachmentText
 from mailbox.ids import uuid7
 from mailbox.lexical import indexed_length, lexical_document
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts.models import MailAccount, SyncMode
 from mailbox.models import Folder
-from mailbox.services import coverage_status, embedding, lexical_search, reembedding
+from mailbox.services import attachment_text, coverage_status, embedding, lexical_search, reembedding
 from mailbox.sync import folder_state, idle
 from mailbox.sync.engine import synchronize_account
 from mailbox.sync.folder_state import due_accounts, lease_seconds
@@ -29,6 +29,9 @@ LOCKED_RETRIES = 5
 # hours. A slice bounded by time rather than by batches keeps a fast embedder busy: 20
 # batches, the earlier bound, were 40 emails a minute with e5's batches of 2.
 EMBED_SECONDS_PER_TASK = 50
+# The same for attachment text: one slow file cannot hold a worker past this (plus its own
+# wall-clock bound), and the schedule takes up the rest a minute later.
+EXTRACT_SECONDS_PER_TASK = 50
 
 
 @shared_task(name="mailbox.sync_account", bind=True, ignore_result=True, max_retries=LOCKED_RETRIES)
@@ -158,3 +161,17 @@ def embed_pending() -> dict[str, Any]:
 def sample_coverage() -> int:
     """Record how many emails are stored and embedded now (the status page's coverage chart)."""
     return coverage_status.record_coverage_sample().embedded
+
+
+@shared_task(name="mailbox.extract_attachments", ignore_result=True)
+def extract_attachments() -> dict[str, Any]:
+    """Extract the text of pending emails' attachments, newest first, for a bounded slice of time.
+
+    One pass at a time: the extraction slot keeps the schedule from starting a second pass
+    over the same emails while one (or `manage.py extract_attachments`) runs.
+    """
+    with attachment_text.extraction_slot() as renew:
+        if renew is None:
+            return {"skipped": "a pass is running"}
+        result = attachment_text.extract_pending(until=time.monotonic() + EXTRACT_SECONDS_PER_TASK)
+    return {"emails": result.emails, "attachments": result.attachments}

@@ -61,6 +61,23 @@ def check_secrets(app_configs: object = None, **kwargs: object) -> list[Error]:
 
 
 @register()
+def check_attachment_text_kinds(app_configs: object = None, **kwargs: object) -> list[Error]:
+    """Refuse a MAILFATHOM_ATTACHMENT_TEXT_KINDS entry that names no kind extraction reads."""
+    from mailbox.services.attachment_text import unknown_kinds
+
+    unknown = unknown_kinds()
+    if not unknown:
+        return []
+    return [
+        Error(
+            f"MAILFATHOM_ATTACHMENT_TEXT_KINDS names {len(unknown)} kind(s) that extraction does not read.",
+            id="mailfathom.E050",
+            hint="See the configuration table in README.md for the kinds.",
+        )
+    ]
+
+
+@register()
 def check_embedding_provider(app_configs: object = None, **kwargs: object) -> list[Error]:
     """Refuse MAILFATHOM_EMBEDDING_* values that do not fit the chosen provider."""
     from mailfathom.providers import embedding_configuration_problems

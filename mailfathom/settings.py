@@ -147,6 +147,8 @@ CELERY_BEAT_SCHEDULE = {
     "sync-due-accounts": {"task": "mailbox.sync_due_accounts", "schedule": 60.0},
     "start-push-watchers": {"task": "mailbox.start_push_watchers", "schedule": 60.0},
     "embed-pending": {"task": "mailbox.embed_pending", "schedule": 60.0},
+    # Attachment text, a pass of its own after storing (mailbox.services.attachment_text).
+    "extract-attachments": {"task": "mailbox.extract_attachments", "schedule": 60.0},
     "refresh-term-stats": {"task": "mailbox.refresh_term_stats", "schedule": 3600.0},
     # The status page's coverage chart and embedding rate (docs/operations/status.md).
     "sample-coverage": {"task": "mailbox.sample_coverage", "schedule": 300.0},

@@ -266,6 +266,20 @@ class MailFathomSettings:
         10000000,
         "Characters of one body the scanner analyses; the rest is withheld, never served unscanned.",
     )
+    attachment_text_kinds: str = _text(
+        "pdf,docx,xlsx,pptx,odt,ods,odp,rtf,html,csv,text,message",
+        "Comma-separated kinds of attachment whose text is extracted (pdf, docx, xlsx, pptx, odt, "
+        "ods, odp, rtf, html, csv, text, message); empty: none is. Other attachments are recorded "
+        "as unsupported.",
+    )
+    attachment_text_max_bytes: int = _whole(
+        26214400,
+        1024,
+        104857600,
+        "Largest attachment whose text is extracted; a larger one is recorded as too large "
+        "without being opened.",
+        unit="bytes",
+    )
     embedding_window_characters: int = _whole(
         2000,
         200,

@@ -1,0 +1,126 @@
+"""The child process one extraction runs in: limits first, then the reader, then one JSON line.
+
+Started by mailbox.extraction.sandbox as `python -I -c ...` with the attachment on stdin, an
+environment holding no secret (no database, Redis or key ring variables), and its own
+process group. Before it reads a byte it limits its own address space (RLIMIT_AS), CPU time
+(RLIMIT_CPU), file writes (RLIMIT_FSIZE 0) and core dumps, imports its reader's libraries,
+and then installs an audit hook that refuses, for the rest of its life, every socket, every
+new process, loading a library through ctypes, and opening a file for writing or outside
+the interpreter's and MailFathom's own directories. The hook sees Python-level actions
+only: native code (PDFium, libxml2) is held by the kernel limits and by reading from memory,
+never from a path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+from typing import Any
+
+from mailbox.extraction.guards import ExtractionFailure, Sink
+from mailbox.extraction.kinds import Kind
+from mailbox.extraction.outcome import ExtractionLimits
+
+_REFUSED_EVENTS = frozenset(
+    {
+        "subprocess.Popen",
+        "os.system",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.fork",
+        "os.forkpty",
+        "pty.spawn",
+        "ctypes.dlopen",
+        "webbrowser.open",
+    }
+)
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+# What each kind's reader imports, loaded before the audit hook is armed (an attached message
+# may hold any kind, so it loads them all).
+_PRELOADS = {
+    Kind.PDF: ("pypdfium2",),
+    Kind.DOCX: ("docx", "docx.table"),
+    Kind.XLSX: ("openpyxl", "openpyxl.reader.excel", "openpyxl.worksheet._read_only"),
+    Kind.PPTX: ("pptx",),
+    Kind.RTF: ("striprtf.striprtf",),
+}
+
+
+def _limit_resources(limits: ExtractionLimits) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    # SIGXCPU at the soft limit, SIGKILL a second later if it is ignored (native code).
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _preload(kind: Kind) -> None:
+    import importlib
+
+    names = [name for names in _PRELOADS.values() for name in names] if kind is Kind.MESSAGE else []
+    for name in names or _PRELOADS.get(kind, ()):
+        importlib.import_module(name)
+
+
+def _readable_roots() -> tuple[str, ...]:
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.path[0]}
+    roots.update(path for path in sys.path if path)
+    return tuple(os.path.realpath(root) + os.sep for root in roots)
+
+
+def _arm_audit_hook() -> None:
+    roots = _readable_roots()
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event.startswith("socket.") or event in _REFUSED_EVENTS:
+            raise PermissionError(f"refused in the extraction process: {event}")
+        if event == "open":
+            path, mode, flags = (tuple(args) + (None, None))[:3]
+            if isinstance(path, int):
+                return
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & _WRITE_FLAGS
+            )
+            if writing or not os.path.realpath(os.fsdecode(path)).startswith(roots):
+                raise PermissionError("refused in the extraction process: open")
+
+    sys.addaudithook(hook)
+
+
+def _run(kind: Kind, limits: ExtractionLimits, data: bytes) -> dict[str, Any]:
+    from mailbox.extraction.readers import READERS
+
+    sink = Sink(limits.max_characters)
+    try:
+        READERS[kind](data, limits, sink)
+    except ExtractionFailure as failure:
+        return {"outcome": failure.outcome, "detail": failure.detail}
+    except MemoryError:
+        return {"outcome": "too_large", "detail": "memory"}
+    except RecursionError:
+        return {"outcome": "unreadable", "detail": "nesting"}
+    except Exception as error:  # the reader's library failed on this file: its class says how
+        return {"outcome": "unreadable", "detail": type(error).__name__[:60]}
+    return {"outcome": "ok", "text": sink.text(), "truncated": sink.truncated}
+
+
+def main() -> None:
+    config = json.loads(sys.argv[-1])
+    kind = Kind(config["kind"])
+    limits = ExtractionLimits(**config["limits"])
+    _limit_resources(limits)
+    try:
+        _preload(kind)
+        import mailbox.extraction.readers  # noqa: F401  # loaded before the hook, like the libraries
+    except MemoryError:
+        result: dict[str, Any] = {"outcome": "too_large", "detail": "memory-at-start"}
+    else:
+        _arm_audit_hook()
+        data = sys.stdin.buffer.read()
+        result = _run(kind, limits, data)
+    sys.stdout.write(json.dumps(result, ensure_ascii=False))
+    sys.stdout.flush()
+    os._exit(0)  # no interpreter teardown: nothing is left to clean, and a library's could hang
