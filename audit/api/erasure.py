@@ -45,6 +45,7 @@ class KindCountsSerializer(WireSerializer):
     participants = serializers.IntegerField()
     passages = serializers.IntegerField()
     repair_requests = serializers.IntegerField()
+    attachment_texts = serializers.IntegerField()
 
 
 class AccountCountsSerializer(KindCountsSerializer):

@@ -4,7 +4,8 @@ A request names the person's addresses and, optionally, accounts and a received 
 Every stored email the person sent or received (From, To, Cc, Bcc or Reply-To: all stored
 as the row's sender or as Participant rows at parse time) is matched, in every folder of
 the accounts, whether or not tools can see it. Executing removes each match with
-everything derived from it (raw MIME and so its attachments, participants, passages and
+everything derived from it (raw MIME and so its attachments, the text extracted from them,
+participants, passages and
 their vectors, repair requests, its lexical index entry), refreshes the word statistics
 so no word of it stays there, and records a suppression so synchronization and import
 never store it again. The result is counts and plain identities only: no content, no
@@ -27,7 +28,16 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, Lower
 
 from accounts.models import MailAccount
-from mailbox.models import Email, Folder, Participant, Passage, RawMessage, RepairRequest, Suppression
+from mailbox.models import (
+    AttachmentText,
+    Email,
+    Folder,
+    Participant,
+    Passage,
+    RawMessage,
+    RepairRequest,
+    Suppression,
+)
 from mailbox.services import lexical_search, suppression
 from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 
@@ -137,6 +147,7 @@ class AccountCounts:
     participants: int = 0
     passages: int = 0  # each with its vector
     repair_requests: int = 0
+    attachment_texts: int = 0  # what extraction read from the attachments (mailbox.extraction)
 
 
 KINDS = tuple(f.name for f in fields(AccountCounts) if f.name != "account_id")
@@ -220,6 +231,7 @@ def _counts(ids: QuerySet[Any, Any]) -> tuple[AccountCounts, ...]:
         ("participants", Participant),
         ("passages", Passage),
         ("repair_requests", RepairRequest),
+        ("attachment_texts", AttachmentText),
     ):
         add(
             kind,
@@ -239,6 +251,7 @@ _LABELS = {
     "mailbox.Participant": "participants",
     "mailbox.Passage": "passages",
     "mailbox.RepairRequest": "repair_requests",
+    "mailbox.AttachmentText": "attachment_texts",
 }
 
 

@@ -24,6 +24,7 @@ MODEL_OF_KIND = {
     "participants": "Participant",
     "passages": "Passage",
     "repairRequests": "RepairRequest",
+    "attachmentTexts": "AttachmentText",
 }
 
 

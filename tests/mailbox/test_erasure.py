@@ -16,9 +16,11 @@ from itertools import count
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
 from accounts.models import FolderRole
 from mailbox.models import (
+    AttachmentText,
     Email,
     LexicalTermStat,
     Participant,
@@ -53,7 +55,7 @@ PERSON = "Dana.Subject@Example.ORG"
 TOKEN = "zyqvoxtrelkin"  # a word no other message holds
 BASE_URL = "https://mail.example.org"
 _uids = count(1)
-MODELS = (Email, RawMessage, Participant, Passage, RepairRequest)
+MODELS = (Email, RawMessage, Participant, Passage, RepairRequest, AttachmentText)
 
 
 def message(role: str, n: int, *, person: str = PERSON, attachment: bool = False) -> bytes:
@@ -164,6 +166,15 @@ def test_preview_changes_nothing_and_equals_what_execute_removes(settings, scrip
         embed_pending()
     mine, _ = mailbox_with_person
     RepairRequest.objects.create(email=mine[1])
+    # What extraction read from the person's attachment goes with the email, and is counted.
+    AttachmentText.objects.create(
+        email=mine[0],
+        part_index=2,
+        outcome="ok",
+        text=f"Invoice for {TOKEN}",
+        extracted_at=timezone.now(),
+        engine_version=1,
+    )
     before = row_counts()
     assert before["Passage"] >= 6
 
@@ -179,8 +190,10 @@ def test_preview_changes_nothing_and_equals_what_execute_removes(settings, scrip
         ("participants", "Participant"),
         ("passages", "Passage"),
         ("repair_requests", "RepairRequest"),
+        ("attachment_texts", "AttachmentText"),
     ):
         assert preview.total(kind) == result.total(kind) == gone[name], kind
+    assert gone["AttachmentText"] == 1
     assert preview.total("attachments") == result.total("attachments") == 1
     assert [c.account_id for c in result.accounts] == ["billing"]
     assert gone["Email"] == 5 and gone["Passage"] > 0 and gone["RepairRequest"] == 1
