@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
 from mailbox.extraction import ALL_KINDS, ENGINE_VERSION, Extracted, ExtractionLimits, Outcome, extract_text
@@ -69,6 +69,18 @@ def pending_emails() -> EmailQuerySet:
 
 def pending_count() -> int:
     return pending_emails().count()
+
+
+@dataclass(frozen=True)
+class Backlog:
+    pending: int  # emails whose attachments wait for this engine version
+    outcomes: dict[str, int]  # attachments per recorded outcome
+
+
+def backlog() -> Backlog:
+    """What the status readings show of the pass: counts only, never a name or a text."""
+    rows = AttachmentText.objects.values_list("outcome").annotate(n=Count("pk")).order_by("outcome")
+    return Backlog(pending=pending_count(), outcomes={outcome: int(n) for outcome, n in rows})
 
 
 @dataclass

@@ -19,7 +19,7 @@ import redis
 from django.db import DatabaseError, connection
 
 from accounts.services.sign_in_state import SignInState, sign_in_states
-from mailbox.services import coverage_status, sync_status
+from mailbox.services import attachment_text, coverage_status, sync_status
 from mailfathom.core import heartbeat
 from mailfathom.core.errors import Code
 from mailfathom.core.redis_store import redis_client
@@ -202,6 +202,12 @@ def _embedding_backlog() -> Part:
     return Part(OK, detail={"pending": found.pending, "sampledCoverage": found.sampled_coverage})
 
 
+def _attachment_text_backlog() -> Part:
+    """Mail whose attachments wait for extraction, and what extraction made of the rest (counts)."""
+    found = attachment_text.backlog()
+    return Part(OK, detail={"pending": found.pending, "outcomes": found.outcomes})
+
+
 def check_health(detailed: Callable[[], bool] = lambda: False) -> HealthReport:
     """Read every part; `detailed` says whether the caller may see accounts named.
 
@@ -214,6 +220,7 @@ def check_health(detailed: Callable[[], bool] = lambda: False) -> HealthReport:
     reads: tuple[tuple[str, Callable[[], Part]], ...] = (
         ("lastSync", lambda: _last_sync(now)),
         ("embeddingBacklog", _embedding_backlog),
+        ("attachmentTextBacklog", _attachment_text_backlog),
         ("mailboxSignIn", lambda: _mailbox_sign_in(detailed())),
     )
     for name, read in reads:

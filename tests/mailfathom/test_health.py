@@ -28,7 +28,17 @@ from tests.support import free_port, isolated_provider_health
 pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
-PARTS = {"database", "redis", "worker", "pushWorker", "beat", "lastSync", "embeddingBacklog", "mailboxSignIn"}
+PARTS = {
+    "database",
+    "redis",
+    "worker",
+    "pushWorker",
+    "beat",
+    "lastSync",
+    "embeddingBacklog",
+    "attachmentTextBacklog",
+    "mailboxSignIn",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -181,3 +191,32 @@ def test_database_down_is_503_and_the_parts_reading_it_are_unknown(tmp_path):
     assert parts["redis"]["status"] == "ok"
     assert parts["lastSync"]["status"] == parts["embeddingBacklog"]["status"] == "unknown"
     assert parts["mailboxSignIn"] == {"status": "unknown", "required": False}
+
+
+def test_the_attachment_text_backlog_counts_waiting_mail_and_outcomes_never_names(client):
+    from mailbox.models import AttachmentText, Email
+    from mailbox.services.store import IncomingMessage, store_messages
+    from tests.mailbox.factories import mapped_folder
+
+    folder = mapped_folder(MailAccountFactory(), "inbox")
+    raw = (
+        b"From: a@example.org\r\nTo: b@example.org\r\nSubject: Quarterly figures\r\n"
+        b"MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=x\r\n\r\n--x\r\n"
+        b"Content-Type: text/plain\r\n\r\nSee attached.\r\n--x\r\nContent-Type: text/csv\r\n"
+        b'Content-Disposition: attachment; filename="figures-secret.csv"\r\n\r\na,b\r\n--x--\r\n'
+    )
+    stored = store_messages(
+        folder,
+        [IncomingMessage(uidvalidity=1, uid=n, size=len(raw), received_at=None, raw=raw) for n in (1, 2)],
+    )
+    first = Email.objects.get(pk=stored.email_ids[0])
+    AttachmentText.objects.create(
+        email=first, part_index=2, outcome="ok", text="a,b", extracted_at=timezone.now(), engine_version=1
+    )
+
+    part = client.get(reverse("health")).json()["parts"]["attachmentTextBacklog"]
+
+    assert part["status"] == "ok"
+    assert part["pending"] == 2  # an AttachmentText row alone does not mark the email done
+    assert part["outcomes"] == {"ok": 1}
+    assert "figures-secret" not in json.dumps(part) and "Quarterly" not in json.dumps(part)
