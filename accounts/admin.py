@@ -33,7 +33,7 @@ from accounts.models import (
     SyncMode,
 )
 from accounts.services import oauth_providers, people
-from mailfathom.core.errors import Code
+from mailfathom.core.errors import Code, code_of
 
 
 class DraftingSignatureInline(admin.TabularInline):
@@ -217,7 +217,7 @@ def _grant_summary(grant: OAuthGrant | None, signs_in_people: bool) -> str:
     if grant is None:
         return "Not signed in yet." if signs_in_people else "No token fetched yet: the first run fetches one."
     if grant.state != GrantState.ACTIVE:
-        code = next((c for c in Code if c == grant.state_code), Code.SIGN_IN_NEEDED)
+        code = code_of(grant.state_code) or Code.SIGN_IN_NEEDED
         return format_html(
             "<strong>{}</strong> ({}): {}", grant.get_state_display(), int(code), code.sentence
         )

@@ -28,7 +28,7 @@ from imapclient.exceptions import LoginError
 from accounts import crypto
 from accounts.models import GrantState, MailAccount, OAuthGrant, OAuthRegistration
 from accounts.services import oauth_providers
-from mailfathom.core.errors import Code
+from mailfathom.core.errors import Code, code_of
 
 logger = logging.getLogger(__name__)
 
@@ -53,10 +53,6 @@ _TOKEN_REQUEST_FAILURES = (
     KeyError,
     oauth_providers.DiscoveryFailed,
 )
-
-
-def _code(value: int | None) -> Code:
-    return next((code for code in Code if code == value), Code.SIGN_IN_NEEDED)
 
 
 class SignInRefused(LoginError):
@@ -141,7 +137,7 @@ def access_token(
     with transaction.atomic():
         grant = OAuthGrant.objects.select_for_update().filter(account=account).first()
         if grant is not None and grant.state != GrantState.ACTIVE:
-            raise SignInRefused(_code(grant.state_code))
+            raise SignInRefused(code_of(grant.state_code) or Code.SIGN_IN_NEEDED)
         now = timezone.now()
         if grant is None and provider.signs_in_people:
             outcome = Code.SIGN_IN_NEEDED  # nobody has signed in yet

@@ -44,6 +44,15 @@ def accounts_for(user: Any, roles: frozenset[str]) -> frozenset[int] | None:
         return frozenset()
     if sees_every_account(user):
         return None
+    return held_accounts(user, roles)
+
+
+def held_accounts(user: Any, roles: frozenset[str]) -> frozenset[int]:
+    """The accounts `user`'s own people rows (or their groups') give one of `roles`.
+
+    For an operator too, who sees every account but holds roles only on some (what
+    notifications tell them about unless they ask for every account).
+    """
     rows = AccountMembership.objects.filter(role__in=roles).filter(
         Q(user=user) | Q(group__in=user.groups.all())
     )

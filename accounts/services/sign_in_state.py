@@ -15,7 +15,7 @@ from django.db.models import BooleanField, Case, Q, Value, When
 
 from accounts.models import AuthMethod, GrantState, MailAccount, OAuthGrant, awaiting_someone
 from accounts.services import oauth_providers
-from mailfathom.core.errors import Code
+from mailfathom.core.errors import code_of
 
 
 class SignInState(StrEnum):
@@ -56,8 +56,8 @@ class SignIn:
     @property
     def sentence(self) -> str:
         """The code's operator sentence while the grant waits for a person, else ""."""
-        member = Code._value2member_map_.get(self.code) if self.code is not None else None
-        return member.sentence if isinstance(member, Code) else ""
+        member = code_of(self.code)
+        return member.sentence if member is not None else ""
 
 
 @dataclass(frozen=True)

@@ -249,11 +249,17 @@ class MailFathomError(Exception):
         return f"MailFathom error {self.code}: {self.message}"
 
 
+def code_of(value: int | None) -> Code | None:
+    """The table's member for a stored or received number, or None for one it does not declare."""
+    member = Code._value2member_map_.get(value) if value is not None else None
+    return member if isinstance(member, Code) else None
+
+
 def http_status(code: int) -> int:
     """What a REST boundary answers for `code`: the table's status, or for an undeclared code
     400 in the caller category and 500 (as 54001) outside it."""
-    member = Code._value2member_map_.get(code)
-    if isinstance(member, Code):
+    member = code_of(code)
+    if member is not None:
         return member.http_status
     return 400 if code in CALLER_CATEGORY else 500
 

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from accounts.notification_models import NotificationKind
-from mailfathom.core.errors import Code
+from mailfathom.core.errors import code_of
 from mailfathom.core.instants import to_the_second
 
 
@@ -68,8 +68,8 @@ def preferences_link() -> str:
 
 
 def sentence(code: int | None) -> str:
-    member = Code._value2member_map_.get(code) if code is not None else None
-    return member.sentence if isinstance(member, Code) else ""
+    member = code_of(code)
+    return member.sentence if member is not None else ""
 
 
 def drafts_entry(account_pk: int, account_id: str, waiting: int) -> Entry:

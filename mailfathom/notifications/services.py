@@ -27,14 +27,14 @@ from django.db import transaction
 from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
-from accounts.models import AccountMembership, MailAccount
+from accounts.models import MailAccount
 from accounts.notification_models import (
     NotificationChannel,
     NotificationKind,
     NotificationPreference,
     NotificationSent,
 )
-from accounts.services.people import REVIEW_ROLES, reviewable_accounts
+from accounts.services.people import REVIEW_ROLES, held_accounts, reviewable_accounts
 from accounts.services.sign_in_state import Waiting, waiting_for_sign_in
 from answering.models import Draft
 from mailbox.services.sync_status import Failing, failing_accounts
@@ -146,10 +146,7 @@ def accounts_told_about(preference: NotificationPreference) -> set[int] | None:
         return set(limit)
     if preference.every_account:
         return None
-    own = AccountMembership.objects.filter(role__in=REVIEW_ROLES).filter(
-        Q(user=user) | Q(group__in=user.groups.all())
-    )
-    return set(own.values_list("account_id", flat=True))
+    return set(held_accounts(user, REVIEW_ROLES))
 
 
 def channels(preference: NotificationPreference) -> list[str]:
