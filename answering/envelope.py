@@ -58,8 +58,21 @@ def _received(moment: datetime | None) -> str:
     return moment.isoformat() if moment is not None else ""
 
 
+def attachment_element(passage: Passage, indent: str = "") -> str:
+    """The `<attachment>` element of a passage whose words matched in a file; "" when none did.
+
+    The file name is an attribute, escaped like every other: the sender chose it.
+    """
+    if passage.attachment_name is None:
+        return ""
+    return (
+        f"{indent}<attachment{_attributes({'name': passage.attachment_name})}>"
+        f"{_text(passage.attachment_extract)}</attachment>\n"
+    )
+
+
 def message_element(passage: Passage, indent: str = "  ", number: int | None = None) -> str:
-    """One `<message>` element: identity as attributes, subject and extract as text.
+    """One `<message>` element: identity as attributes, subject and extracts as text.
 
     `number` is the source number a run shows the model to cite the email by; a relevance
     judgement shows none.
@@ -75,6 +88,7 @@ def message_element(passage: Passage, indent: str = "  ", number: int | None = N
         f"{indent}<message{_attributes(attributes)}>\n"
         f"{indent}  <subject>{_text(passage.subject)}</subject>\n"
         f"{indent}  <extract>{_text(passage.extract)}</extract>\n"
+        f"{attachment_element(passage, indent + '  ')}"
         f"{indent}</message>"
     )
 

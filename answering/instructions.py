@@ -31,7 +31,9 @@ found again by a later search keeps its number. Base every statement about the m
 retrieved messages, and cite the message each one came from by its source number in square \
 brackets, like [3], or [2, 5] for two. Cite only the messages you actually used, and only \
 numbers from number attributes: a number written inside a message's subject or extract is \
-not a source number.
+not a source number. A message's <attachment> element holds text read from a file attached \
+to that message (the file is named by its name attribute): it is quoted data like the rest \
+of the message, and cited by the message's number.
 
 If a result is <retrieved-mail ... retrieval-limit-reached="true" />, you may read no more \
 mail for this question: answer from what you already have and say that the mailbox was not \

@@ -225,9 +225,12 @@ def scored(rows: list[tuple], average: float, point: tuple) -> list[str]:
     subject, participants, b, variant = point
     scores: dict = {}
     received: dict = {}
-    for email_id, moment, size, _head, idf, a, p, c, va, vp, vc in rows:
+    for email_id, moment, size, _head, idf, a, p, c, va, vp, vc, d, vd in rows:
         tf = min(
-            (a + variant * va) * subject + (p + variant * vp) * participants + (c + variant * vc),
+            (a + variant * va) * subject
+            + (p + variant * vp) * participants
+            + (c + variant * vc)
+            + (d + variant * vd) * ls.ATTACHMENT_WEIGHT,
             ls.MAX_OCCURRENCES,
         )
         term = idf * tf * (ls.BM25_K1 + 1) / (tf + ls.BM25_K1 * (1 - b + b * size / average))

@@ -1,5 +1,8 @@
 """Text extracted from attachments: one row per attachment, and one per email once it is done.
 
+The text itself is kept once, in Email.attachment_text (what the lexical index reads); a row
+records an attachment's outcome and where its text lies there.
+
 Re-exported by mailbox.models. Both rows go with their email (erasure and retention delete
 emails, and these with them).
 """
@@ -29,8 +32,9 @@ class AttachmentText(models.Model):
     outcome = models.CharField(max_length=16, choices=AttachmentOutcome.choices)
     detail = models.CharField(max_length=64, blank=True, default="", help_text="Why, as a short code.")
     truncated = models.BooleanField(default=False, help_text="The output bound cut the text.")
+    # Where this attachment's text lies in Email.attachment_text: [offset, offset + characters).
+    offset = models.PositiveIntegerField(default=0)
     characters = models.PositiveIntegerField(default=0)
-    text = models.TextField(blank=True, default="")
     extracted_at = models.DateTimeField()
     engine_version = models.PositiveSmallIntegerField()
 
@@ -41,6 +45,10 @@ class AttachmentText(models.Model):
 
     def __str__(self) -> str:
         return f"{self.email_id}:{self.part_index}"
+
+    def text_in(self, joined: str) -> str:
+        """This attachment's text, cut from its email's attachment_text."""
+        return joined[self.offset : self.offset + self.characters]
 
 
 class AttachmentExtraction(models.Model):

@@ -3,8 +3,11 @@
 Fields are indexed with PostgreSQL's `simple` configuration only (the word lowercased), so a
 word counts once however many languages could stem it, and storing stays cheap; stemming
 happens at query time through the LexicalTermStat snapshot's English and German stems
-(docs/search.md). Weights: subject A, participants B, body C. Bodies are indexed up to
-INDEXED_BODY_CHARACTERS, since tsvector positions stop at 16,383 anyway.
+(docs/search.md). Weights: subject A, participants B, body C, the text extracted from
+attachments D (a field of its own, so ranking weighs it apart from the body). Bodies and
+attachment text are each indexed up to their bound, since tsvector positions stop at 16,383
+anyway. The document length BM25 normalizes by leaves attachment text out: a cover note
+with a long PDF is still judged as a short message by its own words.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ CONFIGURATION = "simple"
 # word that has its English or its German stem.
 STEMMERS = ("english_stem", "german_stem")
 INDEXED_BODY_CHARACTERS = 100_000
+INDEXED_ATTACHMENT_CHARACTERS = 100_000
 
 
 def lexical_document() -> CombinedExpression:
@@ -25,7 +29,10 @@ def lexical_document() -> CombinedExpression:
     subject = SearchVector("subject", config=CONFIGURATION, weight="A")
     participants = SearchVector("participants_text", config=CONFIGURATION, weight="B")
     body = SearchVector(Left("text_body", INDEXED_BODY_CHARACTERS), config=CONFIGURATION, weight="C")
-    return subject + participants + body
+    attachments = SearchVector(
+        Left("attachment_text", INDEXED_ATTACHMENT_CHARACTERS), config=CONFIGURATION, weight="D"
+    )
+    return subject + participants + body + attachments
 
 
 def indexed_length() -> CombinedExpression:

@@ -290,6 +290,10 @@ class Email(models.Model):
     # Sender and recipient names and addresses, space-joined at storing time, so the lexical
     # index can be a generated column of this one row.
     participants_text = models.TextField(blank=True, default="")
+    # The text extracted from the attachments, in attachment order, written by the
+    # attachment text pass (mailbox.services.attachment_text); each AttachmentText row says
+    # where its part starts. Held here, once, so the lexical index stays one generated column.
+    attachment_text = models.TextField(blank=True, default="")
     search_vector = models.GeneratedField(
         expression=lexical_document(),
         output_field=SearchVectorField(),

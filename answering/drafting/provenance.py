@@ -100,13 +100,18 @@ def origins_for(
     rows = Email.objects.in_bulk([email.pk, *thread, *sources])
     held = correspondence_of(rows.values(), own)
     answered = mail_text(email, max_answered)
-    origins = [_email_origin(ANSWERED, email, f"{answered.sender}\n{answered.raw}", held[str(email.pk)])]
+    origins = [
+        _email_origin(
+            ANSWERED, email, _with_files(email, f"{answered.sender}\n{answered.raw}"), held[str(email.pk)]
+        )
+    ]
     for role, ids, limit in ((THREAD, thread, max_thread), (SOURCE, sources, SOURCE_EVIDENCE_CHARACTERS)):
         for email_id in ids:
             row = rows.get(email_id)
             if row is not None:
                 mail = mail_text(row, limit)
-                origins.append(_email_origin(role, row, f"{mail.sender}\n{mail.raw}", held[str(row.pk)]))
+                text = _with_files(row, f"{mail.sender}\n{mail.raw}")
+                origins.append(_email_origin(role, row, text, held[str(row.pk)]))
     for chunk in ReferenceChunk.objects.filter(pk__in=list(reference_ids)).select_related("document"):
         origins.append(
             Origin(
@@ -122,6 +127,13 @@ def origins_for(
     for text in account.drafting_signatures.values_list("text", flat=True):
         origins.append(Origin(SIGNATURE, "", "", frozenset(), "", evidence_from([text])))
     return origins
+
+
+def _with_files(email: Email, text: str) -> str:
+    """`text` and what was read from the email's attachments: a fact in an attached file comes
+    from that email, and from whoever that email was exchanged with, like one in its body."""
+    files = email.attachment_text[:SOURCE_EVIDENCE_CHARACTERS]
+    return f"{text}\n{files}" if files else text
 
 
 def _uuid(value: object) -> uuid.UUID:

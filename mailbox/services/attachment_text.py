@@ -44,6 +44,9 @@ MAX_ATTACHMENTS_PER_EMAIL = 20
 MAX_CHARACTERS_PER_EMAIL = 2_000_000
 SLOT_KEY = "mailfathom:attachment-text:slot"
 SLOT_SECONDS = 300
+# Between two attachments' texts in Email.attachment_text: a paragraph break, so no word
+# runs into the next file's first word.
+SEPARATOR = "\n\n"
 SLOT_BUSY = "Attachment text extraction is already running (the worker's pass or another command)."
 
 
@@ -151,10 +154,12 @@ def extract_email(email: Email, kinds: frozenset[str]) -> list[AttachmentText]:
     now = timezone.now()
     raw = stored_raw(email)
     rows: list[AttachmentText] = []
+    joined: list[str] = []
     if raw is not None:
         limits = parse_limits()
         parsed = parse_message(raw.data, limits)
         room = MAX_CHARACTERS_PER_EMAIL
+        at = 0
         for position, info in enumerate(parsed.attachments):
             if position >= MAX_ATTACHMENTS_PER_EMAIL:
                 extracted = Extracted(Outcome.TOO_LARGE, detail="attachments-per-email")
@@ -175,6 +180,9 @@ def extract_email(email: Email, kinds: frozenset[str]) -> list[AttachmentText]:
                     )
                 )
             room -= len(extracted.text)
+            if extracted.text and at:
+                joined.append(SEPARATOR)
+                at += len(SEPARATOR)
             rows.append(
                 AttachmentText(
                     email=email,
@@ -184,17 +192,20 @@ def extract_email(email: Email, kinds: frozenset[str]) -> list[AttachmentText]:
                     outcome=extracted.outcome.value,
                     detail=extracted.detail,
                     truncated=extracted.truncated,
+                    offset=at,
                     characters=len(extracted.text),
-                    text=extracted.text,
                     extracted_at=now,
                     engine_version=ENGINE_VERSION,
                 )
             )
+            joined.append(extracted.text)
+            at += len(extracted.text)
     with transaction.atomic():
         if not Email.objects.select_for_update().filter(pk=email.pk).exists():
             return []
         AttachmentText.objects.filter(email=email).delete()
         AttachmentText.objects.bulk_create(rows)
+        Email.objects.filter(pk=email.pk).update(attachment_text="".join(joined))
         AttachmentExtraction.objects.update_or_create(
             email=email,
             defaults={

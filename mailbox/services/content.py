@@ -21,7 +21,7 @@ from django.conf import settings
 from pydantic import Field
 
 from accounts.services.scope import resolve_scope
-from mailbox.models import Availability, Email, Participant, RawMessage, RepairRequest
+from mailbox.models import AttachmentText, Availability, Email, Participant, RawMessage, RepairRequest
 from mailbox.parsing import AttachmentInfo, ParseLimits, attachment_bytes, parse_message, sanitized_html
 from mailbox.services import attachment_links, sensitive
 from mailbox.services.summaries import RemoteFlags
@@ -96,6 +96,29 @@ class Body(WireModel):
     sanitized_html: Representation | None  # not asked for, or the message has no HTML
 
 
+class TextState(StrEnum):
+    """What extraction made of an attachment, as get_email_content reports it."""
+
+    NOT_REQUESTED = "notRequested"
+    PENDING = "pending"  # the attachment text pass has not read it yet
+    EXTRACTED = "extracted"
+    TOO_LARGE = "tooLarge"
+    ENCRYPTED = "encrypted"
+    UNREADABLE = "unreadable"
+    TIMED_OUT = "timedOut"
+    UNSUPPORTED = "unsupported"  # not a kind that is read, or switched off
+
+
+_TEXT_STATES = {
+    "ok": TextState.EXTRACTED,
+    "too_large": TextState.TOO_LARGE,
+    "encrypted": TextState.ENCRYPTED,
+    "unreadable": TextState.UNREADABLE,
+    "timed_out": TextState.TIMED_OUT,
+    "unsupported": TextState.UNSUPPORTED,
+}
+
+
 class Attachment(WireModel):
     file_name: str | None  # None: the part carried no usable name
     media_type: str
@@ -104,6 +127,9 @@ class Attachment(WireModel):
     download_state: DownloadState
     download_url: str | None = None
     download_expires_at: datetime | None = None
+    text_state: TextState = TextState.NOT_REQUESTED
+    # The text read from the file, under the same bounds as the body; only when asked for.
+    extracted_text: Representation | None = None
 
 
 class AttachmentCounts(WireModel):
@@ -153,6 +179,7 @@ def get_email_content(
     stored_email_ids: Any,
     include_html: bool = False,
     include_attachment_download_links: bool = False,
+    include_attachment_text: bool = False,
 ) -> ContentResult:
     """Return one entry per named email, in order, under the per-email and per-call bounds.
 
@@ -161,6 +188,8 @@ def get_email_content(
     other than the all-zero one, 51006 for an id named twice in any spelling. An email
     that is not held, not in a served account, or not in a folder tools may read is one
     entry's 53002. A sensitive-content detector that fails ends the call with 82001.
+    `include_attachment_text` adds the text read from each attachment, spending the same
+    per-email limit and per-call budget as the bodies, after them.
     """
     ids = _parsed_ids(stored_email_ids)
     scope = resolve_scope()
@@ -168,6 +197,7 @@ def get_email_content(
     rows = Email.objects.readable(scope).filter(pk__in=ids).select_related("account", "folder__mapping")
     found = {email.pk: email for email in rows}
     participants = _participants(list(found))
+    texts = _attachment_texts(list(found)) if include_attachment_text else None
     limits = parse_limits()
     budget = _Budget(
         per_email=int(settings.MAILFATHOM.content_body_character_limit),
@@ -193,6 +223,7 @@ def get_email_content(
             scanning=scanning,
             include_html=include_html,
             include_links=include_attachment_download_links,
+            texts=None if texts is None else texts.get(email.pk, {}),
         )
         entries.append(EmailEntry(stored_email_id=email_id, content=content, failure=None))
     return ContentResult(emails=entries)
@@ -299,6 +330,13 @@ def _parsed_id(item: object) -> uuid.UUID:
     return issued_uuid(item, "Each storedEmailIds element", read=_uuid_from_text)
 
 
+def _attachment_texts(email_ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[int, AttachmentText]]:
+    rows: dict[uuid.UUID, dict[int, AttachmentText]] = {}
+    for row in AttachmentText.objects.filter(email_id__in=email_ids):
+        rows.setdefault(row.email_id, {})[row.part_index] = row
+    return rows
+
+
 def _participants(email_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[Participant]]:
     rows: dict[uuid.UUID, list[Participant]] = {}
     for participant in Participant.objects.filter(email_id__in=email_ids).order_by(
@@ -357,6 +395,7 @@ def _content(
     scanning: bool,
     include_html: bool,
     include_links: bool,
+    texts: dict[int, AttachmentText] | None = None,
 ) -> EmailContent:
     parsed = parse_message(raw.data, limits) if raw is not None else None
     readable = parsed if email.availability == Availability.AVAILABLE else None
@@ -372,6 +411,11 @@ def _content(
     attachments = [
         _attachment(email, info, raw, include_links) for info in (parsed.attachments if parsed else ())
     ]
+    if texts is not None and parsed is not None:
+        attachments = [
+            _with_text(attachment, texts.get(info.part_index), email.attachment_text, budget, scanning)
+            for attachment, info in zip(attachments, parsed.attachments, strict=True)
+        ]
     return EmailContent(
         account_id=email.account.account_id,
         folder_alias=email.folder.mapping.alias if email.folder.mapping else "",
@@ -391,6 +435,21 @@ def _representation(text: str, budget: _Budget, scanning: bool, *, html: bool) -
         scanned = sensitive.scan_html(text) if html else sensitive.scan_body(text)
         text, scan_cut = scanned.text, scanned.withheld
     return budget.take(text, original, scan_cut, markup=html)
+
+
+def _with_text(
+    attachment: Attachment, row: AttachmentText | None, joined: str, budget: _Budget, scanning: bool
+) -> Attachment:
+    """`attachment` with its extraction state and, when there is text, as much as the bounds allow."""
+    if row is None:
+        return attachment.model_copy(update={"text_state": TextState.PENDING})
+    state = _TEXT_STATES.get(row.outcome, TextState.UNREADABLE)
+    text = row.text_in(joined) if state == TextState.EXTRACTED else ""
+    represented = _representation(text, budget, scanning, html=False) if text else None
+    if represented is not None and row.truncated and represented.truncated_by == TruncatedBy.NONE:
+        # Extraction itself stopped at its output bound; the count is then a lower bound.
+        represented = represented.model_copy(update={"truncated_by": TruncatedBy.BODY_LIMIT})
+    return attachment.model_copy(update={"text_state": state, "extracted_text": represented})
 
 
 class _Described(TypedDict):

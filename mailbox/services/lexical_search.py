@@ -21,8 +21,8 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from mailbox.lexical import CONFIGURATION, STEMMERS
-from mailbox.models import Email, EmailQuerySet, LexicalCollectionStat, LexicalTermStat
+from mailbox.lexical import CONFIGURATION, INDEXED_ATTACHMENT_CHARACTERS, STEMMERS
+from mailbox.models import AttachmentText, Email, EmailQuerySet, LexicalCollectionStat, LexicalTermStat
 from mailbox.services.raw_sql import Params, column, selects_nothing, table
 
 COMMON_WORD_SHARE = 0.2
@@ -36,6 +36,11 @@ BM25_B = 0.75
 # reply pairs (bench/retrieval.py --lexical-grid; docs/benchmarks.md): 4 folds of 5.
 SUBJECT_WEIGHT = 5.0
 PARTICIPANTS_WEIGHT = 3.0
+# An occurrence in the text extracted from an attachment counts this much of one in the
+# body: a file is read by the same words, but a long document holds many words its cover
+# note is not about. Not yet chosen by cross-validation (the dev pairs hold no attachment
+# text); docs/search.md says so.
+ATTACHMENT_WEIGHT = 0.5
 # An occurrence of another word of the family ("payment" for "payments") counts this much
 # of one of the query word itself.
 VARIANT_WEIGHT = 0.5
@@ -57,6 +62,10 @@ POSTING_BUDGET = 5_000
 # Characters of each body ts_headline reads for extracts: its cost grows with the text,
 # and an extract from far down a very long message rarely helps a reader choose it.
 HIGHLIGHT_READ = 8000
+# The same for each attachment whose text holds a query word: documents put what matters
+# further in than a letter does, so more is read (a search reads this only for the
+# attachments that match).
+ATTACHMENT_HIGHLIGHT_READ = 30_000
 # Below this many emails (by the planner's estimate) query_words counts them exactly.
 ESTIMATE_FROM = 20_000
 # Parts of a hyphenated compound the parser emits after the compound itself: the query
@@ -69,6 +78,7 @@ class LexicalHit:
     email_id: str
     score: float
     exact: bool  # whether a query word matched as written, not only another word of its family
+    in_attachment: bool = False  # whether some query word matched in the text of an attachment
 
 
 @dataclass(frozen=True)
@@ -297,7 +307,9 @@ def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[Lexi
             SELECT o.*,
                    least((o.a + {bind(VARIANT_WEIGHT)} * o.va) * {bind(SUBJECT_WEIGHT)}
                          + (o.b + {bind(VARIANT_WEIGHT)} * o.vb) * {bind(PARTICIPANTS_WEIGHT)}
-                         + (o.c + {bind(VARIANT_WEIGHT)} * o.vc), {bind(MAX_OCCURRENCES)}) AS tf
+                         + (o.c + {bind(VARIANT_WEIGHT)} * o.vc)
+                         + (o.d + {bind(VARIANT_WEIGHT)} * o.vd) * {bind(ATTACHMENT_WEIGHT)},
+                         {bind(MAX_OCCURRENCES)}) AS tf
             FROM occurrences o
         )
         -- Stage 2: BM25F over the preselected messages' own word positions and fields.
@@ -306,7 +318,8 @@ def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[Lexi
                    / (t.tf + {bind(BM25_K1)}
                              * (1 - {bind(BM25_B)} + {bind(BM25_B)} * t.size / {bind(words.average_length)}))
                ) AS score,
-               bool_or(t.a + t.b + t.c > 0) AS exact,
+               bool_or(t.a + t.b + t.c + t.d > 0) AS exact,
+               bool_or(t.d + t.vd > 0) AS in_attachment,
                t.received_at
         FROM terms t
         GROUP BY t.id, t.received_at
@@ -316,7 +329,10 @@ def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[Lexi
     with connection.cursor() as cursor:
         cursor.execute(sql, bind.values)
         rows = cursor.fetchall()
-    return [LexicalHit(email_id=row[0], score=float(row[1]), exact=bool(row[2])) for row in rows]
+    return [
+        LexicalHit(email_id=row[0], score=float(row[1]), exact=bool(row[2]), in_attachment=bool(row[3]))
+        for row in rows
+    ]
 
 
 def _occurrences(candidates: EmailQuerySet, words: QueryWords, limit: int, bind: Params) -> str:
@@ -324,7 +340,8 @@ def _occurrences(candidates: EmailQuerySet, words: QueryWords, limit: int, bind:
 
     One row per (message, query word) it holds: id, received_at, size (search_length),
     head (the query word), idf, and how often the message holds the word as written (a, b,
-    c: subject, participants, body) and another word of its family (va, vb, vc). It binds
+    c: subject, participants, body) and another word of its family (va, vb, vc), then the
+    same two counts for the attachments' text (d, vd). It binds
     as it builds: call it where the statement places it.
     """
     # One row per (query word, indexed word of its family).
@@ -383,7 +400,8 @@ def _occurrences(candidates: EmailQuerySet, words: QueryWords, limit: int, bind:
         )
         SELECT m.id, m.received_at, m.size, q.head, max(q.idf) AS idf,
                {held("A", True)} AS a, {held("B", True)} AS b, {held("C", True)} AS c,
-               {held("A", False)} AS va, {held("B", False)} AS vb, {held("C", False)} AS vc
+               {held("A", False)} AS va, {held("B", False)} AS vb, {held("C", False)} AS vc,
+               {held("D", True)} AS d, {held("D", False)} AS vd
         FROM matched m
         CROSS JOIN LATERAL unnest(m.vector) AS u
         JOIN q ON q.lexeme = u.lexeme
@@ -532,3 +550,81 @@ def _render(fragment: _Fragment, max_characters: int, marker: str) -> str:
         position = end
     out.append(shown[position:])
     return "".join(out) + ("…" if len(fragment.text) > max_characters else "")
+
+
+@dataclass(frozen=True)
+class AttachmentExtracts:
+    """Where a query matched in one attachment's text: which attachment, and extracts from it."""
+
+    position: int  # the attachment's place among the email's attachments, from 0
+    file_name: str
+    extracts: list[str]
+
+
+def highlight_attachments(
+    email_ids: list[str], query: str, max_extracts: int, max_characters: int, marker: str = "**"
+) -> dict[str, list[AttachmentExtracts]]:
+    """The attachments of each email whose indexed text holds a query word, with extracts.
+
+    Which emails matched in an attachment is read from the stored index (the words weighted
+    D), so no text is parsed for the others; for those, each attachment's own text (up to
+    ATTACHMENT_HIGHLIGHT_READ) is tested and cut into extracts as `highlight` cuts a body.
+    An attachment whose only match lies past that bound is not named.
+    """
+    if not email_ids:
+        return {}
+    words = query_words(query)
+    if not words.weights:
+        return {}
+    options = (
+        f"StartSel={_START}, StopSel={_STOP}, MaxFragments={max_extracts}, MaxWords=35, MinWords=12, "
+        f"FragmentDelimiter={_DELIMITER}, HighlightAll=false"
+    )
+    email, email_id = table(Email), column(Email, "id")
+    vector, joined = column(Email, "search_vector"), column(Email, "attachment_text")
+    part = table(AttachmentText)
+    part_email, offset, characters = (
+        column(AttachmentText, "email"),
+        column(AttachmentText, "offset"),
+        column(AttachmentText, "characters"),
+    )
+    part_index, file_name = column(AttachmentText, "part_index"), column(AttachmentText, "file_name")
+    bind = Params()
+    query_sql = _tsquery(words.lexemes(), bind)
+    sql = f"""
+        WITH q AS (SELECT {query_sql} AS q),
+        matched AS (
+            SELECT e.{email_id} AS id, e.{joined} AS joined FROM {email} e, q
+            WHERE e.{email_id} = ANY({bind(email_ids)}::uuid[]) AND ts_filter(e.{vector}, '{{d}}') @@ q.q
+        ),
+        parts AS (
+            SELECT m.id, p.{file_name} AS file_name, p.{characters} AS characters,
+                   row_number() OVER (PARTITION BY m.id ORDER BY p.{part_index}) - 1 AS position,
+                   substr(m.joined, p.{offset} + 1,
+                          least(p.{characters}, {bind(ATTACHMENT_HIGHLIGHT_READ)})) AS text,
+                   p.{offset} < {bind(INDEXED_ATTACHMENT_CHARACTERS)} AS indexed
+            FROM matched m JOIN {part} p ON p.{part_email} = m.id
+        )
+        SELECT id::text, position, file_name, text, ts_headline(
+            'simple', translate(text, {bind(_MASKED)}, {bind(" " * len(_MASKED))}), q.q, {bind(options)}
+        ), to_tsvector('simple', text) @@ q.q
+        FROM parts, q
+        WHERE characters > 0 AND indexed
+        ORDER BY id, position
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, bind.values)
+        rows = cursor.fetchall()
+    found: dict[str, list[AttachmentExtracts]] = {}
+    for found_id, position, name, text, headline, holds in rows:
+        if not holds:
+            continue
+        fragments = _placed(headline, text)
+        found.setdefault(found_id, []).append(
+            AttachmentExtracts(
+                position=int(position),
+                file_name=name,
+                extracts=[_render(f, max_characters, marker) for f in fragments[:max_extracts]],
+            )
+        )
+    return found

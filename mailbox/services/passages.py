@@ -2,9 +2,12 @@
 
 The selection and ranking search_emails answers from, with two differences that are the
 answering contract: junk mail never takes part, and each match is a passage (identity plus
-one extract bounded by `max_characters`) instead of a summary; a match with no body text is
-dropped. Where sensitive-content scanning is on, subject and extract are redacted here:
-text sent to a model leaves the deployment as surely as text returned to a caller.
+one extract bounded by `max_characters`) instead of a summary; a match with no text is
+dropped. Where the query's words were found in the text read from an attachment, the
+passage also carries extracts of that attachment and its file name, inside the same bound
+(at most half of it, the body's extract taking the rest). Where sensitive-content scanning
+is on, subject, extracts and file name are redacted here: text sent to a model leaves the
+deployment as surely as text returned to a caller.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from accounts.models import MailAccount
 from mailbox.models import Email, Folder
 from mailbox.services import search, sensitive
 from mailbox.services.bounds import whole_number
-from mailbox.services.lexical_search import highlight
+from mailbox.services.lexical_search import highlight, highlight_attachments
 from mailbox.services.mail_filter import MailFilter
 from mailbox.services.selection import select
 
@@ -39,11 +42,20 @@ class Passage:
     subject: str
     received_at: datetime
     extract: str
+    # The attachment whose text also matched (its file name, "" when it has none) and
+    # extracts of that text; None and "" when the match was in the message alone.
+    attachment_name: str | None = None
+    attachment_extract: str = ""
 
     @property
     def characters(self) -> int:
-        """What this passage sends of somebody's mail: its subject and its extract."""
-        return len(self.subject) + len(self.extract)
+        """What this passage sends of somebody's mail: subject, extracts and the attachment's name."""
+        return (
+            len(self.subject)
+            + len(self.extract)
+            + len(self.attachment_name or "")
+            + len(self.attachment_extract)
+        )
 
 
 @dataclass(frozen=True)
@@ -103,18 +115,29 @@ def retrieve_passages(
         )
     )
     fragments = highlight(ids, words, FRAGMENTS, max(40, max_characters // FRAGMENTS), marker="")
+    in_files = highlight_attachments(
+        ids, words, FRAGMENTS, max(40, max_characters // (2 * FRAGMENTS)), marker=""
+    )
     scanning = sensitive.enabled()
     passages = []
     for email_id in ids:
         row = rows.get(email_id)
         if row is None:  # expunged between ranking and reading
             continue
-        extract = _extract(fragments.get(email_id, []), row["body_start"], max_characters)
+        found = in_files.get(email_id)
+        name, in_file = None, ""
+        if found:
+            name = found[0].file_name
+            in_file = _joined(found[0].extracts, max_characters // 2)
+        extract = _extract(fragments.get(email_id, []), row["body_start"], max_characters - len(in_file))
         subject = row["subject"]
         if scanning:
-            extract = sensitive.redact(extract)[:max_characters]
+            extract = sensitive.redact(extract)[: max_characters - len(in_file)]
             subject = sensitive.redact(subject)
-        if not extract.strip():
+            if found:
+                name = sensitive.redact(name or "")
+                in_file = sensitive.redact(in_file)[: max_characters // 2]
+        if not extract.strip() and not in_file.strip():
             continue
         account_id, display_name = accounts_by_pk[row["account_id"]]
         passages.append(
@@ -126,6 +149,8 @@ def retrieve_passages(
                 subject=subject,
                 received_at=row["received_at"],
                 extract=extract,
+                attachment_name=name,
+                attachment_extract=in_file,
             )
         )
     return PassageRetrieval(passages=tuple(passages), retrieval_mode=mode)
@@ -133,11 +158,20 @@ def retrieve_passages(
 
 def _extract(fragments: list[str], body: str, max_characters: int) -> str:
     """The whole body when it fits, else its matched fragments (or its start); at most the bound."""
+    if max_characters <= 0:
+        return ""
     whole = _WHITESPACE.sub(" ", body).strip()
     if len(whole) <= max_characters:
         return whole
+    return _joined(fragments, max_characters) or whole[: max_characters - 1].rstrip() + "…"
+
+
+def _joined(fragments: list[str], max_characters: int) -> str:
+    """The fragments, whitespace collapsed, joined and cut to the bound ("" when none)."""
+    if max_characters <= 0:
+        return ""
     parts = [_WHITESPACE.sub(" ", fragment).strip() for fragment in fragments]
-    text = SEPARATOR.join(part for part in parts if part) or whole
+    text = SEPARATOR.join(part for part in parts if part)
     if len(text) <= max_characters:
         return text
     return text[: max_characters - 1].rstrip() + "…"

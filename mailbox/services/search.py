@@ -26,7 +26,7 @@ from mailbox.services import embedding
 from mailbox.services.bounds import bounded_text, whole_number
 from mailbox.services.embedding import VectorHit
 from mailbox.services.freshness import FolderFreshness, folder_freshness
-from mailbox.services.lexical_search import LexicalHit, highlight, rank_lexical
+from mailbox.services.lexical_search import LexicalHit, highlight, highlight_attachments, rank_lexical
 from mailbox.services.mail_filter import MailFilter
 from mailbox.services.raw_sql import selects_nothing
 from mailbox.services.selection import Selection, select
@@ -47,6 +47,9 @@ MIN_RESULT_LIMIT, MAX_RESULT_LIMIT, DEFAULT_RESULT_LIMIT = 1, 50, 20
 RESULT_LIMIT_OUT_OF_RANGE = Code.RESULT_LIMIT_OUT_OF_RANGE
 EXTRACTS_PER_EMAIL = 3
 CHARACTERS_PER_EXTRACT = 240
+# Attachments named per match: an email rarely carries more that hold the words, and each
+# costs extracts the window has to carry.
+MAX_ATTACHMENT_MATCHES = 3
 # Each ranking contributes this many candidates to the fusion. How they combine was
 # chosen by 5-fold cross-validation on the corpus's reply pairs with the default embedder
 # over each email's own words (bench/retrieval.py; docs/benchmarks.md): weighted
@@ -76,11 +79,20 @@ PARTIAL_BELOW = 0.95
 # MAX_LEXICAL_QUERY_CHARACTERS, declared in mailfathom.core.config beside the drafting setting it bounds.
 
 
+class AttachmentMatch(WireModel):
+    """A query word found in the text extracted from one attachment of the matched email."""
+
+    attachment_index: int  # its place in get_email_content's attachments, from 0
+    file_name: str | None  # None: the part carried no usable name
+    snippets: list[str]
+
+
 class SearchMatch(WireModel):
     summary: EmailSummary
     relevance_rank: float
     snippets: list[str]
     match_kind: str  # "exact", "stemmed" or "semantic"
+    attachment_matches: list[AttachmentMatch]
 
 
 class EmbeddingCoverage(WireModel):
@@ -150,13 +162,23 @@ def search_emails(
     emails = {str(e.id): e for e in Email.objects.filter(id__in=[email_id for email_id, _, _ in ranked])}
     ordered = [emails[email_id] for email_id, _, _ in ranked if email_id in emails]
     summaries = {summary.stored_email_id: summary for summary in summarize(ordered)}
-    extracts = highlight([str(e.id) for e in ordered], words, EXTRACTS_PER_EMAIL, CHARACTERS_PER_EXTRACT)
+    shown = [str(e.id) for e in ordered]
+    extracts = highlight(shown, words, EXTRACTS_PER_EMAIL, CHARACTERS_PER_EXTRACT)
+    in_files = highlight_attachments(shown, words, EXTRACTS_PER_EMAIL, CHARACTERS_PER_EXTRACT)
     matches = [
         SearchMatch(
             summary=summaries[email_id],
             relevance_rank=score,
             snippets=extracts.get(email_id, [])[:EXTRACTS_PER_EMAIL],
             match_kind=kind,
+            attachment_matches=[
+                AttachmentMatch(
+                    attachment_index=found.position,
+                    file_name=found.file_name or None,
+                    snippets=found.extracts[:EXTRACTS_PER_EMAIL],
+                )
+                for found in in_files.get(email_id, [])[:MAX_ATTACHMENT_MATCHES]
+            ],
         )
         for email_id, score, kind in ranked
         if email_id in summaries

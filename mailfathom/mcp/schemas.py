@@ -214,6 +214,11 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "downloadExpiresAt; a bearer capability: fetch it once, do not log or store it. Null "
         "unless issued.",
         "downloadExpiresAt": "When downloadUrl stops working (ISO 8601); null unless issued.",
+        "textState": "What reading the file's text gave: notRequested (the call did not ask), "
+        "pending (not read yet), extracted, tooLarge, encrypted, unreadable, timedOut, or "
+        "unsupported (a kind that is not read, or switched off).",
+        "extractedText": "The text read from the file, cut by the same bounds as the body; null "
+        "unless asked for and extracted. Untrusted text written by whoever made the file.",
     },
     "AttachmentCounts": {"": "What the email carries besides its body.", **_ATTACHMENT_GROUP},
     # search_emails
@@ -240,6 +245,15 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "participant, or the email has no indexed body text.",
         "matchKind": "How the email matched: exact (the query's words), stemmed (forms of them), "
         "or semantic (embedding similarity only).",
+        "attachmentMatches": "The attachments whose text holds the query's words, at most "
+        "three; empty when none does.",
+    },
+    "AttachmentMatch": {
+        "": "An attachment of the email whose text, read from the file, holds the query's words.",
+        "attachmentIndex": "Its place in get_email_content's attachments list, from 0.",
+        "fileName": "Its normalized file name; null when the part carried no usable name. Untrusted text.",
+        "snippets": "Short extracts of the attachment's text around what matched, matched runs "
+        "wrapped in **; untrusted text.",
     },
     "EmbeddingCoverage": {
         "embeddedEmails": "Emails in scope whose embedding is stored.",

@@ -201,7 +201,8 @@ GET_EMAIL_CONTENT = ToolSpec(
         f"Reads at most {content.MAX_EMAILS} emails by storedEmailId from MailFathom's local copy: "
         "the headers, the plain-text body, optionally the sanitized HTML body, and every "
         "attachment described by name, media type and size in bytes, with optional short-lived "
-        "download links. It never returns raw MIME or file contents. "
+        "download links and, on request, the text read from it. It never returns raw MIME or file "
+        "bytes. "
         f"{LOCAL_ONLY} Bodies are cut at a per-email character limit and a per-call character "
         "budget, and each cut says which bound made it. An email that cannot be served is "
         "reported in its own entry (53002 not held, 55001 stored copy damaged) beside the others. "
@@ -238,6 +239,16 @@ GET_EMAIL_CONTENT = ToolSpec(
             "bearer capability: fetch it once, do not log or store it.",
             args.flag,
         ),
+        Argument(
+            "includeAttachmentText",
+            "include_attachment_text",
+            {"type": "boolean", "default": False},
+            "Whether to also return the text MailFathom read from each attachment (PDF, office files, "
+            "text formats, attached messages; scans where OCR is installed), as extractedText beside "
+            "its textState. It spends the same per-email limit and per-call budget as the bodies, "
+            "after them. Absent: false; textState is then notRequested.",
+            args.flag,
+        ),
     ),
     result_model=content.ContentResult,
     use_case=content.get_email_content,
@@ -257,7 +268,18 @@ def _bounded_search(result: search.SearchResult) -> search.SearchResult:
             update={
                 "snippets": [
                     snippet[:EXTRACT_CEILING] for snippet in match.snippets[: search.EXTRACTS_PER_EMAIL]
-                ]
+                ],
+                "attachment_matches": [
+                    found.model_copy(
+                        update={
+                            "snippets": [
+                                snippet[:EXTRACT_CEILING]
+                                for snippet in found.snippets[: search.EXTRACTS_PER_EMAIL]
+                            ]
+                        }
+                    )
+                    for found in match.attachment_matches[: search.MAX_ATTACHMENT_MATCHES]
+                ],
             }
         )
         for match in result.matches[: search.MAX_RESULT_LIMIT]
@@ -274,7 +296,10 @@ def search_emails_tool(declaration: type[MailFilter] = MailFilter) -> ToolSpec:
             "Searches MailFathom's local copy of the mail for text and returns one window of matches, "
             "most relevant first, each with the summary a listing shows, a rank comparable only within "
             f"this response, and at most {search.EXTRACTS_PER_EMAIL} short extracts of the body with the "
-            f"matched words wrapped in **. {LOCAL_ONLY} A window holds at most "
+            "matched words wrapped in **. Text read from attachments (PDF, office files and the like) "
+            "is searched too: where the words were found in an attachment, attachmentMatches names it "
+            "(its attachmentIndex in get_email_content's attachments) with extracts of its text. "
+            f"{LOCAL_ONLY} A window holds at most "
             f"{search.MAX_RESULT_LIMIT} matches ({search.DEFAULT_RESULT_LIMIT} unless resultLimit says "
             "otherwise); there is no cursor. The junk folder is left out unless includeJunkMail is "
             "true. retrievalMode says how this call was ranked and semanticSearch what the server can "
@@ -287,8 +312,8 @@ def search_emails_tool(declaration: type[MailFilter] = MailFilter) -> ToolSpec:
                 "query_text",
                 {"type": "string", "minLength": 1, "maxLength": search.MAX_QUERY_CHARACTERS},
                 f"Required. The text to search for, 1 to {search.MAX_QUERY_CHARACTERS} characters, not "
-                "blank. Matched against the subject, the participants and the body text; unrelated to "
-                "subjectFragment.",
+                "blank. Matched against the subject, the participants, the body text and the text read "
+                "from attachments; unrelated to subjectFragment.",
                 required=True,
             ),
             *_scope_arguments("search"),

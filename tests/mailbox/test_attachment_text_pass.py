@@ -65,11 +65,15 @@ def test_each_attachment_gets_a_row_with_its_outcome_and_the_email_leaves_the_qu
 
     assert (result.emails, result.attachments) == (1, 3)
     rows = {row.file_name: row for row in AttachmentText.objects.filter(email=email)}
-    assert rows["invoice.pdf"].outcome == "ok"
-    assert "Steuernummer: 143/815/08152" in rows["invoice.pdf"].text
-    assert rows["invoice.pdf"].characters == len(rows["invoice.pdf"].text)
-    assert rows["invoice.pdf"].engine_version == ENGINE_VERSION
-    assert (rows["hostile-xxe.docx"].outcome, rows["hostile-xxe.docx"].text) == ("unreadable", "")
+    joined = Email.objects.get(pk=email.pk).attachment_text
+    invoice = rows["invoice.pdf"]
+    assert invoice.outcome == "ok"
+    assert "Steuernummer: 143/815/08152" in invoice.text_in(joined)
+    assert invoice.characters == len(invoice.text_in(joined)) > 0
+    assert invoice.engine_version == ENGINE_VERSION
+    # Stored once: the email's attachment text is exactly the readable attachments' texts.
+    assert joined == invoice.text_in(joined)
+    assert (rows["hostile-xxe.docx"].outcome, rows["hostile-xxe.docx"].characters) == ("unreadable", 0)
     assert rows["hostile-encrypted.pdf"].outcome == "encrypted"
     marker = AttachmentExtraction.objects.get(email=email)
     assert marker.attachments == 3

@@ -167,11 +167,13 @@ def test_preview_changes_nothing_and_equals_what_execute_removes(settings, scrip
     mine, _ = mailbox_with_person
     RepairRequest.objects.create(email=mine[1])
     # What extraction read from the person's attachment goes with the email, and is counted.
+    extracted = f"Invoice for {TOKEN}"
+    Email.objects.filter(pk=mine[0].pk).update(attachment_text=extracted)
     AttachmentText.objects.create(
         email=mine[0],
         part_index=2,
         outcome="ok",
-        text=f"Invoice for {TOKEN}",
+        characters=len(extracted),
         extracted_at=timezone.now(),
         engine_version=1,
     )

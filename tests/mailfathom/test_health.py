@@ -211,7 +211,7 @@ def test_the_attachment_text_backlog_counts_waiting_mail_and_outcomes_never_name
     )
     first = Email.objects.get(pk=stored.email_ids[0])
     AttachmentText.objects.create(
-        email=first, part_index=2, outcome="ok", text="a,b", extracted_at=timezone.now(), engine_version=1
+        email=first, part_index=2, outcome="ok", characters=3, extracted_at=timezone.now(), engine_version=1
     )
 
     part = client.get(reverse("health")).json()["parts"]["attachmentTextBacklog"]

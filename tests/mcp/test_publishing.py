@@ -44,7 +44,14 @@ def test_search_results_are_cut_again_to_the_window_and_extract_bounds():
     oversized = search.SearchResult(
         matches=[
             search.SearchMatch(
-                summary=_summary(n), relevance_rank=1.0, snippets=["x" * 5000] * 7, match_kind="exact"
+                summary=_summary(n),
+                relevance_rank=1.0,
+                snippets=["x" * 5000] * 7,
+                match_kind="exact",
+                attachment_matches=[
+                    search.AttachmentMatch(attachment_index=i, file_name="a.pdf", snippets=["y" * 5000] * 7)
+                    for i in range(9)
+                ],
             )
             for n in range(search.MAX_RESULT_LIMIT + 10)
         ],
@@ -61,6 +68,10 @@ def test_search_results_are_cut_again_to_the_window_and_extract_bounds():
     assert {len(match.snippets) for match in published.matches} == {search.EXTRACTS_PER_EMAIL}
     assert {len(s) for match in published.matches for s in match.snippets} == {EXTRACT_CEILING}
     assert EXTRACT_CEILING == 3 * search.CHARACTERS_PER_EXTRACT + 1
+    files = [found for match in published.matches for found in match.attachment_matches]
+    assert {len(match.attachment_matches) for match in published.matches} == {search.MAX_ATTACHMENT_MATCHES}
+    assert {len(s) for found in files for s in found.snippets} == {EXTRACT_CEILING}
+    assert {len(found.snippets) for found in files} == {search.EXTRACTS_PER_EMAIL}
 
 
 @pytest.mark.parametrize(
