@@ -7,7 +7,10 @@ a child process per attachment, as the pass does. Anchors in the same run:
 
 - the child alone: a child started for a 1-byte text file, --anchor-rounds times (what
   isolation costs per attachment, whatever the kind);
-- for PDF, the library choice: pypdfium2 and pypdf extracting the same PDFs in this process.
+- for PDF, the library choice: pypdfium2 and pypdf extracting the same PDFs in this process;
+- for OCR (scanned PDF pages and images, where Tesseract is installed): the vendored scans
+  and a full A4 page of text drawn at 300 dpi, against the bare `tesseract` command on that
+  page (what our child, limits and process per image add).
 
 Needs no database. Run: .venv/bin/python bench/attachment_extraction.py [--corpus DIR]
 """
@@ -29,6 +32,7 @@ sys.path.insert(0, str(REPO))
 from mailbox.extraction import ALL_KINDS, Extracted, Kind, extract_text, kind_of  # noqa: E402
 from mailbox.extraction.outcome import ExtractionLimits  # noqa: E402
 from mailbox.extraction.sandbox import run_child  # noqa: E402
+from mailbox.extraction.tesseract import find_engine  # noqa: E402
 from mailbox.parsing import attachment_bytes, parse_message  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "corpus"
@@ -64,7 +68,8 @@ def corpus_attachments(corpus: Path) -> tuple[list[Sample], int, int]:
 
 def vendored(repeat: int) -> list[Sample]:
     files = [path for path in sorted(VENDORED.iterdir()) if path.suffix != ".py" and path.suffix != ".md"]
-    normal = [path for path in files if not path.name.startswith("hostile-")]
+    # The scans are OCR's row (ocr_samples), which costs far more per file.
+    normal = [path for path in files if not path.name.startswith(("hostile-", "scanned"))]
     return [("application/octet-stream", path.name, path.read_bytes()) for path in normal] * repeat
 
 
@@ -141,11 +146,54 @@ def pdf_libraries(pdfs: list[bytes], rounds: int) -> None:
     print(f"  ratio pypdfium2 / pypdf speed: {timings['pypdf'] / timings['pypdfium2']:.1f}x")
 
 
+def a4_page() -> bytes:
+    """A PNG of a full A4 page at 300 dpi: forty lines of German and English text."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font_file = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+    font = ImageFont.truetype(font_file, 38) if Path(font_file).is_file() else ImageFont.load_default(38)
+    image = Image.new("L", (2480, 3508), 255)
+    draw = ImageDraw.Draw(image)
+    line = "Rechnung 2024-{:03d}: Wartung des Druckers, Steuernummer 21/815/{:05d}, paid in full."
+    for number in range(40):
+        draw.text((180, 200 + number * 78), line.format(number, 8150 + number), font=font, fill=0)
+    out = io.BytesIO()
+    image.save(out, "PNG", dpi=(300, 300))
+    return out.getvalue()
+
+
+def ocr_samples(page: bytes) -> list[Sample]:
+    return [
+        ("application/pdf", "scanned.pdf", (VENDORED / "scanned.pdf").read_bytes()),
+        ("image/png", "scanned-note.png", (VENDORED / "scanned-note.png").read_bytes()),
+        ("image/png", "a4-page.png", page),
+    ]
+
+
+def bare_tesseract(page: bytes, rounds: int) -> float:
+    """Median seconds of `tesseract stdin stdout -l deu+eng` on the page, without our limits."""
+    import subprocess
+
+    timings = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        subprocess.run(
+            ["tesseract", "stdin", "stdout", "-l", "deu+eng", "--dpi", "300"],
+            input=page,
+            capture_output=True,
+            check=True,
+            env={"PATH": "/usr/bin:/bin", "OMP_THREAD_LIMIT": "1"},
+        )
+        timings.append(time.perf_counter() - started)
+    return statistics.median(timings)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--repeat", type=int, default=10, help="rounds of the vendored files")
     parser.add_argument("--anchor-rounds", type=int, default=30)
+    parser.add_argument("--ocr-rounds", type=int, default=3, help="rounds of the OCR samples")
     args = parser.parse_args()
 
     child = []
@@ -167,6 +215,14 @@ def main() -> None:
     pdfs += [data for media, name, data in samples if kind_of(media, name) is Kind.PDF and opens(data)]
     pdfs.append((VENDORED / "hostile-2000-pages.pdf").read_bytes())
     pdf_libraries(pdfs, max(1, args.repeat))
+
+    if find_engine() is None:
+        print("\nOCR: no Tesseract with deu or eng here; skipped")
+        return
+    page = a4_page()
+    report(f"OCR samples, {args.ocr_rounds} rounds", run(ocr_samples(page) * args.ocr_rounds), anchor)
+    bare = bare_tesseract(page, args.ocr_rounds)
+    print(f"anchor: bare tesseract on the A4 page, median of {args.ocr_rounds}: {bare:.2f} s")
 
 
 if __name__ == "__main__":

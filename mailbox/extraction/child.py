@@ -1,4 +1,4 @@
-"""The child process one extraction runs in: limits first, then the reader, then one JSON line.
+"""The child process one extraction runs in: limits first, then the reader, then its answer.
 
 Started by mailbox.extraction.sandbox as `python -I -c ...` with the attachment on stdin, an
 environment holding no secret (no database, Redis or key ring variables), and its own
@@ -7,8 +7,10 @@ process group. Before it reads a byte it limits its own address space (RLIMIT_AS
 and then installs an audit hook that refuses, for the rest of its life, every socket, every
 new process, loading a library through ctypes, and opening a file for writing or outside
 the interpreter's and MailFathom's own directories. The hook sees Python-level actions
-only: native code (PDFium, libxml2) is held by the kernel limits and by reading from memory,
-never from a path.
+only: native code (PDFium, libxml2, Pillow's decoders) is held by the kernel limits and by
+reading from memory, never from a path. Images for OCR (scanned PDF pages, image
+attachments) are decoded here and returned as PNG after the JSON line; the OCR itself runs
+in a process of the parent's (mailbox.extraction.tesseract), since this one may start none.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import resource
 import sys
 from typing import Any
 
+from mailbox.extraction import images
 from mailbox.extraction.guards import ExtractionFailure, Sink
 from mailbox.extraction.kinds import Kind
 from mailbox.extraction.outcome import ExtractionLimits
@@ -41,7 +44,8 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 # What each kind's reader imports, loaded before the audit hook is armed (an attached message
 # may hold any kind, so it loads them all).
 _PRELOADS = {
-    Kind.PDF: ("pypdfium2",),
+    Kind.PDF: ("pypdfium2", "pypdfium2.raw", *images.PRELOADS),
+    Kind.IMAGE: images.PRELOADS,
     Kind.DOCX: ("docx", "docx.table"),
     Kind.XLSX: ("openpyxl", "openpyxl.reader.excel", "openpyxl.worksheet._read_only"),
     Kind.PPTX: ("pptx",),
@@ -90,21 +94,38 @@ def _arm_audit_hook() -> None:
     sys.addaudithook(hook)
 
 
-def _run(kind: Kind, limits: ExtractionLimits, data: bytes) -> dict[str, Any]:
+def _run(kind: Kind, limits: ExtractionLimits, data: bytes, ocr: bool) -> tuple[dict[str, Any], Sink]:
     from mailbox.extraction.readers import READERS
 
-    sink = Sink(limits.max_characters)
+    sink = Sink(limits.max_characters, limits.ocr_pages if ocr else 0, limits.ocr_bytes)
     try:
         READERS[kind](data, limits, sink)
     except ExtractionFailure as failure:
-        return {"outcome": failure.outcome, "detail": failure.detail}
+        return {"outcome": failure.outcome, "detail": failure.detail}, sink
     except MemoryError:
-        return {"outcome": "too_large", "detail": "memory"}
+        return {"outcome": "too_large", "detail": "memory"}, sink
     except RecursionError:
-        return {"outcome": "unreadable", "detail": "nesting"}
+        return {"outcome": "unreadable", "detail": "nesting"}, sink
     except Exception as error:  # the reader's library failed on this file: its class says how
-        return {"outcome": "unreadable", "detail": type(error).__name__[:60]}
-    return {"outcome": "ok", "text": sink.text(), "truncated": sink.truncated}
+        return {"outcome": "unreadable", "detail": type(error).__name__[:60]}, sink
+    result = {
+        "outcome": "ok",
+        "text": sink.text(),
+        "truncated": sink.truncated,
+        "scans": [[scan.offset, len(scan.png), scan.dpi] for scan in sink.scans],
+        "skipped_scans": sink.skipped_scans,
+    }
+    return result, sink
+
+
+def _write_answer(result: dict[str, Any], sink: Sink | None) -> None:
+    """One JSON line, then the PNG bytes of the images for OCR it lists, back to back."""
+    out = sys.stdout.buffer
+    out.write(json.dumps(result, ensure_ascii=False).encode() + b"\n")
+    if sink is not None and result["outcome"] == "ok":
+        for scan in sink.scans:
+            out.write(scan.png)
+    out.flush()
 
 
 def main() -> None:
@@ -112,6 +133,7 @@ def main() -> None:
     kind = Kind(config["kind"])
     limits = ExtractionLimits(**config["limits"])
     _limit_resources(limits)
+    sink: Sink | None = None
     try:
         _preload(kind)
         import mailbox.extraction.readers  # noqa: F401  # loaded before the hook, like the libraries
@@ -120,7 +142,6 @@ def main() -> None:
     else:
         _arm_audit_hook()
         data = sys.stdin.buffer.read()
-        result = _run(kind, limits, data)
-    sys.stdout.write(json.dumps(result, ensure_ascii=False))
-    sys.stdout.flush()
+        result, sink = _run(kind, limits, data, bool(config.get("ocr")))
+    _write_answer(result, sink)
     os._exit(0)  # no interpreter teardown: nothing is left to clean, and a library's could hang

@@ -23,6 +23,7 @@ class Kind(StrEnum):
     CSV = "csv"
     TEXT = "text"
     MESSAGE = "message"
+    IMAGE = "image"  # read by OCR, where Tesseract is installed
 
 
 ALL_KINDS: tuple[str, ...] = tuple(kind.value for kind in Kind)
@@ -54,6 +55,16 @@ _BY_MEDIA_TYPE = {
     "text/markdown": Kind.TEXT,
     "message/rfc822": Kind.MESSAGE,
     "message/global": Kind.MESSAGE,
+    "image/png": Kind.IMAGE,
+    "image/jpeg": Kind.IMAGE,
+    "image/jpg": Kind.IMAGE,
+    "image/pjpeg": Kind.IMAGE,
+    "image/tiff": Kind.IMAGE,
+    "image/gif": Kind.IMAGE,
+    "image/bmp": Kind.IMAGE,
+    "image/x-bmp": Kind.IMAGE,
+    "image/x-ms-bmp": Kind.IMAGE,
+    "image/webp": Kind.IMAGE,
 }
 
 _BY_EXTENSION = {
@@ -77,6 +88,15 @@ _BY_EXTENSION = {
     "md": Kind.TEXT,
     "log": Kind.TEXT,
     "eml": Kind.MESSAGE,
+    "png": Kind.IMAGE,
+    "jpg": Kind.IMAGE,
+    "jpeg": Kind.IMAGE,
+    "jpe": Kind.IMAGE,
+    "tif": Kind.IMAGE,
+    "tiff": Kind.IMAGE,
+    "gif": Kind.IMAGE,
+    "bmp": Kind.IMAGE,
+    "webp": Kind.IMAGE,
 }
 
 # Declared types that say nothing about the content: the file name decides.

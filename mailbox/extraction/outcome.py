@@ -16,7 +16,7 @@ class Outcome(StrEnum):
     ENCRYPTED = "encrypted"  # a password is needed to read it
     UNREADABLE = "unreadable"  # malformed, refused (an XML DTD) or the reader failed
     TIMED_OUT = "timed_out"  # over the CPU-time or wall-clock bound
-    UNSUPPORTED = "unsupported"  # no reader for its kind, or the kind is switched off
+    UNSUPPORTED = "unsupported"  # no reader for its kind, the kind is switched off, or no OCR for an image
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,8 @@ class ExtractionLimits:
 
     memory_bytes is the child's whole address space (RLIMIT_AS), the interpreter and the
     libraries included; cpu_seconds is RLIMIT_CPU; wall_seconds is enforced by the parent,
-    which kills the child's process group. max_characters caps the text kept.
+    which kills the child's process group, and it is also the deadline of every OCR process
+    the attachment needs. max_characters caps the text kept.
     """
 
     memory_bytes: int = 1024 * 1024 * 1024
@@ -39,6 +40,11 @@ class ExtractionLimits:
     max_zip_members: int = 10_000
     max_message_depth: int = 3  # attached messages inside attached messages
     max_cells: int = 2_000_000  # spreadsheet cells visited
+    image_pixels: int = 64_000_000  # the largest image decoded (declared width times height)
+    ocr_pixels: int = 12_000_000  # an image handed to OCR is scaled down to this; A4 at 300 dpi is 8.7M
+    ocr_dpi: int = 300  # scanned PDF pages are rendered at this resolution, within ocr_pixels
+    ocr_pages: int = 20  # pages or images one attachment hands to OCR; later ones are skipped
+    ocr_bytes: int = 48 * 1024 * 1024  # their PNG bytes together, as the child returns them
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import csv
 import io
 from collections.abc import Callable
 
-from mailbox.extraction import office
+from mailbox.extraction import images, office
 from mailbox.extraction.guards import Encrypted, Sink, TooLarge, Unreadable
 from mailbox.extraction.kinds import Kind, kind_of
 from mailbox.extraction.outcome import ExtractionLimits
@@ -28,11 +28,12 @@ _PDFIUM_SECURITY = 5
 
 
 def read_pdf(data: bytes, limits: ExtractionLimits, sink: Sink) -> None:
-    """The text layer, page by page; scanned pages without one give no text.
+    """The text layer, page by page; a scanned page (an image, no text) is rendered for OCR.
 
     Edge cases: a password-protected file is encrypted (one with only an owner password
     opens and is read, as every viewer does); more pages than max_pages is too_large,
-    decided from the page count before any page is read.
+    decided from the page count before any page is read; a page with neither text nor an
+    image (a blank one, or text drawn as outlines) gives nothing.
     """
     import pypdfium2 as pdfium
 
@@ -52,7 +53,11 @@ def read_pdf(data: bytes, limits: ExtractionLimits, sink: Sink) -> None:
             page = document[index]
             textpage = page.get_textpage()
             try:
-                sink.line(clean_text(textpage.get_text_bounded()))
+                text = clean_text(textpage.get_text_bounded())
+                if text.strip():
+                    sink.line(text)
+                elif images.has_image(page):
+                    images.scan_page(page, limits, sink)
             finally:
                 textpage.close()
                 page.close()
@@ -152,4 +157,5 @@ READERS: dict[Kind, Reader] = {
     Kind.CSV: read_csv,
     Kind.TEXT: read_text,
     Kind.MESSAGE: read_message,
+    Kind.IMAGE: images.read_image,
 }

@@ -267,10 +267,11 @@ class MailFathomSettings:
         "Characters of one body the scanner analyses; the rest is withheld, never served unscanned.",
     )
     attachment_text_kinds: str = _text(
-        "pdf,docx,xlsx,pptx,odt,ods,odp,rtf,html,csv,text,message",
+        "pdf,docx,xlsx,pptx,odt,ods,odp,rtf,html,csv,text,message,image",
         "Comma-separated kinds of attachment whose text is extracted (pdf, docx, xlsx, pptx, odt, "
-        "ods, odp, rtf, html, csv, text, message); empty: none is. Other attachments are recorded "
-        "as unsupported.",
+        "ods, odp, rtf, html, csv, text, message, image); empty: none is. Other attachments are "
+        "recorded as unsupported. Images (PNG, JPEG, TIFF, GIF, BMP, WebP) and scanned PDF pages "
+        "are read by OCR where Tesseract is installed; without it an image is unsupported.",
     )
     attachment_text_max_bytes: int = _whole(
         26214400,

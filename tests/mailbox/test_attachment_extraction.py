@@ -142,8 +142,8 @@ def test_a_kind_switched_off_or_too_large_starts_no_child():
     assert (off.outcome, off.detail, off.seconds) == (Outcome.UNSUPPORTED, "pdf-off", 0.0)
     large = extract_text(data, "application/pdf", "a.pdf", kinds=ALL_KINDS, max_bytes=100)
     assert (large.outcome, large.detail) == (Outcome.TOO_LARGE, "size")
-    image = extract_text(b"\x89PNG", "image/png", "a.png", kinds=ALL_KINDS, max_bytes=10**8)
-    assert image.outcome is Outcome.UNSUPPORTED
+    program = extract_text(b"MZ", "application/x-msdownload", "a.exe", kinds=ALL_KINDS, max_bytes=10**8)
+    assert (program.outcome, program.detail) == (Outcome.UNSUPPORTED, "kind")
 
 
 def test_an_encrypted_office_file_is_encrypted():
@@ -158,7 +158,9 @@ def test_an_encrypted_office_file_is_encrypted():
         ("application/octet-stream", "Rechnung.PDF", Kind.PDF),
         ("application/x-unknown", "table.xlsx", Kind.XLSX),
         ("message/rfc822", "", Kind.MESSAGE),
-        ("image/png", "scan.pdf", None),
+        ("image/png", "scan.pdf", Kind.IMAGE),
+        ("application/octet-stream", "Scan.JPG", Kind.IMAGE),
+        ("image/x-icon", "favicon.ico", None),
         ("application/octet-stream", "program.exe", None),
     ],
 )

@@ -6,14 +6,18 @@ vendored). Run it from the repository root with the project's environment:
     .venv/bin/python tests/data/attachments/make_files.py
 
 It needs python-docx, openpyxl, python-pptx (runtime dependencies) and pypdf (a development
-one, for the encrypted PDF). The PDFs are written by hand, object by object, so their bytes
-do not depend on a library's version.
+one, for the encrypted PDF). The PDFs with a text layer are written by hand, object by object,
+so their bytes do not depend on a library's version. The scanned ones (images of text, for
+OCR) are drawn with Pillow in a DejaVu or Liberation font, which only this script needs:
+the tests read the files it wrote.
 """
 
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
+import zlib
 from datetime import datetime
 from email.message import EmailMessage
 from email.policy import SMTP
@@ -23,6 +27,11 @@ HERE = Path(__file__).resolve().parent
 # Tax-number-like strings the tests look for in the extracted text.
 TAX_NUMBER = "DE 298 765 432"
 STEUERNUMMER = "143/815/08152"
+SCANNED_STEUERNUMMER = "21/815/08150"
+FONTS = (
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+)
 FIXED_DATE = (2024, 1, 2, 3, 4, 5)
 
 
@@ -253,6 +262,62 @@ CSV = b"Datum,Betrag,Zweck\n2024-03-01,120.00,Toner\n2024-03-05,85.50,Wartung\n"
 TEXT = "Protokoll der Besprechung: Druckerreparatur genehmigt.\nÜbernahme der Kosten durch Abt. 3.\n".encode()
 
 
+def _drawn(lines: list[str], size: tuple[int, int], points: int):
+    """A white grayscale image with the lines drawn in black, as a 200 dpi scan would show them."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font_file = next((font for font in FONTS if Path(font).is_file()), None)
+    if font_file is None:
+        raise SystemExit("no DejaVu or Liberation font: apt-get install fonts-dejavu-core")
+    font = ImageFont.truetype(font_file, points)
+    image = Image.new("L", size, 255)
+    draw = ImageDraw.Draw(image)
+    for number, line in enumerate(lines):
+        draw.text((80, 80 + number * points * 2), line, font=font, fill=0)
+    return image
+
+
+SCANNED_PAGES = [
+    ["Repair order 2024-117", "The fuser unit of the office printer was replaced."],
+    [
+        "Rechnung über die Reparatur",
+        f"Steuernummer {SCANNED_STEUERNUMMER}",
+        "Betrag fällig in vierzehn Tagen",
+    ],
+]
+
+
+def scanned_pdf() -> bytes:
+    """Two pages that are only images of text (Pillow's PDF writer adds no text layer)."""
+    pages = [_drawn(lines, (1650, 700), 40) for lines in SCANNED_PAGES]
+    out = io.BytesIO()
+    pages[0].save(out, "PDF", resolution=200.0, save_all=True, append_images=pages[1:], quality=60)
+    return out.getvalue()
+
+
+def scanned_png() -> bytes:
+    """A photographed-note stand-in: two lines of text in a bilevel PNG."""
+    image = _drawn(["Lieferschein 4711", "Tonerkartusche geliefert und geprüft"], (1400, 400), 44)
+    out = io.BytesIO()
+    image.convert("1", dither=0).save(out, "PNG", optimize=True, dpi=(200, 200))
+    return out.getvalue()
+
+
+def _png_chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def pixel_bomb_png() -> bytes:
+    """A PNG that declares 100,000 by 100,000 pixels (10^10) in under a hundred bytes."""
+    header = struct.pack(">IIBBBBB", 100_000, 100_000, 1, 0, 0, 0, 0)  # 1-bit gray
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", header)
+        + _png_chunk(b"IDAT", zlib.compress(b"\x00" * 64))
+        + _png_chunk(b"IEND", b"")
+    )
+
+
 def files() -> dict[str, bytes]:
     invoice = pdf(INVOICE_PAGES)
     return {
@@ -274,6 +339,9 @@ def files() -> dict[str, bytes]:
         "hostile-encrypted.pdf": encrypted_pdf(),
         "hostile-truncated.pdf": invoice[: len(invoice) // 2],
         "hostile-2000-pages.pdf": pdf([""] * 1999 + ["last page"]),
+        "scanned.pdf": scanned_pdf(),
+        "scanned-note.png": scanned_png(),
+        "hostile-pixel-bomb.png": pixel_bomb_png(),
     }
 
 
