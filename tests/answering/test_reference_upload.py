@@ -268,3 +268,10 @@ def test_no_log_line_carries_the_file_name_or_its_text(staff_client, account, ca
     assert "reference upload read: outcome=ok" in logged, "the read itself is logged, by counts"
     for private in (secret_name, "Geheimvertrag", "verschluesselt", "Wartungsvertrag", "Druckerreparatur"):
         assert private not in logged
+
+
+def test_the_add_page_offers_the_file_field_as_a_multipart_form(staff_client):
+    page = staff_client.get(ADD).content.decode()
+
+    assert 'enctype="multipart/form-data"' in page and 'type="file" name="upload"' in page
+    assert "PDF, Word (DOCX), Excel (XLSX)" in page
