@@ -1,9 +1,12 @@
-"""Admin for reference documents: upload a text file (or paste the text), stored and indexed.
+"""Admin for reference documents: upload a file (or paste the text), stored and indexed.
 
-Saving goes through answering.services.reference_documents, which cuts the text into
-chunks, indexes and embeds them; an edited text rebuilds them. Files are read as UTF-8
-text (plain text, Markdown, CSV); anything else is refused with a form error. A person
-sees and files documents for the accounts they hold any role on (accounts.services.people).
+An uploaded file's text is read by answering.services.reference_uploads (in a limited
+child process, never in this one) and replaces the text field; a file whose text cannot
+be had is a form error carrying its code (63009) and nothing is stored. The title, when
+left blank, is the file's cleaned-up name. Saving goes through
+answering.services.reference_documents, which cuts the text into chunks, indexes and
+embeds them; an edited text rebuilds them. A person sees and files documents for the
+accounts they hold any role on (accounts.services.people).
 """
 
 from __future__ import annotations
@@ -19,50 +22,81 @@ from accounts.admin_people import PeopleScoped
 from accounts.models import MailAccount
 from accounts.services import people
 from answering.models import ReferenceDocument
-from answering.services.reference_documents import MAX_DOCUMENT_CHARACTERS, store_reference_document
-
-MAX_UPLOAD_BYTES = 4 * 1024 * 1024
+from answering.services import reference_uploads
+from answering.services.reference_documents import (
+    MAX_DOCUMENT_CHARACTERS,
+    Source,
+    source_of,
+    store_reference_document,
+)
+from mailfathom.core.errors import MailFathomError
 
 
 class ReferenceDocumentForm(forms.ModelForm):
     upload = forms.FileField(
         required=False,
-        help_text="A UTF-8 text file (plain text, Markdown, CSV). It replaces the text below.",
+        label="File",
+        help_text=(
+            "A PDF, Word (DOCX), Excel (XLSX), PowerPoint (PPTX), OpenDocument, RTF, HTML, CSV or "
+            "plain-text file. Its text replaces the text below; the title, if left blank, is "
+            "the file's name. Scanned pages hold no text (there is no OCR)."
+        ),
     )
 
     class Meta:
         model = ReferenceDocument
-        fields = ["account", "title", "text"]
+        fields = ["account", "title", "upload", "text"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["text"].required = False
+        self.fields["title"].required = False
+        self.fields["title"].help_text = "Left blank with a file uploaded, the file's name."
+        self.source: Source | None = None  # set when the text was read from an uploaded file
+        self.stored_text = self.instance.text if self.instance.pk is not None else None
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         upload = cleaned.get("upload")
         if upload is not None:
-            if upload.size > MAX_UPLOAD_BYTES:
-                raise forms.ValidationError({"upload": f"The file is larger than {MAX_UPLOAD_BYTES} bytes."})
             try:
-                cleaned["text"] = upload.read().decode("utf-8")
-            except UnicodeDecodeError:
-                raise forms.ValidationError({"upload": "The file is not UTF-8 text."}) from None
+                read = reference_uploads.read_upload(upload)
+            except MailFathomError as error:
+                raise forms.ValidationError({"upload": str(error)}) from None
+            self.source = read.source
+            cleaned["text"] = read.text
+            cleaned["title"] = (cleaned.get("title") or "").strip() or read.source.file_name
         text = cleaned.get("text") or ""
         if not text.strip():
             raise forms.ValidationError({"text": "Give the document's text, or upload a file."})
         if len(text) > MAX_DOCUMENT_CHARACTERS:
             raise forms.ValidationError({"text": f"At most {MAX_DOCUMENT_CHARACTERS} characters."})
+        if not (cleaned.get("title") or "").strip():
+            raise forms.ValidationError({"title": "Give the document a title, or upload a file."})
         return cleaned
+
+    def source_to_store(self) -> Source | None:
+        """The uploaded file's; else, for an unchanged text, the one the document has; else none."""
+        if self.source is not None:
+            return self.source
+        if self.stored_text is not None and _same(self.stored_text, self.cleaned_data["text"]):
+            return source_of(self.instance)
+        return None
+
+
+def _same(stored: str, submitted: str) -> bool:
+    """Whether a text came back as it was stored (a browser sends its line ends as CRLF)."""
+    return stored.strip() == submitted.replace("\r\n", "\n").strip()
 
 
 @admin.register(ReferenceDocument)
 class ReferenceDocumentAdmin(PeopleScoped):
     account_roles = people.REVIEW_ROLES
     form = ReferenceDocumentForm
-    list_display = ["title", "account", "uploaded_at", "chunk_count"]
+    list_display = ["title", "account", "uploaded_at", "chunk_count", "source"]
     list_filter = ["account"]
     search_fields = ["title"]
+    readonly_fields = ["source"]
 
     def formfield_for_foreignkey(self, db_field: ForeignKey, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "account":
@@ -73,11 +107,20 @@ class ReferenceDocumentAdmin(PeopleScoped):
     def chunk_count(self, document: ReferenceDocument) -> int:
         return document.chunks.count()
 
+    @admin.display(description="read from")
+    def source(self, document: ReferenceDocument) -> str:
+        recorded = source_of(document)
+        if recorded is None:
+            return "pasted text"
+        media_type = recorded.media_type or "no declared type"
+        return f"{recorded.file_name} ({media_type}; {recorded.outcome}, {recorded.characters:,} characters)"
+
     def save_model(self, request: HttpRequest, obj: ReferenceDocument, form: Any, change: bool) -> None:
         stored = store_reference_document(
             form.cleaned_data["account"],
             form.cleaned_data["title"],
             form.cleaned_data["text"],
             document=obj if change else None,
+            source=form.source_to_store(),
         )
         obj.pk = stored.pk

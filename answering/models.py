@@ -199,6 +199,13 @@ class ReferenceDocument(models.Model):
     title = models.CharField(max_length=200)
     text = models.TextField()
     uploaded_at = models.DateTimeField(auto_now_add=True)
+    # Where the text came from when it was read from a file (all blank when it was pasted):
+    # the sanitized file name, the media type the browser declared, the extraction's outcome
+    # and how many characters it gave.
+    source_file_name = models.CharField(max_length=255, blank=True, default="")
+    source_media_type = models.CharField(max_length=100, blank=True, default="")
+    source_outcome = models.CharField(max_length=16, blank=True, default="")
+    source_characters = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["account", "title"]

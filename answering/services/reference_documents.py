@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 
 from django.db import transaction
 
@@ -53,19 +54,37 @@ def chunks_of(text: str, size: int = CHUNK_CHARACTERS) -> list[str]:
     return pieces
 
 
+@dataclass(frozen=True)
+class Source:
+    """The file a document's text was read from (answering.services.reference_uploads)."""
+
+    file_name: str
+    media_type: str
+    outcome: str
+    characters: int
+
+
 def store_reference_document(
-    account: MailAccount, title: str, text: str, document: ReferenceDocument | None = None
+    account: MailAccount,
+    title: str,
+    text: str,
+    document: ReferenceDocument | None = None,
+    source: Source | None = None,
 ) -> ReferenceDocument:
-    """Store (or replace the text of) one document: its chunks rebuilt, then embedded."""
+    """Store (or replace the text of) one document: its chunks rebuilt, then embedded.
+
+    `source` is the file the text was read from; None records none (the text was pasted).
+    """
     if len(text) > MAX_DOCUMENT_CHARACTERS:
         raise ValueError(f"a reference document holds at most {MAX_DOCUMENT_CHARACTERS} characters")
     with transaction.atomic():
         if document is None:
-            document = ReferenceDocument.objects.create(account=account, title=title, text=text)
+            document = ReferenceDocument(account=account)
         else:
-            document.account, document.title, document.text = account, title, text
-            document.save()
             document.chunks.all().delete()
+        document.account, document.title, document.text = account, title, text
+        _record_source(document, source)
+        document.save()
         ReferenceChunk.objects.bulk_create(
             ReferenceChunk(document=document, position=position, text=piece)
             for position, piece in enumerate(chunks_of(text))
@@ -78,6 +97,25 @@ def store_reference_document(
         embedded,
     )
     return document
+
+
+def source_of(document: ReferenceDocument) -> Source | None:
+    """The source `document` records, or None for pasted text."""
+    if not document.source_outcome:
+        return None
+    return Source(
+        document.source_file_name,
+        document.source_media_type,
+        document.source_outcome,
+        document.source_characters or 0,
+    )
+
+
+def _record_source(document: ReferenceDocument, source: Source | None) -> None:
+    document.source_file_name = source.file_name if source else ""
+    document.source_media_type = source.media_type if source else ""
+    document.source_outcome = source.outcome if source else ""
+    document.source_characters = source.characters if source else None
 
 
 def embed_chunks(document: ReferenceDocument) -> int:

@@ -194,7 +194,7 @@ class Code(IntEnum):
     )
     # 62xxx (internal): import.
     IMPORT_TARGET_UNKNOWN = 62001, "No account or mapped folder by that name."
-    # 63xxx (internal): draft delivery and review.
+    # 63xxx (internal): draft delivery and review, and drafting's reference documents.
     DRAFTS_FOLDER_UNMAPPED = 63001, "The account maps no folder with the Drafts role."
     DRAFTS_FOLDER_MISSING = (
         63002,
@@ -209,6 +209,8 @@ class Code(IntEnum):
     REVIEW_REFUSED = 63006, "A draft that is {status} cannot be reviewed that way."
     BODY_REFUSED = 63007, "The draft's body is limited to {maximum} characters."
     ACKNOWLEDGEMENT_REQUIRED = 63008, "This draft needs review: acknowledge each of its open reasons."
+    # 63009 (internal): a reference document's file refused; drafting's admin shows the sentence.
+    REFERENCE_FILE_NOT_READ = 63009, "The file was not read and nothing was stored: {reason}"
     # 7xxxx (internal): model providers (mailfathom.providers.errors).
     PROVIDER_CREDENTIAL_REFUSED = 71001, "The {role} provider refused the configured credential."
     PROVIDER_NO_ANSWER_IN_BUDGET = 72001, "The {role} provider gave no answer within its budget."
