@@ -37,9 +37,9 @@ class ReferenceDocumentForm(forms.ModelForm):
         required=False,
         label="File",
         help_text=(
-            "A PDF, Word (DOCX), Excel (XLSX), PowerPoint (PPTX), OpenDocument, RTF, HTML, CSV or "
+            "A PDF, Word (DOCX), Excel (XLSX), PowerPoint (PPTX), OpenDocument, RTF, HTML, CSV, image or "
             "plain-text file. Its text replaces the text below; the title, if left blank, is "
-            "the file's name. Scanned pages hold no text (there is no OCR)."
+            "the file's name. Scanned pages and images are read where Tesseract is installed."
         ),
     )
 

@@ -65,7 +65,7 @@ def read_upload(upload: Upload) -> FileText:
     """The text of `upload`, or MailFathomError 63009 saying why there is none to store.
 
     Edge cases: a file over the size setting is refused before it is read; a file that is
-    read but holds no text (a scanned PDF: there is no OCR) and one whose text is longer
+    read but holds no text (a scanned PDF where Tesseract is not installed) and one whose text is longer
     than a document holds are refused too, rather than stored empty or cut.
     """
     file_name = safe_file_name(upload.name or "")
