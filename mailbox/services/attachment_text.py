@@ -30,9 +30,11 @@ from mailbox.models import (
     Availability,
     Email,
     EmailQuerySet,
+    Passage,
 )
 from mailbox.parsing import attachment_bytes, parse_message
 from mailbox.services.content import parse_limits, stored_raw
+from mailbox.services.embedding import ATTACHMENT_POSITION
 from mailfathom.core.progress import Progress, ProgressCallback
 from mailfathom.core.redis_store import redis_client
 
@@ -205,7 +207,13 @@ def extract_email(email: Email, kinds: frozenset[str]) -> list[AttachmentText]:
             return []
         AttachmentText.objects.filter(email=email).delete()
         AttachmentText.objects.bulk_create(rows)
-        Email.objects.filter(pk=email.pk).update(attachment_text="".join(joined))
+        text = "".join(joined)
+        Email.objects.filter(pk=email.pk).update(attachment_text=text)
+        # The attachments' passage of the vector index is made again from the new text by
+        # the embedding sweep, which takes the email up again (its body passage is kept).
+        Passage.objects.filter(email=email, position=ATTACHMENT_POSITION).delete()
+        if text:
+            Email.objects.filter(pk=email.pk).update(embedded=False)
         AttachmentExtraction.objects.update_or_create(
             email=email,
             defaults={

@@ -1,7 +1,9 @@
 """Embeddings of the local copy: the active profile, the sweep, and the semantic-search state.
 
 Each email gets one passage: its subject and the first MAILFATHOM_EMBEDDING_WINDOW_CHARACTERS
-of its own words (the body without quotations, signature and list footer). The sweep
+of its own words (the body without quotations, signature and list footer); an email with
+text read from its attachments gets a second passage of the start of that text
+(ATTACHMENT_POSITION), and the vector ranking takes an email's nearer passage. The sweep
 embeds newest mail first, in batches, each batch's vectors and the spend ledger written in
 one transaction. Vectors live in pgvector; an HNSW index (cosine) is created per profile
 on its own dimension when the profile is activated.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
@@ -43,6 +46,7 @@ INACTIVE, AVAILABLE, DEGRADED = CapabilityState.INACTIVE, CapabilityState.AVAILA
 SWEEP_BATCH = 32
 SWEEP_LABEL = "embedding"
 BODY_READ_FACTOR = 4  # characters of body read per character of window
+BODY_POSITION, ATTACHMENT_POSITION = 0, 1  # Passage.position of the two passages an email may have
 
 
 def active_profile() -> EmbeddingProfile | None:
@@ -94,6 +98,11 @@ def passage_text(subject: str, body: str) -> str:
     and list footer left out, mailbox.services.own_words), cut to the window."""
     window = settings.MAILFATHOM.embedding_window_characters
     return f"{subject}\n\n{own_words(body)}"[:window].strip()
+
+
+def attachment_passage_text(attachment_text: str) -> str:
+    """What is embedded of the text read from an email's attachments: its start, cut to the window."""
+    return attachment_text[: settings.MAILFATHOM.embedding_window_characters].strip()
 
 
 @dataclass
@@ -168,20 +177,22 @@ def embed_pending(
         # to fill the window once quotations are left out.
         rows = list(
             pending.order_by("-received_at", "-id")
-            .annotate(body_start=Left("text_body", window * BODY_READ_FACTOR))
-            .values_list("id", "subject", "body_start")[:batch_size]
+            .annotate(
+                body_start=Left("text_body", window * BODY_READ_FACTOR),
+                files_start=Left("attachment_text", window),
+            )
+            .values_list("id", "subject", "body_start", "files_start")[:batch_size]
         )
         if not rows:
             break
-        texts = [(email_id, passage_text(subject, body)) for email_id, subject, body in rows]
-        wanted = [(email_id, text) for email_id, text in texts if text]
-        spend = sum(len(text) for _, text in wanted)
+        wanted = _missing_passages(rows, profile)
+        spend = sum(len(text) for _, _, text in wanted)
         now = timezone.now()
         if _spent_this_period(now) + spend > ceiling:
             result.stopped_by = "ceiling"
             break
         try:
-            vectors = embedder.embed_passages([text for _, text in wanted]) if wanted else []
+            vectors = embedder.embed_passages([text for _, _, text in wanted]) if wanted else []
         except ProviderError as error:
             result.stopped_by = "provider"
             logger.warning("embedding sweep stopped: provider %s", error.kind)
@@ -190,9 +201,13 @@ def embed_pending(
             Passage.objects.bulk_create(
                 [
                     Passage(
-                        email_id=email_id, profile=profile, position=0, characters=len(text), embedding=vector
+                        email_id=email_id,
+                        profile=profile,
+                        position=position,
+                        characters=len(text),
+                        embedding=vector,
                     )
-                    for (email_id, text), vector in zip(wanted, vectors, strict=True)
+                    for (email_id, position, text), vector in zip(wanted, vectors, strict=True)
                 ],
                 ignore_conflicts=True,
             )
@@ -201,8 +216,9 @@ def embed_pending(
             EmbeddingSpend.objects.filter(pk=ledger.pk).update(
                 characters=F("characters") + spend, calls=F("calls") + (1 if wanted else 0)
             )
-        result.embedded += len(wanted)
-        result.skipped_empty += len(rows) - len(wanted)
+        embedded = len({email_id for email_id, _, _ in wanted})
+        result.embedded += embedded
+        result.skipped_empty += len(rows) - embedded
         result.batches += 1
         if progress:
             done = result.embedded + result.skipped_empty
@@ -210,6 +226,30 @@ def embed_pending(
     if result.embedded:
         logger.info("embedding sweep: %d embedded in %d batches", result.embedded, result.batches)
     return result
+
+
+def _missing_passages(
+    rows: list[tuple[uuid.UUID, str, str, str]], profile: EmbeddingProfile
+) -> list[tuple[uuid.UUID, int, str]]:
+    """(email id, position, text) of each passage of `rows` the profile lacks and that has text.
+
+    An email comes back to the sweep when its attachments have been read: its body passage
+    is then held already and only the attachments' one is made.
+    """
+    held = set(
+        Passage.objects.filter(profile=profile, email_id__in=[row[0] for row in rows]).values_list(
+            "email_id", "position"
+        )
+    )
+    wanted: list[tuple[uuid.UUID, int, str]] = []
+    for email_id, subject, body, files in rows:
+        for position, text in (
+            (BODY_POSITION, passage_text(subject, body)),
+            (ATTACHMENT_POSITION, attachment_passage_text(files)),
+        ):
+            if text and (email_id, position) not in held:
+                wanted.append((email_id, position, text))
+    return wanted
 
 
 _READ = object()  # "read the active profile now" (a caller may pass the one it has read)
@@ -287,22 +327,27 @@ def rank_vector(
     dims = int(profile.dimensions)
     passage, email_id, embedding = table(Passage), column(Passage, "email"), column(Passage, "embedding")
     bind = Params()
-    # One passage per email (position 0), so ordering by distance alone lets the HNSW index
-    # serve the ORDER BY ... LIMIT.
+    # Ordering passages by distance alone lets the HNSW index serve the ORDER BY ... LIMIT;
+    # an email may have two passages (body, attachments), so twice the depth is read and
+    # each email keeps its nearer one.
     sql = f"""
         SELECT p.{email_id}::text,
                p.{embedding}::vector({dims}) <=> {bind(str(query_vector))}::vector({dims}) AS distance
         FROM {passage} p
-        WHERE p.{column(Passage, "profile")} = {bind(profile.pk)} AND p.{column(Passage, "position")} = 0
+        WHERE p.{column(Passage, "profile")} = {bind(profile.pk)}
           AND p.{email_id} IN ({bind.query(candidates.values("id"))})
         ORDER BY distance
-        LIMIT {bind(limit)}
+        LIMIT {bind(2 * limit)}
     """
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute("SET LOCAL hnsw.ef_search = 100")
         cursor.execute(sql, bind.values)
-        return [VectorHit(email_id=row[0], distance=float(row[1])) for row in cursor.fetchall()]
+        nearest: dict[str, float] = {}
+        for found, distance in cursor.fetchall():
+            nearest[found] = min(float(distance), nearest.get(found, float(distance)))
+    ranked = sorted(nearest.items(), key=lambda item: item[1])[:limit]
+    return [VectorHit(email_id=found, distance=distance) for found, distance in ranked]
 
 
 def coverage(candidates: EmailQuerySet) -> tuple[int, int]:
