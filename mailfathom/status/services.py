@@ -6,15 +6,17 @@ import logging
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import redis
+from django.db.models import Count, Min
 from django.utils import timezone
 
 from accounts.services.sign_in_state import SignIn, sign_in_states
 from answering.services.drafting_status import DraftingStatus, drafting_status
 from answering.services.period_use import PeriodUse, read_period_use
-from mailbox.services import coverage_status, embedding
+from mailbox.models import AttachmentExtraction, AttachmentOutcome
+from mailbox.services import attachment_text, coverage_status, embedding
 from mailbox.services.coverage_status import DayCount, EmbeddingProgress
 from mailbox.services.embedding import ProfileSwitch
 from mailbox.services.sync_status import AccountStatus, account_statuses
@@ -42,6 +44,70 @@ class ProcessSeen:
 
 
 @dataclass(frozen=True)
+class OutcomeCount:
+    outcome: str  # an AttachmentOutcome value: ok, too_large, encrypted, ...
+    label: str
+    count: int
+
+
+@dataclass(frozen=True)
+class AttachmentTextProgress:
+    """The attachment text pass seen from the status page: counts and a rate, never a name."""
+
+    active: bool  # some kind is switched on (MAILFATHOM_ATTACHMENT_TEXT_KINDS)
+    pending: int  # emails with attachments waiting for this engine version
+    outcomes: tuple[OutcomeCount, ...]  # every outcome, in AttachmentOutcome's order, zeros kept
+    done_in_window: int  # emails the pass recorded in the last ATTACHMENT_RATE_WINDOW
+    per_minute: float | None  # None while the window's first email is under RATE_MIN_SPAN old
+    measured_since: datetime | None
+    remaining_seconds: float | None  # None when nothing waits or no progress is measured
+
+    @property
+    def attachments(self) -> int:
+        return sum(row.count for row in self.outcomes)
+
+
+ATTACHMENT_RATE_WINDOW = timedelta(hours=1)
+
+
+def attachment_text_progress(now: datetime | None = None) -> AttachmentTextProgress:
+    """The backlog and outcomes /health reports (attachment_text.backlog), and the pass's rate.
+
+    The rate is the emails the pass marked done within the last hour (AttachmentExtraction's
+    extracted_at, so a re-extraction under a new engine version counts too) over the minutes
+    since the first of them; under coverage_status.RATE_MIN_SPAN it is not measured yet, and
+    with none in the hour it is zero. Three queries whatever the number of emails or accounts.
+    """
+    now = now or timezone.now()
+    found = attachment_text.backlog()
+    since = now - ATTACHMENT_RATE_WINDOW
+    recent = AttachmentExtraction.objects.filter(extracted_at__gte=since).aggregate(
+        done=Count("pk"), first=Min("extracted_at")
+    )
+    done, first = int(recent["done"]), recent["first"]
+    per_minute: float | None
+    if not done:
+        per_minute, measured_since = 0.0, since
+    elif now - first < coverage_status.RATE_MIN_SPAN:
+        per_minute, measured_since = None, None
+    else:
+        per_minute, measured_since = done / ((now - first).total_seconds() / 60), first
+    remaining = found.pending / per_minute * 60 if found.pending and per_minute else None
+    return AttachmentTextProgress(
+        active=bool(attachment_text.enabled_kinds()),
+        pending=found.pending,
+        outcomes=tuple(
+            OutcomeCount(outcome=value, label=str(label), count=found.outcomes.get(value, 0))
+            for value, label in AttachmentOutcome.choices
+        ),
+        done_in_window=done,
+        per_minute=per_minute,
+        measured_since=measured_since,
+        remaining_seconds=remaining,
+    )
+
+
+@dataclass(frozen=True)
 class SystemStatus:
     generated_at: datetime
     accounts: list[AccountStatus]
@@ -49,6 +115,7 @@ class SystemStatus:
     embedding: EmbeddingProgress
     semantic_search: CapabilityState
     embedding_switch: ProfileSwitch | None  # the model changed and reembed has not run
+    attachment_text: AttachmentTextProgress
     answering: PeriodUse
     stored_per_day: list[DayCount]
     drafting: DraftingStatus  # its own section: templates/admin/status/drafting.html
@@ -95,7 +162,7 @@ def processes_seen(now: float | None = None) -> list[ProcessSeen] | None:
 
 
 def system_status(account_pks: Collection[int] | None = None) -> SystemStatus:
-    """What synchronization, embedding, answering, drafting and the workers are doing now.
+    """What synchronization, embedding, attachment text, answering, drafting and the workers do now.
 
     The rows of accounts (synchronization, sign-in, drafting) are those of `account_pks`,
     or every account's for None; the workers, embedding, the ledgers and the charts are
@@ -110,6 +177,7 @@ def system_status(account_pks: Collection[int] | None = None) -> SystemStatus:
         embedding=coverage_status.embedding_progress(now=now, counts=counts.totals),
         semantic_search=embedding.semantic_state(),
         embedding_switch=embedding.pending_switch(),
+        attachment_text=attachment_text_progress(now),
         answering=read_period_use(),
         stored_per_day=counts.per_day,
         drafting=drafting_status(now, account_pks),
