@@ -94,11 +94,12 @@ def fill(accounts: int, folders_per_account: int, emails_per_folder: int) -> int
                 INSERT INTO {email} (id, account_id, folder_id, uidvalidity, uid, message_id, in_reply_to,
                     "references", subject, received_at, sender_address, sender_name, size_bytes, flags,
                     flags_observed, direction, is_bulk, encrypted, unverified_signature, unexpanded_tnef,
-                    availability, parse_defects, text_body, embedded, participants_text, synced_at)
+                    availability, parse_defects, text_body, embedded, participants_text, synced_at,
+                    is_list_mail, attachment_text)
                 SELECT gen_random_uuid(), %s, %s, 1, n, '', '', '{{}}', 'bench ' || n,
                     now() - n * interval '7 minutes', '', '', 2000, '{{}}', true, 'incoming', false,
                     false, false, false, 'available', '{{}}', 'body', n %% 3 <> 0, '',
-                    now() - (n %% 14) * interval '1 day'
+                    now() - (n %% 14) * interval '1 day', false, ''
                 FROM generate_series(1, %s) AS n
                 """,
                 [folder.account_id, folder.pk, emails_per_folder],

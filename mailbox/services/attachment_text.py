@@ -17,10 +17,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef
+from django.db.models import Count, Exists, Min, OuterRef
 from django.utils import timezone
 
 from mailbox.extraction import ALL_KINDS, ENGINE_VERSION, Extracted, ExtractionLimits, Outcome, extract_text
@@ -86,6 +87,14 @@ def backlog() -> Backlog:
     """What the status readings show of the pass: counts only, never a name or a text."""
     rows = AttachmentText.objects.values_list("outcome").annotate(n=Count("pk")).order_by("outcome")
     return Backlog(pending=pending_count(), outcomes={outcome: int(n) for outcome, n in rows})
+
+
+def done_since(since: datetime) -> tuple[int, datetime | None]:
+    """Emails the pass marked done since `since` (a re-extraction counts), and the first of those moments."""
+    recent = AttachmentExtraction.objects.filter(extracted_at__gte=since).aggregate(
+        done=Count("pk"), first=Min("extracted_at")
+    )
+    return int(recent["done"]), recent["first"]
 
 
 @dataclass

@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import redis
-from django.db.models import Count, Min
 from django.utils import timezone
 
 from accounts.services.sign_in_state import SignIn, sign_in_states
 from answering.services.drafting_status import DraftingStatus, drafting_status
 from answering.services.period_use import PeriodUse, read_period_use
-from mailbox.models import AttachmentExtraction, AttachmentOutcome
+from mailbox.models import AttachmentOutcome
 from mailbox.services import attachment_text, coverage_status, embedding
 from mailbox.services.coverage_status import DayCount, EmbeddingProgress
 from mailbox.services.embedding import ProfileSwitch
@@ -81,12 +80,9 @@ def attachment_text_progress(now: datetime | None = None) -> AttachmentTextProgr
     now = now or timezone.now()
     found = attachment_text.backlog()
     since = now - ATTACHMENT_RATE_WINDOW
-    recent = AttachmentExtraction.objects.filter(extracted_at__gte=since).aggregate(
-        done=Count("pk"), first=Min("extracted_at")
-    )
-    done, first = int(recent["done"]), recent["first"]
+    done, first = attachment_text.done_since(since)
     per_minute: float | None
-    if not done:
+    if not done or first is None:
         per_minute, measured_since = 0.0, since
     elif now - first < coverage_status.RATE_MIN_SPAN:
         per_minute, measured_since = None, None

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from mailbox.extraction import ENGINE_VERSION
-from mailbox.models import AttachmentExtraction, AttachmentText, Availability
+from mailbox.models import AttachmentExtraction, AttachmentText, Availability, Email
 from mailfathom.status.services import attachment_text_progress
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
@@ -64,13 +64,15 @@ def _extracted(folder, outcomes: list[str], *, ago: timedelta = timedelta(0)) ->
     """An email whose attachments the pass has been through, one row per outcome given."""
     at = timezone.now() - ago
     email = EmailFactory(folder=folder, attachment_count=len(outcomes))
+    secret = "Confidential takeover figures"
+    Email.objects.filter(pk=email.pk).update(attachment_text=secret if "ok" in outcomes else "")
     for part, outcome in enumerate(outcomes, start=2):
         AttachmentText.objects.create(
             email=email,
             part_index=part,
             file_name="merger-secret-plan.xlsx",
             outcome=outcome,
-            text="Confidential takeover figures" if outcome == "ok" else "",
+            characters=len(secret) if outcome == "ok" else 0,
             extracted_at=at,
             engine_version=ENGINE_VERSION,
         )
