@@ -7,7 +7,7 @@ from django.db import connection
 
 from accounts.models import FolderRole
 from mailbox.models import Email
-from mailbox.services import query_language
+from mailbox.services import lexical_search, query_language
 from mailbox.services.lexical_search import highlight, query_words, rank_lexical, refresh_term_stats
 from mailbox.services.search import search_emails
 from tests.configure import configure
@@ -107,11 +107,14 @@ def test_an_english_query_keeps_die_as_a_word(mostly_english):
     assert {"die", "batteries", "cold"} <= _marked([extract])
 
 
-def test_an_english_query_reaches_other_forms_through_the_english_stemmer_only(mostly_english):
+def test_both_stemmers_relate_words_unless_told_to_follow_the_query_language(mostly_english, monkeypatch):
     # The German stemmer takes "printer" to "print", which is another word in English.
+    assert "print" in query_words("Is the printer broken again?").forms["printer"]
+    monkeypatch.setattr(lexical_search, "STEM_BY_LANGUAGE", True)
+    monkeypatch.setattr(lexical_search, "_words_cache", {})
     english = query_words("Is the printer broken again?")
     assert english.language == "english"
-    assert "print" not in english.forms["printer"] and "prints" not in english.forms["printer"]
+    assert "print" not in english.forms["printer"]
     undetermined = query_words("printer")
     assert undetermined.language is None
     assert "print" in undetermined.forms["printer"]
