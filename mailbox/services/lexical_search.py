@@ -213,7 +213,7 @@ def _query_words(query: str, total: int, average: float) -> QueryWords:
     # The query's own language's function words are neither scored nor marked in extracts;
     # a query of nothing else is searched as written.
     counts = {w: n for w, n in written.items() if w not in reading.function_words} or written
-    stemmers = STEMMERS
+    stemmers: tuple[str, ...] = STEMMERS
     if STEM_BY_LANGUAGE and reading.language in query_language.STEMMER_OF:
         stemmers = (query_language.STEMMER_OF[reading.language],)
     families: dict[str, dict[str, int]] = {}
