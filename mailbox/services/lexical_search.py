@@ -23,6 +23,7 @@ from django.db import connection, transaction
 
 from mailbox.lexical import CONFIGURATION, INDEXED_ATTACHMENT_CHARACTERS, STEMMERS
 from mailbox.models import AttachmentText, Email, EmailQuerySet, LexicalCollectionStat, LexicalTermStat
+from mailbox.services import query_language
 from mailbox.services.raw_sql import Params, column, selects_nothing, table
 
 COMMON_WORD_SHARE = 0.2
@@ -71,6 +72,13 @@ ESTIMATE_FROM = 20_000
 # Parts of a hyphenated compound the parser emits after the compound itself: the query
 # keeps the compound as one word (the index holds both, so either form finds the mail).
 _COMPOUND_PARTS = ("hword_part", "hword_asciipart", "hword_numpart")
+# How a family member is related to its query word when it is the word as written.
+FORM = "form"
+# Whether an English or a German query (query_language) reaches other forms of its words
+# through its own language's stemmer only, rather than both. Off: every fold of the
+# cross-validation kept both (bench/retrieval_languages.py; a German question about
+# English mail holds English names and terms, and English queries lost a little too).
+STEM_BY_LANGUAGE = False
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,8 @@ class QueryWords:
     # query word -> the indexed words it stands for (itself included)
     forms: dict[str, tuple[str, ...]] = field(default_factory=dict)
     average_length: float = DEFAULT_AVERAGE_LENGTH  # of the collection's indexed emails, in characters
+    language: str | None = None  # the query's language by its function words (query_language), if told
+    function_words: frozenset[str] = frozenset()  # query words left out as that language's function words
 
     def generating(self, budget: int) -> list[str]:
         """The rarest words whose postings fit `budget` (at least one): they choose candidates.
@@ -116,12 +126,16 @@ class QueryWords:
         return list(seen)
 
 
-def _analysed(query: str) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
-    """The query's words (as the index holds them) with their counts, and each one's family.
+def _analysed(
+    query: str,
+) -> tuple[dict[str, int], dict[str, dict[str, dict[str, int]]], dict[str, frozenset[str]]]:
+    """The query's words (as the index holds them) with their counts, each one's family, and its languages.
 
-    A family maps the indexed words sharing the query word's form or one of its stems to
-    their document counts in the snapshot. The parts the parser adds after a hyphenated
-    word ("follow-up" is followed by "follow" and "up") are not query words of their own.
+    A family maps each way of relating words (its own form, or one of STEMMERS) to the
+    indexed words so related to the query word, with their document counts in the
+    snapshot; the languages are those the word is a stop word of (query_language). The
+    parts the parser adds after a hyphenated word ("follow-up" is followed by "follow"
+    and "up") are not query words of their own.
     """
     stat = table(LexicalTermStat)
     word, documents = column(LexicalTermStat, "word"), column(LexicalTermStat, "documents")
@@ -137,24 +151,28 @@ def _analysed(query: str) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
                    (ts_lexize('{german_stem}', word))[1] AS de
             FROM tokens
         )
-        SELECT s.word, s.positions, NULL, NULL FROM stems s
+        SELECT s.word, s.positions, NULL, NULL, {query_language.stop_languages_sql("s.word")} FROM stems s
         UNION ALL
-        SELECT s.word, NULL, t.{word}, t.{documents} FROM stems s JOIN {stat} t ON t.{word} = s.word
+        SELECT s.word, NULL, t.{word}, t.{documents}, ARRAY['{FORM}']
+        FROM stems s JOIN {stat} t ON t.{word} = s.word
         UNION ALL
-        SELECT s.word, NULL, t.{word}, t.{documents} FROM stems s JOIN {stat} t ON t.{english} = s.en
+        SELECT s.word, NULL, t.{word}, t.{documents}, ARRAY['{english_stem}']
+        FROM stems s JOIN {stat} t ON t.{english} = s.en
         UNION ALL
-        SELECT s.word, NULL, t.{word}, t.{documents} FROM stems s JOIN {stat} t ON t.{german} = s.de
+        SELECT s.word, NULL, t.{word}, t.{documents}, ARRAY['{german_stem}']
+        FROM stems s JOIN {stat} t ON t.{german} = s.de
     """
     with connection.cursor() as cursor:
         cursor.execute(sql, bind.values)
         rows = cursor.fetchall()
-    positions = {query_word: list(at) for query_word, at, _, _ in rows if at is not None}
+    positions = {query_word: list(at) for query_word, at, _, _, _ in rows if at is not None}
+    languages = {query_word: frozenset(tags) for query_word, at, _, _, tags in rows if at is not None}
     counts = _without_compound_parts(positions)
-    families: dict[str, dict[str, int]] = {query_word: {} for query_word in counts}
-    for query_word, _, member, held in rows:
+    families: dict[str, dict[str, dict[str, int]]] = {query_word: {} for query_word in counts}
+    for query_word, _, member, held, tags in rows:
         if member is not None and query_word in families:
-            families[query_word][member] = int(held)
-    return counts, families
+            families[query_word].setdefault(tags[0], {})[member] = int(held)
+    return counts, families, languages
 
 
 def _without_compound_parts(positions: dict[str, list[int]]) -> dict[str, int]:
@@ -200,7 +218,19 @@ _words_lock = threading.Lock()
 
 
 def _query_words(query: str, total: int, average: float) -> QueryWords:
-    counts, families = _analysed(query)
+    written, related, stop_languages = _analysed(query)
+    reading = query_language.read(written, stop_languages)
+    # The query's own language's function words are neither scored nor marked in extracts;
+    # a query of nothing else is searched as written.
+    counts = {w: n for w, n in written.items() if w not in reading.function_words} or written
+    stemmers: tuple[str, ...] = STEMMERS
+    if STEM_BY_LANGUAGE and reading.language in query_language.STEMMER_OF:
+        stemmers = (query_language.STEMMER_OF[reading.language],)
+    families: dict[str, dict[str, int]] = {}
+    for query_word in counts:
+        family = families.setdefault(query_word, {})
+        for relation in (FORM, *stemmers):
+            family.update(related[query_word].get(relation, {}))
     total = max(total, 1)
     merged = _merged(families)
     frequency: dict[str, int] = {}
@@ -237,6 +267,8 @@ def _query_words(query: str, total: int, average: float) -> QueryWords:
         documents={w: frequency[w] for w in chosen},
         forms={w: forms[w] for w in chosen},
         average_length=average,
+        language=reading.language,
+        function_words=frozenset(written) - frozenset(counts),
     )
 
 
