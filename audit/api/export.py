@@ -8,13 +8,18 @@ on Django's thread-sensitive executor: handing Django a sync iterator there woul
 read the whole body into a list first. See docs/operations/compliance-api.md, Export.
 
 CSV cells that a spreadsheet would run as a formula (starting with = + - @, a tab or a
-carriage return) are prefixed with an apostrophe; JSON Lines carries values unchanged.
+carriage return) are prefixed with an apostrophe, and so is each such character that
+follows a list separator inside a cell (`,` `;` a tab or `|`, spaces and a quote between
+allowed): a spreadsheet whose list separator is `;` splits `probe;=1+1` into a second cell
+starting with `=`. Booleans are written true/false, as in JSON. `?bom=1` starts the CSV with a
+byte-order mark, so spreadsheet programs read it as UTF-8. JSON Lines carries values unchanged.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -40,6 +45,9 @@ ACCEPTED = {
 DEFAULT_FORMAT = "jsonl"
 BLOCK_CHARACTERS = 64 * 1024  # rows are sent in blocks about this size, not one write per row
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# A formula character after a list separator (some spreadsheets split cells on `;` or `|`).
+_FORMULA_AFTER_SEPARATOR = re.compile(r"([,;\t|][ \"']*)([=+\-@])")
+BOM = "\ufeff"
 
 
 @dataclass(frozen=True)
@@ -85,11 +93,16 @@ def rows(
     return queryset.values_list(*spec.columns).iterator(chunk_size=chunk)
 
 
-def blocks(spec: ExportSpec, fmt: str, records: Iterable[tuple[Any, ...]]) -> Iterator[str]:
-    """The export's text in blocks of about BLOCK_CHARACTERS: CSV with a header, or JSON Lines."""
+def blocks(
+    spec: ExportSpec, fmt: str, records: Iterable[tuple[Any, ...]], *, bom: bool = False
+) -> Iterator[str]:
+    """The export's text in blocks of about BLOCK_CHARACTERS: CSV with a header, or JSON Lines.
+
+    `bom` starts a CSV with a byte-order mark (JSON Lines never has one).
+    """
     lines = _csv_lines(spec, records) if fmt == "csv" else _jsonl_lines(spec, records)
-    pending: list[str] = []
-    size = 0
+    pending: list[str] = [BOM] if bom and fmt == "csv" else []
+    size = len(pending)
     for line in lines:
         pending.append(line)
         size += len(line)
@@ -104,7 +117,7 @@ def stream(
     request: HttpRequest, queryset: QuerySet[Any], spec: ExportSpec, fmt: str
 ) -> StreamingHttpResponse:
     """A response streaming `queryset` as `fmt`: async under ASGI, sync otherwise; constant memory."""
-    text = blocks(spec, fmt, rows(queryset, spec))
+    text = blocks(spec, fmt, rows(queryset, spec), bom=request.GET.get("bom") in ("1", "true"))
     content: Iterator[str] | AsyncIterator[str] = _async(text) if isinstance(request, ASGIRequest) else text
     response = StreamingHttpResponse(content, content_type=FORMATS[fmt])
     response["Content-Disposition"] = f'attachment; filename="{spec.name}.{fmt}"'
@@ -145,12 +158,16 @@ def _csv_lines(spec: ExportSpec, records: Iterable[tuple[Any, ...]]) -> Iterator
 def _csv_cell(value: Any) -> Any:
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, dict | list):  # a JSON column (a mutation's counts): JSON, not Python's repr
         value = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
-        return "'" + value
+    if isinstance(value, str):
+        value = _FORMULA_AFTER_SEPARATOR.sub(r"\1'\2", value)
+        if value.startswith(_FORMULA_STARTS):
+            return "'" + value
     return value
 
 

@@ -102,6 +102,39 @@ def test_csv_cells_a_spreadsheet_would_run_are_quoted_as_text(exporter):
     assert {json.loads(line)["name"] for line in lines} == {"=HYPERLINK(1)", "-2+3"}
 
 
+def test_a_formula_after_a_list_separator_is_neutralised_too(exporter):
+    client, user = exporter
+    tokens.create_token(user, "probe;=1+1", ["view_audit"])
+    tokens.create_token(user, 'a, "@SUM(A1)', ["view_audit"])
+    tokens.create_token(user, "plain; words", ["view_audit"])
+    names = {
+        row[1]
+        for row in list(csv.reader(io.StringIO(body(client.get("/api/tokens/export/?format=csv")))))[1:]
+    }
+    assert names == {"probe;'=1+1", "a, \"'@SUM(A1)", "plain; words"}
+    # Read with `;` as the list separator, as a German spreadsheet would: no cell starts a formula.
+    text = body(client.get("/api/tokens/export/?format=csv"))
+    cells = [cell.strip(' "') for line in text.splitlines() for cell in line.replace(",", ";").split(";")]
+    assert not [cell for cell in cells if cell.startswith(("=", "+", "-", "@"))]
+
+
+def test_csv_writes_booleans_as_json_does_and_a_bom_on_request():
+    assert export._csv_cell(True) == "true" and export._csv_cell(False) == "false"
+    spec = export.ExportSpec(name="x", columns=("flag",))
+    plain = "".join(export.blocks(spec, "csv", [(True,), (False,)]))
+    assert plain == "flag\r\ntrue\r\nfalse\r\n"
+    marked = "".join(export.blocks(spec, "csv", [(True,)], bom=True))
+    assert marked.startswith("\ufeffflag\r\n")
+    assert "".join(export.blocks(spec, "jsonl", [(True,)], bom=True)) == '{"flag":true}\n'
+
+
+def test_the_bom_is_asked_for_by_a_query_parameter(exporter):
+    client, user = exporter
+    tokens.create_token(user, "one", ["view_audit"])
+    assert body(client.get("/api/tokens/export/?format=csv&bom=1")).startswith("\ufeff")
+    assert not body(client.get("/api/tokens/export/?format=csv")).startswith("\ufeff")
+
+
 def test_export_through_django_asgi_handler_streams_every_row(exporter):
     # AsyncClient goes through ASGIHandler, as uvicorn does: the body is the async branch.
     from django.test import AsyncClient
