@@ -36,9 +36,14 @@ class AnsweringRunEmailInline(ReadOnly, admin.TabularInline):
         return format_html('<a href="{}">{}</a>', url, row.email_id)
 
 
+# Whoever may read the trails through the compliance API reads every account's entries here too.
+TRAIL_READER = "audit.view_audit"
+
+
 @admin.register(AnsweringRunEntry)
 class AnsweringRunEntryAdmin(ReadOnly, PeopleScoped):
     account_roles = people.READ_ROLES
+    see_all_permission = TRAIL_READER
     inlines = [AnsweringRunEmailInline]
     list_display = [
         "ended_at",
@@ -74,6 +79,7 @@ class AnsweringRunEntryAdmin(ReadOnly, PeopleScoped):
 @admin.register(MutationEntry)
 class MutationEntryAdmin(ReadOnly, PeopleScoped):
     account_roles = people.READ_ROLES
+    see_all_permission = TRAIL_READER
     list_display = [
         "requested_at",
         "kind",
