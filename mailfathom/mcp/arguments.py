@@ -12,7 +12,9 @@ never the value, and is 51002.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import difflib
+import re
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +87,18 @@ class Argument:
 UNKNOWN_ARGUMENT = MailFathomError(
     FILTER_REFUSED, "The call carries an argument this tool does not take; see the tool's input schema."
 )
+# An unknown argument's name is shown only when it looks like an argument name: it is caller
+# text, and a sentence that echoed anything could carry a prompt or a secret back out.
+_SHOWABLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,39}")
+
+
+def unknown_argument(name: str, known: Collection[str]) -> MailFathomError:
+    """51002 for an argument the tool does not take, naming it (and its likely intended one) when safe."""
+    if not _SHOWABLE_NAME.fullmatch(name):
+        return UNKNOWN_ARGUMENT
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    hint = f" Did you mean {close[0]}?" if close else f" It takes: {', '.join(sorted(known))}."
+    return MailFathomError(FILTER_REFUSED, f"This tool takes no argument named {name}.{hint}", argument=name)
 
 
 def input_schema(arguments: tuple[Argument, ...]) -> dict[str, Any]:
@@ -103,14 +117,16 @@ def input_schema(arguments: tuple[Argument, ...]) -> dict[str, Any]:
 def convert_arguments(arguments: tuple[Argument, ...], raw: Mapping[str, Any] | None) -> dict[str, Any]:
     """Return the use case's keyword arguments for a call's protocol arguments.
 
-    An argument the tool does not take is refused (51002) without naming it: its name is
-    caller text. An absent optional argument is left out so the use case's default applies;
-    an absent required one is passed as None so the use case refuses it with its own code.
+    An argument the tool does not take is refused (51002), named only when its name has the
+    shape of an argument name (it is caller text). An absent optional argument is left out so
+    the use case's default applies; an absent required one is passed as None so the use case
+    refuses it with its own code.
     """
     raw = raw or {}
     known = {argument.wire for argument in arguments}
-    if any(name not in known for name in raw):
-        raise UNKNOWN_ARGUMENT
+    unknown = next((name for name in raw if name not in known), None)
+    if unknown is not None:
+        raise unknown_argument(str(unknown), known)
     converted: dict[str, Any] = {}
     gathered: dict[Gathered, dict[str, Any]] = {}
     # Converted in declaration order, gathered or not, so which refusal a call with several
