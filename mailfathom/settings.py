@@ -65,7 +65,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # ServeStatic (WhiteNoise's fork with ASGI support): under uvicorn it streams files
+    # asynchronously, where WhiteNoise's sync iterators made Django warn on every asset.
+    "servestatic.middleware.ServeStaticMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -198,10 +200,10 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = embedded.var_dir() / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
-# Admin's CSS and JS are served by WhiteNoise straight from the apps, so no collectstatic
+# Admin's CSS and JS are served by ServeStatic straight from the apps, so no collectstatic
 # step stands between a fresh clone and a working admin.
-WHITENOISE_USE_FINDERS = True
-WHITENOISE_AUTOREFRESH = DEBUG
+SERVESTATIC_USE_FINDERS = True
+SERVESTATIC_AUTOREFRESH = DEBUG
 
 # --- REST API ---------------------------------------------------------------------------
 REST_FRAMEWORK = {
