@@ -18,6 +18,18 @@ def main() -> None:
         else:
             print("stopped: " + (", ".join(stop_running()) or "nothing was running"))
         return
+    if sys.argv[1:2] == ["mcp_client_config"]:
+        # It prints a snippet from configuration alone: no database, no Redis, no app, so it
+        # neither starts the embedded servers nor loads the product (a second, not eight).
+        from django.conf import settings
+
+        from mailfathom.core import config
+
+        settings.configure(MAILFATHOM=config.load(os.environ).values)
+        from accounts.management.commands.mcp_client_config import Command
+
+        Command().run_from_argv(sys.argv)
+        return
     if sys.argv[1:2] == ["serve"]:
         # Loading Django and the settings takes seconds (more on a first start, which creates
         # the embedded database): say so before it begins, so `make run` is never silent.

@@ -205,3 +205,28 @@ def test_a_keys_own_page_says_how_to_get_a_clients_configuration_without_the_key
 
     assert "manage.py mcp_client_config CLIENT" in page.content.decode()
     assert not re.search(r"mfk_[A-Za-z0-9_-]{43}", page.content.decode())
+
+
+def test_the_command_runs_from_configuration_alone_and_keeps_the_note_off_the_snippet(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "MAILFATHOM_VAR_DIR": str(tmp_path / "var"), "MAILFATHOM_HTTP_PORT": "8123"}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "mcp_client_config", "claude-desktop"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(done.stdout)["mcpServers"]["mailfathom"]
+    assert done.stdout.endswith("}\n") and "8123/mcp" in done.stdout
+    assert done.stderr.startswith("\nClaude Desktop:")
+    # No database was needed: the embedded PostgreSQL was neither started nor created.
+    assert not (tmp_path / "var" / "postgres").exists()

@@ -14,6 +14,9 @@ from accounts.services.mcp_clients import (
 
 
 class Command(BaseCommand):
+    # Run by manage.py without loading the product (configuration only): nothing to check.
+    requires_system_checks: list[str] = []
+    requires_migrations_checks = False
     help = (
         "Print the configuration an MCP client needs to reach /mcp: the snippet on standard "
         "output, where it goes on standard error. Without --key the snippet holds a placeholder "
@@ -44,7 +47,11 @@ class Command(BaseCommand):
                 raise CommandError("--key - read no key from standard input.")
         url = endpoint_url(str(options["url"])) if options["url"] else mcp_url(default_origin())
         config = client_config(str(options["client"]), url, key)
-        self.stdout.write(config.text, ending="")
-        self.stderr.write(f"{config.title}: {config.where}")
+        text = config.text if config.text.endswith("\n") else config.text + "\n"
+        self.stdout.write(text, ending="")
+        self.stdout.flush()
+        # On a terminal both streams share the screen: a blank line keeps the note off the
+        # snippet's last line, while a redirect of stdout still gets the snippet alone.
+        self.stderr.write(f"\n{config.title}: {config.where}")
         if config.note:
             self.stderr.write(config.note)
