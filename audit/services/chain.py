@@ -7,7 +7,7 @@ has a chain of links in audit.chain_models.TrailLink, numbered 1, 2, 3... withou
   written, and again whenever the application changes it (an erasure request executed, an
   answering entry losing an email that was erased);
 - a `removed` link records that the application deleted an entry, and why (`retention`, or
-  `deleted` when it followed its account or mail);
+  `deleted` for any other deletion through the ORM, such as following its account);
 - a `checkpoint` link, written by retention's compaction, records that every link up to
   `covers_seq` was pruned and the chain hash they ended on.
 
@@ -67,7 +67,10 @@ class Trail:
 
 
 _TRAILS: dict[str, Trail] = {}
-_REMOVAL_REASON: contextvars.ContextVar[str] = contextvars.ContextVar("trail_removal_reason", default="deleted")
+# (trail, entry pk) pairs whose removal `removing` has already linked, in this context.
+_BATCHED: contextvars.ContextVar[frozenset[tuple[str, str]]] = contextvars.ContextVar(
+    "trail_chain_batched", default=frozenset()
+)
 
 
 def register_trail(
@@ -93,7 +96,8 @@ def register_trail(
         link_states(name, [instance.pk])
 
     def deleted(sender: Any, instance: models.Model, **kwargs: Any) -> None:
-        link_removals(name, [instance.pk], _REMOVAL_REASON.get())
+        if (name, str(instance.pk)) not in _BATCHED.get():
+            link_removals(name, [instance.pk], "deleted")
 
     post_save.connect(saved, sender=model, weak=False, dispatch_uid=f"trail-chain:{name}:save")
     post_delete.connect(deleted, sender=model, weak=False, dispatch_uid=f"trail-chain:{name}:delete")
@@ -121,13 +125,24 @@ def trails() -> tuple[str, ...]:
 
 
 @contextmanager
-def removal_reason(reason: str) -> Iterator[None]:
-    """Deletions inside this block are linked as removed for `reason` (retention uses "retention")."""
-    token = _REMOVAL_REASON.set(reason[:32])
+def removing(model: type[models.Model], pks: Iterable[Any], reason: str) -> Iterator[None]:
+    """Link the removal of `pks` of a chained `model` for `reason`, in one batch, then let them be deleted.
+
+    Used around a deletion the caller is about to make (retention: "retention"), in its
+    transaction: the links are written first, and the per-row delete signals inside the
+    block are then skipped for these rows. A model that is not chained passes through.
+    """
+    name = next((trail.name for trail in _TRAILS.values() if trail.model is model), None)
+    if name is None:
+        yield
+        return
+    wanted = {str(pk) for pk in pks}
+    link_removals(name, wanted, reason)
+    token = _BATCHED.set(_BATCHED.get() | {(name, pk) for pk in wanted})
     try:
         yield
     finally:
-        _REMOVAL_REASON.reset(token)
+        _BATCHED.reset(token)
 
 
 # --- Canonical content --------------------------------------------------------------------------
@@ -135,7 +150,9 @@ def removal_reason(reason: str) -> Iterator[None]:
 
 def canonical_json(value: Any) -> bytes:
     """Deterministic JSON bytes: sorted keys, no spaces, datetimes in UTC ISO 8601, UUIDs as text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_plain).encode()
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_plain
+    ).encode()
 
 
 def _plain(value: Any) -> Any:
@@ -239,7 +256,9 @@ def _latest(name: str, pks: list[str]) -> dict[str, tuple[str, str]]:
 
 
 def _load(trail: Trail, pks: Iterable[Any]) -> QuerySet[Any]:
-    return trail.model._default_manager.filter(pk__in=list(pks)).prefetch_related(*trail.prefetch).order_by("pk")
+    return (
+        trail.model._default_manager.filter(pk__in=list(pks)).prefetch_related(*trail.prefetch).order_by("pk")
+    )
 
 
 def link_states(name: str, pks: Iterable[Any], note: str = "") -> int:
@@ -261,7 +280,9 @@ def link_states(name: str, pks: Iterable[Any], note: str = "") -> int:
             pk, digest = str(entry.pk), content_hash(trail, entry)
             if latest.get(pk) == (LinkKind.STATE, digest):
                 continue
-            links.append(_next_link(head, key, kind=LinkKind.STATE, entry_pk=pk, content_hash=digest, note=note))
+            links.append(
+                _next_link(head, key, kind=LinkKind.STATE, entry_pk=pk, content_hash=digest, note=note)
+            )
         _store(head, links)
     return len(links)
 
@@ -292,7 +313,9 @@ def adopt_unlinked(name: str) -> int:
     """
     trail = _TRAILS[name]
     linked = TrailLink.objects.filter(trail=name, entry_pk=Cast(OuterRef("pk"), TextField()))
-    pks = list(trail.model._default_manager.exclude(Exists(linked)).order_by("pk").values_list("pk", flat=True))
+    pks = list(
+        trail.model._default_manager.exclude(Exists(linked)).order_by("pk").values_list("pk", flat=True)
+    )
     adopted = 0
     for start in range(0, len(pks), _CHUNK):
         adopted += link_states(name, pks[start : start + _CHUNK], note="adopted")
@@ -325,7 +348,9 @@ def compact(name: str) -> int | None:
         start_seq, start_hash = _start(name)
         end_hash = start_hash
         keys = _keys()
-        for expected, link in enumerate(links.filter(seq__gt=start_seq, seq__lte=cut).order_by("seq"), start_seq + 1):
+        for expected, link in enumerate(
+            links.filter(seq__gt=start_seq, seq__lte=cut).order_by("seq"), start_seq + 1
+        ):
             key_for_link = keys.get(link.key_id)
             if (
                 link.seq != expected
@@ -473,6 +498,11 @@ def head(name: str) -> tuple[int, str]:
     """(seq, chain hash) of trail `name`'s last link; (0, "") before its first."""
     row = TrailHead.objects.filter(pk=name).first()
     return (row.seq, row.chain_hash) if row is not None else (0, "")
+
+
+def entry_count(name: str) -> int:
+    """How many entries trail `name` holds now."""
+    return _TRAILS[name].model._default_manager.count()
 
 
 def link_at(name: str, seq: int) -> dict[str, Any]:

@@ -95,6 +95,6 @@ def _erase_batch(expired: QuerySet[Any], batch: int) -> int:
     if not ids:
         return 0
     # Counted as whole entries: the retrieved-email rows an answering entry holds go with it.
-    with chain.removal_reason("retention"):  # each entry's removal is linked as retention's
+    with chain.removing(expired.model, ids, "retention"):  # the removals are linked as retention's
         expired.model.objects.filter(pk__in=ids).delete()
     return len(ids)
