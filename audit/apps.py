@@ -6,3 +6,9 @@ class AuditConfig(AppConfig):
 
     name = "audit"
     verbose_name = "Audit"
+
+    def ready(self) -> None:
+        # Chains every trail: saves and deletes through the ORM append links (audit/services/chain.py).
+        from audit.services.chained_trails import register_existing_trails
+
+        register_existing_trails()

@@ -14,6 +14,7 @@ from django.db import models
 
 from accounts.models import MailAccount
 from audit.api_tokens import ApiToken  # noqa: F401  (a model of this app, defined beside it)
+from audit.chain_models import TrailHead, TrailLink  # noqa: F401  (models of this app, defined beside it)
 from audit.erasure_models import ErasureRequestRecord  # noqa: F401  (a model of this app, defined beside it)
 from mailbox.models import Email
 

@@ -22,6 +22,7 @@ from rest_framework.response import Response
 
 from audit import api_tokens as tokens
 from audit.api import export, filters
+from audit.api.chain import with_chain_head
 from audit.api.openapi import ErrorSerializer
 from audit.api.pagination import SignedCursorPagination
 from audit.api.serializers import Fields, WireSerializer
@@ -323,7 +324,7 @@ class AnsweringRunExportView(_ExportView):
     def get(self, request: Request) -> Any:
         fmt = export.requested_format(request)
         selected = answering_export_rows(filters.answering_entries(request))
-        return export.stream(request._request, selected, ANSWERING_EXPORT, fmt)
+        return with_chain_head(export.stream(request._request, selected, ANSWERING_EXPORT, fmt), "answering")
 
 
 class MutationExportView(_ExportView):
@@ -335,4 +336,4 @@ class MutationExportView(_ExportView):
     def get(self, request: Request) -> Any:
         fmt = export.requested_format(request)
         selected = filters.mutation_entries(request).order_by("-requested_at", "-id")
-        return export.stream(request._request, selected, MUTATION_EXPORT, fmt)
+        return with_chain_head(export.stream(request._request, selected, MUTATION_EXPORT, fmt), "mutation")

@@ -14,7 +14,7 @@ from typing import Any
 from django.urls import path
 
 from audit import api_tokens as tokens
-from audit.api import erasure, trails, views
+from audit.api import chain, erasure, trails, views
 from audit.api.permissions import ANY
 
 
@@ -70,6 +70,7 @@ ROUTES: tuple[Route, ...] = (
         body={"addresses": ["{an_erasure_address}"]},
     ),
     Route("/api/erasure-requests/{an_erasure_request}/statement/", "GET", tokens.VIEW_AUDIT, "read", 200),
+    Route("/api/trails/verify/", "GET", tokens.VIEW_AUDIT, "export", 200),
 )
 
 urlpatterns = [
@@ -82,6 +83,7 @@ urlpatterns = [
     path("answering-runs/<str:run_id>/", trails.AnsweringRunDetailView.as_view(), name="api-answering-run"),
     path("mutations/", trails.MutationListView.as_view(), name="api-mutations"),
     path("mutations/export/", trails.MutationExportView.as_view(), name="api-mutations-export"),
+    path("trails/verify/", chain.TrailVerifyView.as_view(), name="api-trails-verify"),
     path("erasure-requests/", erasure.ErasureRequestCreateView.as_view(), name="api-erasure-requests"),
     path(
         "erasure-requests/<str:request_id>/execute/",

@@ -19,6 +19,7 @@ from opentelemetry import metrics
 
 from accounts.models import MailAccount
 from audit.models import AnsweringRunEmail, AnsweringRunEntry, RunOutcome
+from audit.services import chain
 
 __all__ = ["REFUSED_APPENDS", "RetrievedEmail", "RunAudit", "RunOutcome", "record_run"]
 from mailbox.models import Email
@@ -124,4 +125,5 @@ def _append(run: RunAudit) -> int:
                 )
             )
         AnsweringRunEmail.objects.bulk_create(rows)
+        chain.link_states("answering", [entry.pk for entry in entries])  # bulk_create sends no signal
         return len(entries)

@@ -25,6 +25,7 @@ from django.utils import timezone
 from accounts.models import MailAccount
 from audit.erasure_models import ErasureRequesterKind, ErasureRequestRecord, ErasureStatus
 from audit.models import MutationKind, MutationOutcome, RequesterKind
+from audit.services import chain
 from audit.services.mutations import Mutation, record_mutation
 from mailbox.services.erasure import KINDS, AccountCounts, ErasureRequest, erasure_request
 from mailbox.services.erasure import execute_erasure as erase_mail
@@ -186,9 +187,11 @@ def execute_erasure_request(
             record.mutation_entries.add(*entries)
     except MailFathomError as error:
         if error.code != ERASURE_REQUEST_NOT_OPEN:
-            ErasureRequestRecord.objects.filter(pk=record_id, status=ErasureStatus.PREVIEWED).update(
-                failure_code=error.code
-            )
+            with transaction.atomic():  # update() sends no signal: the record is re-linked here
+                ErasureRequestRecord.objects.filter(pk=record_id, status=ErasureStatus.PREVIEWED).update(
+                    failure_code=error.code
+                )
+                chain.link_states("erasure", [record_id])
         raise
     logger.info("erasure request executed: %d accounts", len(result.accounts))
     return _statement(record)

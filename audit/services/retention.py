@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from accounts.models import MailAccount
 from audit.models import AnsweringRunEntry, MutationEntry
+from audit.services import chain
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ def erase_expired_entries(now: datetime | None = None, batch: int = BATCH) -> Re
         result.mutations_erased += _erase_orphaned_mutations(now, batch)
     except Exception:
         logger.warning("audit retention: the pass failed for entries of deleted accounts")
+    chain.compact_all()  # prune the links no held entry needs; a checkpoint keeps their hash
     logger.info(
         "audit retention: answering_erased=%d mutations_erased=%d failed_accounts=%d",
         result.answering_erased,
@@ -93,5 +95,6 @@ def _erase_batch(expired: QuerySet[Any], batch: int) -> int:
     if not ids:
         return 0
     # Counted as whole entries: the retrieved-email rows an answering entry holds go with it.
-    expired.model.objects.filter(pk__in=ids).delete()
+    with chain.removing(expired.model, ids, "retention"):  # the removals are linked as retention's
+        expired.model.objects.filter(pk__in=ids).delete()
     return len(ids)
