@@ -43,6 +43,6 @@ def revoke(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("audit", "0006_answering_email_relied_on_rank")]
+    dependencies = [("audit", "0009_trail_chain")]
 
     operations = [migrations.RunPython(grant, revoke)]
