@@ -74,7 +74,9 @@ class ErasureRequestRecord(models.Model):
         help_text="Rows of other apps (trails, drafts) removed with the mail: per model, count and ids.",
     )
     cleanup_completed_at = models.DateTimeField(null=True, blank=True)
-    cleanup_steps = models.JSONField(default=list, blank=True, help_text="What the clean-up ran and how it went.")
+    cleanup_steps = models.JSONField(
+        default=list, blank=True, help_text="What the clean-up ran and how it went."
+    )
     # The statement as signed (Ed25519 under the deployment's "erasure-statement" key), so a
     # later reading checks exactly what was signed.
     statement_document = models.JSONField(null=True, blank=True)

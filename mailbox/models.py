@@ -512,8 +512,8 @@ class Suppression(models.Model):
     It holds no content: the remote identity (folder, UIDVALIDITY, UID) stops the same copy,
     and a keyed hash of the Message-ID (mailbox.services.suppression) stops copies of the same
     message under another UID of the account (moved, copied, a UIDVALIDITY reset, a
-    re-import) and, when deployment-wide, in any other account. A new message from the same person is a new act of mail and is stored
-    (docs/operations/erasure.md).
+    re-import) and, when deployment-wide, in any other account. A new message from the same
+    person is a new act of mail and is stored (docs/operations/erasure.md).
     """
 
     account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="suppressions")

@@ -104,7 +104,9 @@ def erasure_request(
             raise _refused(
                 "accountIds", "The accountIds argument names an account this deployment does not hold."
             )
-    return ErasureRequest(tuple(folded), tuple(accounts), received_on_or_after, received_before, bool(accounts_only))
+    return ErasureRequest(
+        tuple(folded), tuple(accounts), received_on_or_after, received_before, bool(accounts_only)
+    )
 
 
 def _bounded(values: Iterable[str], limit: int, argument: str, *, at_least_one: bool) -> list[str]:
