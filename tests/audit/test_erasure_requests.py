@@ -228,7 +228,15 @@ def test_the_command_records_a_request_as_one_user_and_another_executes_it(two_a
 
     out = StringIO()
     call_command(
-        "erase_person", "--as", "bob", "--execute", str(previewed.id), "--address", PERSON, "--yes", stdout=out
+        "erase_person",
+        "--as",
+        "bob",
+        "--execute",
+        str(previewed.id),
+        "--address",
+        PERSON,
+        "--yes",
+        stdout=out,
     )
 
     executed = ErasureRequestRecord.objects.get()
