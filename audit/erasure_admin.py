@@ -2,7 +2,8 @@
 
 Executing asks for the person's addresses again (the record keeps only their keyed
 hashes) and an explicit confirmation; it needs the `audit.execute_erasurerequestrecord`
-permission. See docs/operations/compliance.md (Erasure requests).
+permission, and a person other than the requester (58002) unless the deployment is
+single-operator (MAILFATHOM_ERASURE_SINGLE_OPERATOR). See docs/operations/compliance.md (Erasure requests).
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ class ExecuteErasureForm(forms.Form):
         max_length=MAX_ADDRESSES * (MAX_ADDRESS_LENGTH + 2),
         help_text="The same addresses the request was made for, one per line.",
     )
+    accounts_only = forms.BooleanField(
+        label="Suppress the erased mail only in the accounts it is erased from",
+        required=False,
+        help_text="Unticked: the erased messages are kept out of every account of the deployment. "
+        "Starts as the request asked.",
+    )
     confirm = forms.BooleanField(
         label="I understand that the matched mail is erased from MailFathom for good.", required=True
     )
@@ -59,16 +66,24 @@ class ErasureRequestRecordAdmin(ReadOnly, admin.ModelAdmin):
         "status",
         "requested_by",
         "requested_by_kind",
+        "requested_by_person",
         "requested_at",
         "account_ids",
         "received_on_or_after",
         "received_before",
+        "accounts_only",
         "address_hashes",
         "preview_table",
         "executed_at",
         "executed_by",
         "executed_by_kind",
+        "executed_by_person",
+        "single_operator",
         "statement_counts",
+        "suppressions",
+        "removed_rows",
+        "cleanup_completed_at",
+        "statement_signed_at",
         "failure_code",
         "links",
     ]
@@ -129,11 +144,17 @@ class ErasureRequestRecordAdmin(ReadOnly, admin.ModelAdmin):
         record = self.get_object(request, str(record_id))
         if record is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, str(record_id))  # type: ignore[attr-defined]  # Django's own helper, absent from the stubs
-        form = ExecuteErasureForm(request.POST or None)
+        form = ExecuteErasureForm(request.POST or None, initial={"accounts_only": record.accounts_only})
         if request.method == "POST" and form.is_valid():
-            requester = Requester(name=request.user.get_username(), kind=ErasureRequesterKind.USER)
+            name = request.user.get_username()
+            requester = Requester(name=name, kind=ErasureRequesterKind.USER, person=name)
             try:
-                statement = execute_erasure_request(record.id, form.address_list(), requester=requester)
+                statement = execute_erasure_request(
+                    record.id,
+                    form.address_list(),
+                    requester=requester,
+                    accounts_only=form.cleaned_data["accounts_only"],
+                )
             except MailFathomError as error:
                 messages.error(request, str(error))
             else:
@@ -142,7 +163,7 @@ class ErasureRequestRecordAdmin(ReadOnly, admin.ModelAdmin):
                 )
                 return HttpResponseRedirect(reverse("audit:erasure-statement", args=[record.id]))
             # Never render the typed addresses back into the page.
-            form = ExecuteErasureForm()
+            form = ExecuteErasureForm(initial={"accounts_only": record.accounts_only})
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,

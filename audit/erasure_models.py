@@ -32,6 +32,9 @@ class ErasureRequestRecord(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     requested_by = models.CharField(max_length=200, help_text="User name, API token name or OS user.")
     requested_by_kind = models.CharField(max_length=16, choices=ErasureRequesterKind.choices)
+    # The Django user behind the request: the user name, or the owner of the API token. Who
+    # executes is compared with it (four eyes); empty on records made before it was kept.
+    requested_by_person = models.CharField(max_length=150, blank=True, default="")
     requested_at = models.DateTimeField()
     address_hashes = models.JSONField(
         default=list, help_text="Keyed hashes (HMAC-SHA256) of the addresses, sorted: never an address."
@@ -40,14 +43,46 @@ class ErasureRequestRecord(models.Model):
     account_ids = models.JSONField(default=list, blank=True, help_text="Empty: every account.")
     received_on_or_after = models.DateTimeField(null=True, blank=True)
     received_before = models.DateTimeField(null=True, blank=True)
+    accounts_only = models.BooleanField(
+        default=False,
+        help_text="Suppress the erased mail only in the accounts it was erased from; "
+        "off: in every account of the deployment.",
+    )
     status = models.CharField(max_length=16, choices=ErasureStatus.choices, default=ErasureStatus.PREVIEWED)
     preview_counts = models.JSONField(default=dict, help_text="Per account identifier, per kind.")
     executed_at = models.DateTimeField(null=True, blank=True)
     executed_by = models.CharField(max_length=200, blank=True, default="")
     executed_by_kind = models.CharField(max_length=16, choices=ErasureRequesterKind.choices, blank=True)
+    executed_by_person = models.CharField(max_length=150, blank=True, default="")
+    single_operator = models.BooleanField(
+        default=False, help_text="MAILFATHOM_ERASURE_SINGLE_OPERATOR was on when it was executed."
+    )
     statement_counts = models.JSONField(
         default=dict, blank=True, help_text="What was erased, per account identifier, per kind."
     )
+    message_id_hashes = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Keyed hashes of the erased messages' Message-IDs (the suppression key), sorted.",
+    )
+    suppressions = models.JSONField(
+        default=dict, blank=True, help_text="The suppressions written: scope, count, row ids, per account."
+    )
+    removed_rows = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Rows of other apps (trails, drafts) removed with the mail: per model, count and ids.",
+    )
+    cleanup_completed_at = models.DateTimeField(null=True, blank=True)
+    cleanup_steps = models.JSONField(
+        default=list, blank=True, help_text="What the clean-up ran and how it went."
+    )
+    # The statement as signed (Ed25519 under the deployment's "erasure-statement" key), so a
+    # later reading checks exactly what was signed.
+    statement_document = models.JSONField(null=True, blank=True)
+    statement_signature = models.CharField(max_length=200, blank=True, default="")
+    statement_public_key = models.CharField(max_length=100, blank=True, default="")
+    statement_signed_at = models.DateTimeField(null=True, blank=True)
     failure_code = models.PositiveIntegerField(
         null=True, blank=True, help_text="The five-digit code of the last execution attempt that failed."
     )

@@ -6,6 +6,7 @@ from typing import Any
 
 from celery import shared_task
 
+from audit.services.erasure import clean_up_after_erasure
 from audit.services.retention import erase_expired_entries
 
 
@@ -22,3 +23,11 @@ def erase_expired_audit_entries() -> dict[str, Any]:
         "mutations_erased": result.mutations_erased,
         "failed_accounts": len(result.failed_accounts),
     }
+
+
+@shared_task(name="audit.erasure_cleanup", ignore_result=True)
+def erasure_cleanup() -> dict[str, Any]:
+    """The clean-up after an erasure (audit.services.erasure.clean_up_after_erasure), queued
+    when an erasure request is executed; `manage.py erasure_cleanup` runs the same."""
+    steps = clean_up_after_erasure()
+    return {"steps": len(steps), "not_done": sum(1 for step in steps if step.outcome != "done")}

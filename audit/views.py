@@ -2,7 +2,8 @@
 
 Staff only, and the `audit.view_erasurerequestrecord` permission on top: an anonymous
 visitor is sent to the admin login, a staff member without the permission gets 403. The
-page shows counts, times, requesters and address hashes: never an address.
+page shows counts, times, requesters, hashes, suppressions, the rows removed with the mail,
+the clean-up and the signature: never an address.
 """
 
 from __future__ import annotations
@@ -40,5 +41,11 @@ def erasure_statement_page(request: HttpRequest, request_id: uuid.UUID) -> HttpR
             "kinds": [kind.replace("_", " ") for kind in KINDS],
             "rows": rows,
             "totals": totals,
+            "suppressions_per_account": sorted(dict(statement.suppressions.get("per_account", {})).items()),
+            "removed_rows": [
+                (label, found.get("count", 0), found.get("ids", []))
+                for label, found in sorted(statement.removed_rows.items())
+            ],
+            "signed_at_rfc3339": (statement.document or {}).get("signed_at", ""),
         },
     )

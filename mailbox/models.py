@@ -512,8 +512,8 @@ class Suppression(models.Model):
     It holds no content: the remote identity (folder, UIDVALIDITY, UID) stops the same copy,
     and a keyed hash of the Message-ID (mailbox.services.suppression) stops copies of the same
     message under another UID of the account (moved, copied, a UIDVALIDITY reset, a
-    re-import). A new message from the same person is a new act of mail and is stored
-    (docs/operations/erasure.md).
+    re-import) and, when deployment-wide, in any other account. A new message from the same
+    person is a new act of mail and is stored (docs/operations/erasure.md).
     """
 
     account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="suppressions")
@@ -524,6 +524,9 @@ class Suppression(models.Model):
     uidvalidity = models.BigIntegerField()
     uid = models.BigIntegerField()
     message_id_hash = models.CharField(max_length=64, blank=True, default="")
+    # True: the Message-ID hash keeps the message out of every account of the deployment, not
+    # only this one (the erasure's default; a request may ask for its own accounts only).
+    deployment_wide = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -533,6 +536,11 @@ class Suppression(models.Model):
                 fields=["account", "message_id_hash"],
                 name="suppression_message_id",
                 condition=~models.Q(message_id_hash=""),
+            ),
+            models.Index(
+                fields=["message_id_hash"],
+                name="suppression_deployment",
+                condition=~models.Q(message_id_hash="") & models.Q(deployment_wide=True),
             ),
         ]
 

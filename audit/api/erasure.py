@@ -24,6 +24,7 @@ from audit.api.views import ComplianceApiView
 from audit.api_tokens import ApiToken
 from audit.erasure_models import ErasureRequesterKind, ErasureRequestRecord, ErasureStatus
 from audit.services.erasure import (
+    SIGNATURE_ALGORITHM,
     ErasureStatement,
     Requester,
     erasure_statement,
@@ -66,6 +67,12 @@ class ErasureCreateSerializer(WireSerializer):
     received_before = serializers.DateTimeField(
         required=False, help_text="Only mail received before this time."
     )
+    accounts_only = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Suppress the erased mail only in the accounts it is erased from; "
+        "absent or false: in every account of the deployment.",
+    )
 
 
 class ErasureExecuteSerializer(WireSerializer):
@@ -99,8 +106,28 @@ class ErasureStatementSerializer(WireSerializer):
     received_before = serializers.DateTimeField(allow_null=True)
     accounts = AccountCountsSerializer(many=True, help_text="What was erased; empty until executed.")
     totals = KindCountsSerializer()
+    requested_by_person = serializers.CharField(help_text="The user behind the request (a token's owner).")
+    executed_by_person = serializers.CharField(help_text="The user behind the execution.")
+    single_operator = serializers.BooleanField(
+        help_text="MAILFATHOM_ERASURE_SINGLE_OPERATOR was on at execution: one person may have done both."
+    )
+    accounts_only = serializers.BooleanField(help_text="Suppressed only in the accounts erased from.")
+    message_id_hashes = serializers.ListField(
+        child=serializers.CharField(), help_text="Keyed hashes of the erased messages' Message-IDs."
+    )
+    suppressions = serializers.DictField(help_text="scope, written, ids, perAccount, withoutMessageId.")
+    removed_rows = serializers.DictField(help_text="Rows of other apps removed with the mail: per model.")
+    cleanup = serializers.DictField(help_text="completedAt (null: not run yet) and the steps it ran.")
+    what_stays = serializers.ListField(child=serializers.CharField())
+    how_to_find = serializers.ListField(child=serializers.CharField())
     cannot_erase = serializers.ListField(child=serializers.CharField())
     guide = serializers.CharField()
+    signed_document = serializers.DictField(
+        allow_null=True, help_text="The statement as signed (snake_case keys); null until executed."
+    )
+    signature = serializers.DictField(
+        allow_null=True, help_text="algorithm (Ed25519), value, publicKey, signedAt; null until executed."
+    )
 
 
 # --- Rendering --------------------------------------------------------------------------------
@@ -133,8 +160,31 @@ def render_statement(statement: ErasureStatement) -> dict[str, Any]:
             "received_before": _iso(statement.received_before),
             "accounts": rows,
             "totals": totals,
+            "requested_by_person": statement.requested_by_person,
+            "executed_by_person": statement.executed_by_person,
+            "single_operator": statement.single_operator,
+            "accounts_only": statement.accounts_only,
+            "message_id_hashes": list(statement.message_id_hashes),
+            "suppressions": wire_keys(dict(statement.suppressions)),
+            "removed_rows": dict(statement.removed_rows),
+            "cleanup": {
+                "completedAt": _iso(statement.cleanup_completed_at),
+                "steps": list(statement.cleanup_steps),
+            },
+            "what_stays": list(statement.what_stays),
+            "how_to_find": list(statement.how_to_find),
             "cannot_erase": list(statement.cannot_erase),
             "guide": statement.guide,
+            # Exactly as signed: a verifier needs these bytes, not a re-keyed copy.
+            "signed_document": statement.document,
+            "signature": {
+                "algorithm": SIGNATURE_ALGORITHM,
+                "value": statement.signature,
+                "publicKey": statement.public_key,
+                "signedAt": _iso(statement.signed_at),
+            }
+            if statement.signature
+            else None,
         }
     )
 
@@ -144,10 +194,14 @@ def _iso(value: Any) -> str | None:
 
 
 def requester_of(request: Request) -> Requester:
-    """Who acts, as the erasure record names them: the token's name, or the person's user name."""
+    """Who acts, as the erasure record names them (the token's name, or the person's user name),
+    and the person behind it."""
+    # A token authenticates as its owner (audit.api.authentication): the owner is the person,
+    # so two tokens of one user are one person to the four-eyes rule.
+    person = request.user.get_username()
     if isinstance(request.auth, ApiToken):
-        return Requester(name=request.auth.name, kind=ErasureRequesterKind.API_TOKEN)
-    return Requester(name=request.user.get_username(), kind=ErasureRequesterKind.USER)
+        return Requester(name=request.auth.name, kind=ErasureRequesterKind.API_TOKEN, person=person)
+    return Requester(name=person, kind=ErasureRequesterKind.USER, person=person)
 
 
 def _held(request_id: str) -> uuid.UUID:
@@ -198,6 +252,7 @@ class ErasureRequestCreateView(ComplianceApiView):
             account_ids=values.get("account_ids"),
             received_on_or_after=values.get("received_on_or_after"),
             received_before=values.get("received_before"),
+            accounts_only=values.get("accounts_only", False),
             requester=requester_of(request),
         )
         rows, totals = _counts(requested.accounts)
@@ -230,6 +285,11 @@ class ErasureRequestExecuteView(ComplianceApiView):
             ),
             404: _NOT_FOUND,
             **_REFUSALS,
+            403: OpenApiResponse(
+                ErrorSerializer,
+                description="The credential lacks the permission, or its person requested this "
+                "erasure (58002: another person must execute it).",
+            ),
         },
     )
     def post(self, request: Request, request_id: str) -> Response:

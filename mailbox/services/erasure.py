@@ -24,7 +24,7 @@ from itertools import islice
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
+from django.db.models import CASCADE, Count, Exists, F, OuterRef, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, Lower
 
 from accounts.models import MailAccount
@@ -32,6 +32,8 @@ from mailbox.models import (
     AttachmentText,
     Email,
     Folder,
+    LexicalCollectionStat,
+    LexicalTermStat,
     Participant,
     Passage,
     RawMessage,
@@ -48,6 +50,7 @@ MAX_ADDRESS_LENGTH = 320
 MAX_ACCOUNTS = 64
 MAX_ACCOUNT_ID_LENGTH = 256
 DELETE_CHUNK = 500
+CASCADED_IDS = 1000  # ids of another app's cascaded rows kept per model, for the statement
 
 
 # --- The request ---------------------------------------------------------------------------
@@ -61,6 +64,9 @@ class ErasureRequest:
     account_ids: tuple[str, ...] = ()  # empty: every account
     received_on_or_after: datetime | None = None
     received_before: datetime | None = None
+    # False (the default): the erased messages are suppressed in every account of the
+    # deployment; True: only in the account each was erased from.
+    accounts_only: bool = False
 
 
 def erasure_request(
@@ -69,6 +75,7 @@ def erasure_request(
     account_ids: Iterable[str] | None = None,
     received_on_or_after: datetime | None = None,
     received_before: datetime | None = None,
+    accounts_only: bool = False,
 ) -> ErasureRequest:
     """Validate a request; refuse with 51002 naming the argument and its limit, never a value."""
     folded: list[str] = []
@@ -97,7 +104,9 @@ def erasure_request(
             raise _refused(
                 "accountIds", "The accountIds argument names an account this deployment does not hold."
             )
-    return ErasureRequest(tuple(folded), tuple(accounts), received_on_or_after, received_before)
+    return ErasureRequest(
+        tuple(folded), tuple(accounts), received_on_or_after, received_before, bool(accounts_only)
+    )
 
 
 def _bounded(values: Iterable[str], limit: int, argument: str, *, at_least_one: bool) -> list[str]:
@@ -174,10 +183,22 @@ class ErasedEmail:
 
 
 @dataclass(frozen=True)
+class CascadedRows:
+    """Rows of another app that went with the erased emails (their foreign key cascades)."""
+
+    label: str  # the model's label, "audit.AnsweringRunEmail"
+    count: int
+    ids: tuple[str, ...]  # at most CASCADED_IDS of them; the count is always whole
+
+
+@dataclass(frozen=True)
 class ErasureResult:
     accounts: tuple[AccountCounts, ...]
     erased: tuple[ErasedEmail, ...]
     suppressions: int
+    suppression_ids: tuple[int, ...] = ()
+    deployment_wide: bool = True  # how the suppressions were written
+    cascaded: tuple[CascadedRows, ...] = ()
 
     def total(self, kind: str) -> int:
         return sum(getattr(counts, kind) for counts in self.accounts)
@@ -306,18 +327,25 @@ def execute_erasure(request: ErasureRequest) -> ErasureResult:
                     uidvalidity=row["uidvalidity"],
                     uid=row["uid"],
                     message_id_hash=digest,
+                    deployment_wide=not request.accounts_only,
                 )
             )
+        cascaded_counts: dict[str, int] = {}
+        cascaded_ids: dict[str, list[str]] = {}
         for start in range(0, len(rows), DELETE_CHUNK):
             chunk = rows[start : start + DELETE_CHUNK]
             by_account: dict[str, list[uuid.UUID]] = {}
             for row in chunk:
                 by_account.setdefault(row["account_name"], []).append(row["pk"])
             for name, pks in by_account.items():
+                _collect_cascaded_ids(pks, cascaded_ids)
                 _, per_label = Email.objects.filter(pk__in=pks).delete()
                 for label, kind in _LABELS.items():
                     removed[name][kind] += per_label.get(label, 0)
-        Suppression.objects.bulk_create(suppressions)
+                for label, n in per_label.items():
+                    if not label.startswith("mailbox.") and n:
+                        cascaded_counts[label] = cascaded_counts.get(label, 0) + n
+        written = Suppression.objects.bulk_create(suppressions)
         if rows:
             # The word statistics are a snapshot of every indexed word: rebuilt, so no word
             # that only the erased mail held stays in the database.
@@ -325,7 +353,53 @@ def execute_erasure(request: ErasureRequest) -> ErasureResult:
     result = ErasureResult(
         accounts=tuple(AccountCounts(account_id=name, **kinds) for name, kinds in sorted(removed.items())),
         erased=tuple(erased),
-        suppressions=len(suppressions),
+        suppressions=len(written),
+        suppression_ids=tuple(sorted(row.pk for row in written if row.pk is not None)),
+        deployment_wide=not request.accounts_only,
+        cascaded=tuple(
+            CascadedRows(label=label, count=n, ids=tuple(cascaded_ids.get(label, ())))
+            for label, n in sorted(cascaded_counts.items())
+        ),
     )
     logger.info("erasure: %d emails removed from %d accounts", len(rows), len(result.accounts))
     return result
+
+
+def _cascaded_relations() -> list[Any]:
+    """The relations of other apps whose rows go when an email is deleted (on_delete CASCADE)."""
+    return [
+        relation
+        for relation in Email._meta.related_objects
+        if relation.related_model._meta.app_label != Email._meta.app_label
+        and getattr(relation, "on_delete", None) is CASCADE
+    ]
+
+
+def _collect_cascaded_ids(pks: list[uuid.UUID], into: dict[str, list[str]]) -> None:
+    """Note (up to CASCADED_IDS per model) the ids of other apps' rows these emails take along."""
+    for relation in _cascaded_relations():
+        model = relation.related_model
+        kept = into.setdefault(model._meta.label, [])
+        room = CASCADED_IDS - len(kept)
+        if room <= 0:
+            continue
+        found = model._default_manager.filter(**{f"{relation.field.name}__in": pks}).order_by("pk")
+        kept.extend(str(pk) for pk in found.values_list("pk", flat=True)[:room])
+
+
+# --- Tables to rewrite afterwards ---------------------------------------------------------------
+
+
+def affected_tables() -> list[str]:
+    """Every table an erasure deletes rows from, or rewrites (the word statistics), sorted.
+
+    What the clean-up after an erasure (audit.services.erasure.clean_up_after_erasure)
+    rewrites so no copy of a deleted row stays in the table's files: the email table, each
+    table whose rows cascade from it (in any app: passages, participants, raw messages,
+    attachment text, drafts, the answering trail's retrieved emails, ...) and the lexical
+    word statistics.
+    """
+    tables = {Email._meta.db_table, LexicalTermStat._meta.db_table, LexicalCollectionStat._meta.db_table}
+    for relation in Email._meta.related_objects:
+        tables.add(relation.related_model._meta.db_table)
+    return sorted(tables)

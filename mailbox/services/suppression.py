@@ -4,7 +4,9 @@ An erased message leaves one Suppression row per stored copy: its remote identit
 UIDVALIDITY, UID) and a keyed hash of its Message-ID. The hash is an HMAC-SHA256 under the
 "erasure-suppression" purpose key (mailfathom.core.signing), so the table holds nothing a reader
 could turn back into an identifier without the key ring; every ring key is tried when
-checking, so rotating the ring keeps old suppressions working. See
+checking, so rotating the ring keeps old suppressions working. A suppression written
+deployment-wide (the default of an erasure) stops the Message-ID in every account; one
+written for the request's accounts only stops it in its own account. See
 docs/operations/erasure.md.
 """
 
@@ -13,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Iterable
+
+from django.db.models import Q
 
 from mailbox.models import Folder, Suppression
 from mailfathom.core import signing
@@ -58,14 +62,15 @@ def suppressed_uids(folder: Folder, uidvalidity: int, uids: Iterable[int]) -> se
 
 
 def suppressed_message_ids(account_pk: int, message_ids: Iterable[str]) -> set[str]:
-    """Return which of `message_ids` belong to mail erased from the account."""
+    """Return which of `message_ids` belong to mail erased from the account, or erased from
+    any account with a deployment-wide suppression."""
     hashes: dict[str, str] = {}
     for message_id in set(message_ids):
         for digest in _hashes_under_every_key(message_id):
             hashes[digest] = message_id
     if not hashes:
         return set()
-    found = Suppression.objects.filter(account_id=account_pk, message_id_hash__in=list(hashes)).values_list(
-        "message_id_hash", flat=True
-    )
+    found = Suppression.objects.filter(
+        Q(account_id=account_pk) | Q(deployment_wide=True), message_id_hash__in=list(hashes)
+    ).values_list("message_id_hash", flat=True)
     return {hashes[digest] for digest in found}

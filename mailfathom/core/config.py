@@ -754,6 +754,11 @@ class MailFathomSettings:
         10000,
         "Erasure requests and executions one credential may send per hour; more get 429.",
     )
+    erasure_single_operator: bool = _flag(
+        False,
+        "This deployment has one person to answer erasure requests, who may then both request "
+        "and execute one; every statement executed under it says so. Off: two people.",
+    )
     api_export_chunk_rows: int = _whole(
         2000,
         100,

@@ -30,9 +30,17 @@ MODEL_OF_KIND = {
 
 @pytest.fixture
 def officer():
-    """A person who may request, execute and read (in production two people: see the guide)."""
+    """A person who may request, execute and read (but not execute their own requests)."""
     client = Client()
     client.force_login(person("officer", "request_erasure", "execute_erasure", "view_audit"))
+    return client
+
+
+@pytest.fixture
+def reviewer():
+    """The second person, who executes what the officer requested."""
+    client = Client()
+    client.force_login(person("reviewer", "execute_erasure", "view_audit"))
     return client
 
 
@@ -54,7 +62,7 @@ def assert_no_address(text: str) -> None:
         assert address.split("@")[0].casefold() not in text.casefold()
 
 
-def test_create_execute_and_statement_count_exactly_what_disappeared(officer, two_accounts, caplog):
+def test_create_execute_and_statement_count_exactly_what_disappeared(officer, reviewer, two_accounts, caplog):
     caplog.set_level(logging.DEBUG)
     untouched = row_counts()
 
@@ -67,7 +75,7 @@ def test_create_execute_and_statement_count_exactly_what_disappeared(officer, tw
     assert preview["totals"]["emails"] == 4
     assert row_counts() == untouched  # a preview removes nothing
 
-    executed = execute(officer, preview["requestId"], [SECOND_ADDRESS.upper(), PERSON])
+    executed = execute(reviewer, preview["requestId"], [SECOND_ADDRESS.upper(), PERSON])
 
     assert executed.status_code == 200, executed.content
     after = row_counts()
@@ -77,7 +85,7 @@ def test_create_execute_and_statement_count_exactly_what_disappeared(officer, tw
     assert statement["totals"] == preview["totals"]
     assert (statement["status"], statement["executedBy"], statement["executedByKind"]) == (
         "executed",
-        "officer",
+        "reviewer",
         "user",
     )
     assert statement["addressCount"] == 2 and statement["cannotErase"]
@@ -143,11 +151,13 @@ def test_body_that_does_not_validate_is_refused_without_echoing_it(officer):
     assert_no_address(response.content.decode())
 
 
-def test_execute_with_other_addresses_is_refused_with_51002_and_removes_nothing(officer, two_accounts):
+def test_execute_with_other_addresses_is_refused_with_51002_and_removes_nothing(
+    officer, reviewer, two_accounts
+):
     request_id = create(officer, addresses=[PERSON, SECOND_ADDRESS]).json()["requestId"]
     before = row_counts()
 
-    response = execute(officer, request_id, [PERSON])
+    response = execute(reviewer, request_id, [PERSON])
 
     assert response.status_code == 400
     assert (response.json()["code"], response.json()["argument"]) == (51002, "addresses")
@@ -156,11 +166,11 @@ def test_execute_with_other_addresses_is_refused_with_51002_and_removes_nothing(
     assert ErasureRequestRecord.objects.get(pk=request_id).status == ErasureStatus.PREVIEWED
 
 
-def test_executing_a_request_twice_is_refused_with_53004(officer, two_accounts):
+def test_executing_a_request_twice_is_refused_with_53004(officer, reviewer, two_accounts):
     request_id = create(officer, addresses=[PERSON]).json()["requestId"]
-    assert execute(officer, request_id, [PERSON]).status_code == 200
+    assert execute(reviewer, request_id, [PERSON]).status_code == 200
 
-    again = execute(officer, request_id, [PERSON])
+    again = execute(reviewer, request_id, [PERSON])
 
     assert again.status_code == 400
     assert (again.json()["code"], again.json()["argument"]) == (53004, "requestId")
@@ -185,13 +195,17 @@ def test_unknown_request_id_is_404_for_execute_and_statement(officer, request_id
         assert response.json()["code"] == "not_found"
 
 
-def test_a_token_executing_is_named_by_its_token_name_in_the_statement(two_accounts):
-    creator = person("lead", *tokens.API_PERMISSIONS)
-    secret = tokens.create_token(creator, "erasure-script", ["request_erasure", "execute_erasure"]).secret
+def test_a_token_executing_is_named_by_its_token_name_and_its_owner_in_the_statement(two_accounts):
+    lead = person("lead", *tokens.API_PERMISSIONS)
+    deputy = person("deputy", *tokens.API_PERMISSIONS)
+    secret = tokens.create_token(lead, "erasure-script", ["request_erasure"]).secret
+    other = tokens.create_token(deputy, "erasure-runner", ["execute_erasure"]).secret
     script = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    runner = Client(HTTP_AUTHORIZATION=f"Bearer {other}")
     request_id = create(script, addresses=[PERSON]).json()["requestId"]
 
-    statement = execute(script, request_id, [PERSON]).json()
+    statement = execute(runner, request_id, [PERSON]).json()
 
     assert (statement["requestedBy"], statement["requestedByKind"]) == ("erasure-script", "api_token")
-    assert (statement["executedBy"], statement["executedByKind"]) == ("erasure-script", "api_token")
+    assert (statement["executedBy"], statement["executedByKind"]) == ("erasure-runner", "api_token")
+    assert (statement["requestedByPerson"], statement["executedByPerson"]) == ("lead", "deputy")

@@ -22,12 +22,14 @@ from audit.services.erasure import (
 from mailbox.models import Email
 from mailbox.services.erasure import KINDS
 from mailfathom.core.errors import MailFathomError
-from tests.audit.support import SECOND_ADDRESS
+from tests.audit.support import SECOND_ADDRESS, person
 from tests.mailbox.test_erasure import PERSON, TOKEN, message, row_counts, store
 
 pytestmark = pytest.mark.django_db
 
-OFFICER = Requester(name="compliance-officer", kind=ErasureRequesterKind.USER)
+OFFICER = Requester(name="compliance-officer", kind=ErasureRequesterKind.USER, person="compliance-officer")
+# Erasure takes two people: the officer requests, the reviewer executes.
+REVIEWER = Requester(name="second-reviewer", kind=ErasureRequesterKind.USER, person="second-reviewer")
 
 
 def table_text(table: str) -> str:
@@ -66,7 +68,7 @@ def test_execute_removes_the_mail_and_writes_one_mutation_entry_per_account_matc
     before = row_counts()
 
     statement = execute_erasure_request(
-        requested.request_id, [SECOND_ADDRESS.upper(), PERSON], requester=OFFICER
+        requested.request_id, [SECOND_ADDRESS.upper(), PERSON], requester=REVIEWER
     )
 
     after = row_counts()
@@ -78,11 +80,12 @@ def test_execute_removes_the_mail_and_writes_one_mutation_entry_per_account_matc
     assert set(entries) == {"billing", "support"}
     for counts in statement.accounts:
         entry = entries[counts.account_id]
-        assert entry.kind == MutationKind.ERASURE_EXECUTED and entry.requester == "compliance-officer"
+        assert entry.kind == MutationKind.ERASURE_EXECUTED and entry.requester == "second-reviewer"
         assert {k: entry.counts[k] for k in KINDS} == {k: getattr(counts, k) for k in KINDS}
         assert entry.counts["addresses"] == 2
     record = ErasureRequestRecord.objects.get()
-    assert record.status == ErasureStatus.EXECUTED and record.executed_by == "compliance-officer"
+    assert record.status == ErasureStatus.EXECUTED and record.executed_by == "second-reviewer"
+    assert record.requested_by_person == "compliance-officer" and not record.single_operator
     assert set(record.mutation_entries.all()) == set(entries.values())
     assert statement.address_hashes == tuple(record.address_hashes)
     assert any("mail server" in s for s in statement.cannot_erase)
@@ -103,7 +106,7 @@ def test_execute_with_other_addresses_than_requested_is_refused_with_51002(two_a
     before = row_counts()
 
     with pytest.raises(MailFathomError) as refused:
-        execute_erasure_request(requested.request_id, addresses, requester=OFFICER)
+        execute_erasure_request(requested.request_id, addresses, requester=REVIEWER)
 
     assert refused.value.code == 51002 and refused.value.argument == "addresses"
     assert "example" not in refused.value.message
@@ -114,12 +117,12 @@ def test_execute_with_other_addresses_than_requested_is_refused_with_51002(two_a
 
 def test_executing_a_request_twice_is_refused_with_53004(two_accounts):
     requested = request_erasure([PERSON], requester=OFFICER)
-    execute_erasure_request(requested.request_id, [PERSON], requester=OFFICER)
+    execute_erasure_request(requested.request_id, [PERSON], requester=REVIEWER)
     # New mail from the person arrives after the erasure: a second execution must not touch it.
     store(two_accounts[0], message("From", 30))
 
     with pytest.raises(MailFathomError) as refused:
-        execute_erasure_request(requested.request_id, [PERSON], requester=OFFICER)
+        execute_erasure_request(requested.request_id, [PERSON], requester=REVIEWER)
 
     assert refused.value.code == ERASURE_REQUEST_NOT_OPEN == 53004
     assert "already executed" in refused.value.message
@@ -139,7 +142,7 @@ def test_statement_of_an_unknown_request_is_refused_with_53004():
 @pytest.fixture
 def executed(two_accounts):
     requested = request_erasure([PERSON, SECOND_ADDRESS], requester=OFFICER)
-    execute_erasure_request(requested.request_id, [PERSON, SECOND_ADDRESS], requester=OFFICER)
+    execute_erasure_request(requested.request_id, [PERSON, SECOND_ADDRESS], requester=REVIEWER)
     return reverse("audit:erasure-statement", args=[requested.request_id])
 
 
@@ -211,23 +214,33 @@ def test_admin_lists_requests_read_only_with_their_preview(admin_client, two_acc
 # --- The erase_person command records its runs ----------------------------------------------
 
 
-def test_the_command_records_a_request_and_executes_it_as_one(two_accounts):
+def test_the_command_records_a_request_as_one_user_and_another_executes_it(two_accounts):
+    person("alice", "request_erasure")
+    person("bob", "execute_erasure")
     out = StringIO()
-    call_command("erase_person", "--address", PERSON, "--account", "billing", stdout=out)
-    preview = out.getvalue()
+    call_command("erase_person", "--as", "alice", "--address", PERSON, "--account", "billing", stdout=out)
     previewed = ErasureRequestRecord.objects.get()
-    assert f"Erasure request {previewed.id} recorded." in preview
+    assert f"Erasure request {previewed.id} recorded." in out.getvalue()
     assert previewed.requested_by_kind == ErasureRequesterKind.COMMAND and previewed.account_ids == [
         "billing"
     ]
+    assert previewed.requested_by_person == "alice" and previewed.status == ErasureStatus.PREVIEWED
 
     out = StringIO()
     call_command(
-        "erase_person", "--address", PERSON, "--account", "billing", "--execute", "--yes", stdout=out
+        "erase_person",
+        "--as",
+        "bob",
+        "--execute",
+        str(previewed.id),
+        "--address",
+        PERSON,
+        "--yes",
+        stdout=out,
     )
 
-    executed = ErasureRequestRecord.objects.exclude(pk=previewed.pk).get()
-    assert executed.status == ErasureStatus.EXECUTED
+    executed = ErasureRequestRecord.objects.get()
+    assert executed.status == ErasureStatus.EXECUTED and executed.executed_by_person == "bob"
     assert "account billing: 3 emails, 3 raw messages, 1 attachments" in out.getvalue()
     assert str(executed.id) in out.getvalue() and PERSON.casefold() not in out.getvalue().casefold()
     entry = MutationEntry.objects.get()

@@ -337,37 +337,52 @@ def run_command(*args: str) -> str:
     return out.getvalue()
 
 
-def test_command_previews_by_default_and_prints_counts_only(mailbox_with_person):
+@pytest.fixture
+def two_people(db):
+    """alice requests, bob executes (erase_person --as)."""
+    from tests.audit.support import person
+
+    return person("alice", "request_erasure"), person("bob", "execute_erasure")
+
+
+def recorded_id(output: str) -> str:
+    return output.split("Erasure request ", 1)[1].split(" ", 1)[0]
+
+
+def test_command_previews_by_default_and_prints_counts_only(mailbox_with_person, two_people):
     before = row_counts()
 
-    output = run_command("--address", PERSON)
+    output = run_command("--as", "alice", "--address", PERSON)
 
     assert row_counts() == before
     assert "account billing: 5 emails, 5 raw messages, 1 attachments" in output
-    assert "Preview only" in output
+    assert "Nothing was changed" in output
     assert PERSON.casefold() not in output.casefold() and TOKEN not in output
 
 
-def test_command_executes_with_yes(mailbox_with_person):
-    output = run_command(
-        "--address", PERSON, "--account", "billing", "--from", "2025-01-01", "--execute", "--yes"
+def test_command_executes_with_yes_as_another_user(mailbox_with_person, two_people):
+    request_id = recorded_id(
+        run_command("--as", "alice", "--address", PERSON, "--account", "billing", "--from", "2025-01-01")
     )
 
-    assert "Erased:" in output and "5 suppressions recorded" in output
+    output = run_command("--as", "bob", "--execute", request_id, "--address", PERSON, "--yes")
+
+    assert "Erased:" in output and "5 suppressions recorded (every account)" in output
     assert Email.objects.count() == 1
 
 
-def test_command_without_confirmation_changes_nothing(monkeypatch, mailbox_with_person):
+def test_command_without_confirmation_changes_nothing(monkeypatch, mailbox_with_person, two_people):
     monkeypatch.setattr("builtins.input", lambda prompt: "no")
+    request_id = recorded_id(run_command("--as", "alice", "--address", PERSON))
     before = row_counts()
 
     with pytest.raises(CommandError, match="Not confirmed"):
-        run_command("--address", PERSON, "--execute")
+        run_command("--as", "bob", "--address", PERSON, "--execute", request_id)
 
     assert row_counts() == before
 
 
-def test_command_refuses_an_unusable_address_without_echoing_it(mailbox_with_person):
+def test_command_refuses_an_unusable_address_without_echoing_it(mailbox_with_person, two_people):
     with pytest.raises(CommandError) as caught:
-        run_command("--address", "secret value")
+        run_command("--as", "alice", "--address", "secret value")
     assert "secret value" not in str(caught.value) and "addresses" in str(caught.value)

@@ -51,7 +51,7 @@ UNDESCRIBED = 54001
 
 
 def documented_caller_codes() -> frozenset[int]:
-    """The codes docs/errors.md lists that cross a boundary (51000-57999), less 54001."""
+    """The codes docs/errors.md lists that the MCP tools can raise (51000-57999), less 54001."""
     codes = {int(code) for code in re.findall(r"^\| (5[1-7]\d{3}) \|", ERRORS_DOC.read_text(), re.MULTILINE)}
     return frozenset(codes - {UNDESCRIBED})
 

@@ -1,10 +1,20 @@
 """erase_person: answer a data-subject request from the command line (docs/operations/erasure.md).
 
-Preview by default; --execute removes, after a typed confirmation unless --yes. Every run
-is recorded as an erasure request (audit.services.erasure) and prints its id; the record
-and the output hold counts and keyed hashes only: never an address, a subject or any other
-content. The command lives in the audit app because it records the act, and the audit app
-stands above the mailbox app.
+Two runs by two people. The first records a request and previews it:
+
+    erase_person --as alice --address dana@example.org
+
+The second, by another person, executes that request, giving the addresses again:
+
+    erase_person --as bob --execute <request id> --address dana@example.org
+
+`--as` names the Django user the run acts for; that user must hold the permission of the
+step (request: audit.request_erasure; execute: audit.execute_erasure or
+audit.execute_erasurerequestrecord). Executing a request as the user who requested it is
+refused with 58002 unless MAILFATHOM_ERASURE_SINGLE_OPERATOR is on. There is no way to
+request and execute in one run. The record and the output hold counts and keyed hashes
+only: never an address, a subject or any other content. The command lives in the audit app
+because it records the act, and the audit app stands above the mailbox app.
 """
 
 from __future__ import annotations
@@ -13,12 +23,14 @@ import getpass
 from datetime import UTC, date, datetime, time
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.erasure_models import ErasureRequesterKind
 from audit.services.erasure import (
+    ErasureStatement,
     Requester,
-    abandon_erasure_request,
+    erasure_statement,
     execute_erasure_request,
     request_erasure,
 )
@@ -26,6 +38,8 @@ from mailbox.services.erasure import KINDS, AccountCounts
 from mailfathom.core.errors import MailFathomError
 
 CONFIRMATION = "erase"
+REQUEST_PERMISSIONS = ("audit.request_erasure",)
+EXECUTE_PERMISSIONS = ("audit.execute_erasure", "audit.execute_erasurerequestrecord")
 
 
 def _day(text: str) -> datetime:
@@ -37,9 +51,19 @@ def _day(text: str) -> datetime:
 
 
 class Command(BaseCommand):
-    help = "Preview or erase every stored email a person sent or received (a data-subject request)."
+    help = (
+        "Request (and preview) the erasure of every stored email a person sent or received, or, "
+        "as another person, execute a recorded request (a data-subject request)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--as",
+            dest="as_user",
+            required=True,
+            metavar="USER",
+            help="The Django user this run acts for; must hold the step's permission.",
+        )
         parser.add_argument(
             "--address", action="append", required=True, help="An address of the person (repeatable)."
         )
@@ -48,46 +72,88 @@ class Command(BaseCommand):
         )
         parser.add_argument("--from", dest="from_day", help="Only mail received on or after this day (UTC).")
         parser.add_argument("--before", dest="before_day", help="Only mail received before this day (UTC).")
-        parser.add_argument("--execute", action="store_true", help="Erase; without it, only count.")
+        parser.add_argument(
+            "--accounts-only",
+            action="store_true",
+            help="Suppress the erased mail only in the accounts it is erased from "
+            "(default: in every account of the deployment).",
+        )
+        parser.add_argument(
+            "--execute",
+            metavar="REQUEST_ID",
+            help="Execute this recorded request (made by another person); without it, record a new one.",
+        )
         parser.add_argument("--yes", action="store_true", help="Do not ask for confirmation.")
 
     def handle(self, *args: object, **options: Any) -> None:
-        requester = Requester(name=_os_user(), kind=ErasureRequesterKind.COMMAND)
-        addresses: list[str] = options["address"]
+        if options["execute"]:
+            self._execute(options)
+        else:
+            self._request(options)
+
+    def _request(self, options: dict[str, Any]) -> None:
+        if options["yes"]:
+            raise CommandError("--yes goes with --execute: recording a request changes no mail.")
+        requester = _acting_user(options["as_user"], REQUEST_PERMISSIONS)
         try:
             requested = request_erasure(
-                addresses,
+                options["address"],
                 account_ids=options["account"],
                 received_on_or_after=_day(str(options["from_day"])) if options["from_day"] else None,
                 received_before=_day(str(options["before_day"])) if options["before_day"] else None,
+                accounts_only=options["accounts_only"],
                 requester=requester,
             )
         except MailFathomError as error:
             raise CommandError(str(error)) from error
         self.stdout.write(f"Erasure request {requested.request_id} recorded.")
-        self._table("Would erase" if not options["execute"] else "Matched", requested.accounts)
-        if not options["execute"]:
-            self.stdout.write("Preview only: nothing was changed. Run again with --execute to erase.")
-            return
-        if requested.total("emails") == 0:
-            abandon_erasure_request(requested.request_id)
-            self.stdout.write("Nothing to erase.")
-            return
-        if not options["yes"]:
-            answer = input(f'Type "{CONFIRMATION}" to erase these emails for good: ')
-            if answer.strip() != CONFIRMATION:
-                abandon_erasure_request(requested.request_id)
-                raise CommandError("Not confirmed: nothing was changed.")
+        self._table("Would erase", requested.accounts)
+        self.stdout.write(
+            "Nothing was changed. Another person executes it with: erase_person --as <user> "
+            f"--execute {requested.request_id} and the same --address arguments."
+        )
+
+    def _execute(self, options: dict[str, Any]) -> None:
+        if options["account"] or options["from_day"] or options["before_day"] or options["accounts_only"]:
+            raise CommandError(
+                "--execute takes the request's own accounts and range: give only --as, --address and --yes."
+            )
+        executor = _acting_user(options["as_user"], EXECUTE_PERMISSIONS)
+        request_id = str(options["execute"])
         try:
-            statement = execute_erasure_request(requested.request_id, addresses, requester=requester)
+            recorded = erasure_statement(request_id)
         except MailFathomError as error:
             raise CommandError(str(error)) from error
+        self.stdout.write(f"Erasure request {recorded.request_id}, requested by {recorded.requested_by}.")
+        if not options["yes"]:
+            answer = input(f'Type "{CONFIRMATION}" to erase the matched emails for good: ')
+            if answer.strip() != CONFIRMATION:
+                raise CommandError("Not confirmed: nothing was changed; the request stays open.")
+        try:
+            statement = execute_erasure_request(recorded.request_id, options["address"], requester=executor)
+        except MailFathomError as error:
+            raise CommandError(str(error)) from error
+        if statement.total("emails") == 0:
+            self.stdout.write("No stored email matched: nothing was erased.")
         self._table("Erased", statement.accounts)
+        self._summary(statement)
+
+    def _summary(self, statement: ErasureStatement) -> None:
+        scope = "every account" if statement.suppressions.get("scope") == "deployment" else "their accounts"
         self.stdout.write(
-            f"{statement.total('emails')} suppressions recorded: synchronization and import will not store "
-            "these messages again. Remove them from the mail server too (docs/operations/erasure.md)."
+            f"{statement.suppressions.get('written', 0)} suppressions recorded ({scope}): synchronization "
+            "and import will not store these messages again. Remove them from the mail server too "
+            "(docs/operations/erasure.md)."
         )
-        self.stdout.write(f"Statement of erasure request {statement.request_id}:")
+        if statement.single_operator:
+            self.stdout.write("Executed under MAILFATHOM_ERASURE_SINGLE_OPERATOR; the statement says so.")
+        self.stdout.write(
+            "The clean-up that rewrites the affected tables was queued; if no worker runs, run "
+            "`python manage.py erasure_cleanup` now."
+        )
+        self.stdout.write(
+            f"Statement of erasure request {statement.request_id} (signed {statement.signed_at}):"
+        )
         for sentence in statement.cannot_erase:
             self.stdout.write(f"  {sentence}")
 
@@ -105,9 +171,24 @@ class Command(BaseCommand):
             self.stdout.write(f"  total: {totals}")
 
 
+def _acting_user(username: str, permissions: tuple[str, ...]) -> Requester:
+    """The --as user, who must be active and hold one of `permissions`."""
+    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    if user is None:
+        raise CommandError("--as must name an active user of this deployment.")
+    if not any(user.has_perm(permission) for permission in permissions):
+        raise CommandError(
+            f"The --as user lacks the permission this step needs ({' or '.join(permissions)})."
+        )
+    name = user.get_username()
+    return Requester(
+        name=f"{name} (command, OS user {_os_user()})"[:200], kind=ErasureRequesterKind.COMMAND, person=name
+    )
+
+
 def _os_user() -> str:
-    """Who ran the command, as the operating system knows them (recorded as the requester)."""
+    """Who ran the command, as the operating system knows them (kept beside the --as user)."""
     try:
         return getpass.getuser()
     except (KeyError, OSError):
-        return "unknown operating-system user"
+        return "unknown"
