@@ -43,6 +43,6 @@ def revoke(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("audit", "0009_trail_chain")]
+    dependencies = [("audit", "0010_erasure_four_eyes")]
 
     operations = [migrations.RunPython(grant, revoke)]

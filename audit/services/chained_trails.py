@@ -46,6 +46,17 @@ ERASURE_FIELDS = (
     "executed_by_kind",
     "statement_counts",
     "failure_code",
+    # Four eyes, the statement's lists and its signature (decision 0012 and erasure.md).
+    "accounts_only",
+    "requested_by_person",
+    "executed_by_person",
+    "single_operator",
+    "message_id_hashes",
+    "suppressions",
+    "removed_rows",
+    "statement_signature",
+    "statement_signed_at",
+    "cleanup_completed_at",
 )
 
 

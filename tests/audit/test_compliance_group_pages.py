@@ -19,7 +19,8 @@ from tests.mailbox.test_erasure import PERSON
 
 pytestmark = pytest.mark.django_db
 
-OFFICER = Requester(name="compliance-officer", kind=ErasureRequesterKind.USER)
+OFFICER = Requester(name="compliance-officer", kind=ErasureRequesterKind.USER, person="compliance-officer")
+REVIEWER = Requester(name="second-reviewer", kind=ErasureRequesterKind.USER, person="second-reviewer")
 
 
 @pytest.fixture
@@ -33,7 +34,7 @@ def officer(client):
 @pytest.fixture
 def erased(two_accounts):
     requested = request_erasure([PERSON, SECOND_ADDRESS], requester=OFFICER)
-    execute_erasure_request(requested.request_id, [PERSON, SECOND_ADDRESS], requester=OFFICER)
+    execute_erasure_request(requested.request_id, [PERSON, SECOND_ADDRESS], requester=REVIEWER)
     return requested.request_id
 
 
