@@ -6,3 +6,9 @@ class AuditConfig(AppConfig):
 
     name = "audit"
     verbose_name = "Audit"
+
+    def ready(self) -> None:
+        from audit.receivers import record_admin_read
+        from mailbox.signals import mail_content_shown
+
+        mail_content_shown.connect(record_admin_read, dispatch_uid="audit.record_admin_read")
