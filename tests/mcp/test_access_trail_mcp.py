@@ -40,7 +40,10 @@ def mail(db) -> dict[str, Any]:
         inbox = mapped_folder(account, "inbox", FolderRole.INBOX)
         body = "The insurer agreed to pay the repair costs."
         emails[account.account_id] = EmailFactory(
-            folder=inbox, subject="Insurance claim settled", body=body, raw=_raw("Insurance claim settled", body)
+            folder=inbox,
+            subject="Insurance claim settled",
+            body=body,
+            raw=_raw("Insurance claim settled", body),
         )
         EmailFactory(folder=inbox, subject="Lunch on Friday", body="Shall we meet at noon?")
     refresh_term_stats()
@@ -68,7 +71,9 @@ def test_every_tool_call_leaves_an_entry_naming_the_key_and_the_returned_emails(
         return {
             "accounts": await client.call_tool("list_accounts", {}),
             "list": await client.call_tool("list_emails", {"accounts": ["billing"]}),
-            "search": await client.call_tool("search_emails", {"queryText": "insurer", "accounts": ["billing"]}),
+            "search": await client.call_tool(
+                "search_emails", {"queryText": "insurer", "accounts": ["billing"]}
+            ),
             "read": await client.call_tool("get_email_content", {"storedEmailIds": [claim]}),
         }
 
@@ -95,7 +100,9 @@ def test_an_account_with_the_trail_off_gets_no_entry(mcp_server, api_key, mail):
 
     result = payload(call_tool(mcp_server, api_key, "get_email_content", {"storedEmailIds": [archived]}))
     assert result["emails"][0]["content"] is not None
-    payload(call_tool(mcp_server, api_key, "search_emails", {"queryText": "insurer", "accounts": ["archive"]}))
+    payload(
+        call_tool(mcp_server, api_key, "search_emails", {"queryText": "insurer", "accounts": ["archive"]})
+    )
 
     assert AccessEntry.objects.count() == 0
 
