@@ -108,7 +108,8 @@ def test_group_permission_counts_for_person_and_token(client):
 
 def test_compliance_group_holds_view_export_and_request_erasure_but_not_execute():
     granted = set(Group.objects.get(name="Compliance").permissions.values_list("codename", flat=True))
-    assert granted == {"view_audit", "export_audit", "request_erasure"}
+    # view_accessentry: the access trail's admin list (audit 0008_access_trail).
+    assert granted == {"view_audit", "export_audit", "request_erasure", "view_accessentry"}
     declared = set(
         Permission.objects.filter(content_type__app_label="audit").values_list("codename", flat=True)
     )
