@@ -251,3 +251,14 @@ def test_a_people_page_search_leaves_an_entry_naming_the_person(client, mail):
 def test_the_compliance_group_may_view_the_access_trail():
     group = Group.objects.get(name="Compliance")
     assert group.permissions.filter(codename="view_accessentry", content_type__app_label="audit").exists()
+
+
+def test_the_switch_is_off_by_default_and_the_window_is_1_to_3650_days():
+    from django.core.exceptions import ValidationError
+
+    assert MailAccount._meta.get_field("access_trail_enabled").default is False
+    assert MailAccount._meta.get_field("access_trail_retention_days").default == 90
+    MailAccountFactory.build(access_trail_retention_days=3650).full_clean()
+    for days in (0, 3651):
+        with pytest.raises(ValidationError):
+            MailAccountFactory.build(access_trail_retention_days=days).full_clean()
