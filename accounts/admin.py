@@ -130,6 +130,7 @@ class MailAccountAdmin(PeopleScoped):
         ),
         ("Answering audit trail", {"fields": ["answering_audit_enabled", "answering_audit_retention_days"]}),
         ("Mutation trail", {"fields": ["mutation_audit_enabled", "mutation_audit_retention_days"]}),
+        ("Access trail", {"fields": ["access_trail_enabled", "access_trail_retention_days"]}),
         (
             "Reply drafting",
             {

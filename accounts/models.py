@@ -264,6 +264,16 @@ class MailAccount(models.Model):
         validators=[MinValueValidator(1), MaxValueValidator(3650)],
     )
 
+    # Who read which mail, through MCP, admin or the people pages: a third record with its
+    # own switch and window, since it names people and an operator may hold it without the
+    # others (docs/operations/compliance.md, Access trail).
+    access_trail_enabled = models.BooleanField("access trail enabled", default=False)
+    access_trail_retention_days = models.PositiveIntegerField(
+        "access trail retention (days)",
+        default=90,
+        validators=[MinValueValidator(1), MaxValueValidator(3650)],
+    )
+
     # Reply drafting (docs/operations/drafting.md): off until an operator switches it on.
     drafting_enabled = models.BooleanField("reply drafting enabled", default=False)
     drafting_window_days = models.PositiveIntegerField(
@@ -311,6 +321,10 @@ class MailAccount(models.Model):
                     mutation_audit_retention_days__gte=1, mutation_audit_retention_days__lte=3650
                 ),
                 name="account_mutation_retention_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(access_trail_retention_days__gte=1, access_trail_retention_days__lte=3650),
+                name="account_access_retention_range",
             ),
             models.CheckConstraint(
                 condition=models.Q(drafting_window_days__gte=1, drafting_window_days__lte=365),

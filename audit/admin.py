@@ -1,4 +1,4 @@
-"""Read-only console for the two audit trails: listed, filtered, never added, changed or deleted here.
+"""Read-only console for the audit trails: listed, filtered, never added, changed or deleted here.
 
 Entries leave only by retention or, for the answering trail, with the mail they name
 (docs/operations/compliance.md). Erasure requests are read-only too; executing one goes
@@ -18,6 +18,7 @@ from django.utils.html import format_html
 
 from accounts.admin_people import PeopleScoped
 from accounts.services import people
+from audit.access_models import ACCESS_TRAIL_FIELDS, AccessEntry, AccessEntryEmail
 from audit.erasure_admin import ErasureRequestRecordAdmin  # noqa: F401  (registers itself)
 from audit.models import MUTATION_TRAIL_FIELDS, AnsweringRunEmail, AnsweringRunEntry, MutationEntry
 from mailbox.admin_read_only import ReadOnly
@@ -94,6 +95,43 @@ class MutationEntryAdmin(ReadOnly, PeopleScoped):
     search_fields = ["=account_identifier", "=message_id_hash"]
     # The trail's fields less the id, with the account's link before the identifier it recorded.
     fields = [*MUTATION_TRAIL_FIELDS[1:4], "account", *MUTATION_TRAIL_FIELDS[4:], "retention_days"]
+    readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
+
+
+class AccessEntryEmailInline(ReadOnly, admin.TabularInline):
+    model = AccessEntryEmail
+    fields = ["position", "email_link"]
+    readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
+    extra = 0
+    can_delete = False
+
+    @admin.display(description="Email")
+    def email_link(self, row: AccessEntryEmail) -> str:
+        url = reverse("admin:mailbox_email_change", args=[row.email_id])
+        return format_html('<a href="{}">{}</a>', url, row.email_id)
+
+
+@admin.register(AccessEntry)
+class AccessEntryAdmin(ReadOnly, PeopleScoped):
+    """Who read which account's mail: compliance staff hold its view permission (audit 0008)."""
+
+    account_roles = people.READ_ROLES
+    inlines = [AccessEntryEmailInline]
+    list_display = [
+        "accessed_at",
+        "account_identifier",
+        "channel",
+        "action",
+        "requester_kind",
+        "requester",
+        "owner",
+        "client_name",
+        "email_count",
+    ]
+    list_filter = ["account", "channel", "action", "requester_kind", "accessed_at"]
+    date_hierarchy = "accessed_at"
+    search_fields = ["=account_identifier", "=requester", "=owner"]
+    fields = [*ACCESS_TRAIL_FIELDS[:2], "account", *ACCESS_TRAIL_FIELDS[2:], "retention_days"]
     readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
 
 

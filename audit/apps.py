@@ -12,3 +12,7 @@ class AuditConfig(AppConfig):
         from audit.services.chained_trails import register_existing_trails
 
         register_existing_trails()
+        from audit.receivers import record_admin_read
+        from mailbox.signals import mail_content_shown
+
+        mail_content_shown.connect(record_admin_read, dispatch_uid="audit.record_admin_read")

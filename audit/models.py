@@ -3,7 +3,8 @@
 Neither holds mail content. An answering entry names emails by foreign key, so erasing a
 message erases it from every run that read it; a mutation entry names its email by plain
 values, so it outlives the message whose deletion it may record
-(docs/operations/compliance.md).
+(docs/operations/compliance.md). The access trail (who read which mail) is defined in
+audit.access_models.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import datetime
 from django.db import models
 
 from accounts.models import MailAccount
+from audit.access_models import AccessEntry, AccessEntryEmail  # noqa: F401  (a model of this app, defined beside it)
 from audit.api_tokens import ApiToken  # noqa: F401  (a model of this app, defined beside it)
 from audit.chain_models import TrailHead, TrailLink  # noqa: F401  (models of this app, defined beside it)
 from audit.erasure_models import ErasureRequestRecord  # noqa: F401  (a model of this app, defined beside it)
@@ -47,6 +49,19 @@ class AnsweringRunEntry(models.Model):
     outcome = models.CharField(max_length=32, choices=RunOutcome.choices)
     retrieval_ceiling_reached = models.BooleanField(default=False)
     relevance_fell_back = models.BooleanField("relevance pass fell back", default=False)
+    # Who asked, as text (accounts.services.caller): empty for a run with no caller (a test, a shell).
+    requester_kind = models.CharField(max_length=16, blank=True, default="")
+    requester = models.CharField(
+        max_length=200, blank=True, default="", help_text="User name, or key or token name."
+    )
+    requester_owner = models.CharField(
+        "requester's owner",
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="The person a key or token belongs to.",
+    )
+    client_name = models.CharField(max_length=100, blank=True, default="")
 
     objects = AnsweringRunEntryQuerySet.as_manager()
 

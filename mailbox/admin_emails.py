@@ -17,12 +17,12 @@ within whatever the filters already narrowed, best match first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import SEARCH_VAR
 from django.db.models import Case, IntegerField, QuerySet, Value, When
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import filesizeformat
 from django.utils import formats, timezone
 from django.utils.html import format_html
@@ -32,6 +32,7 @@ from accounts.services import people
 from mailbox.admin_read_only import ReadOnlyAdmin
 from mailbox.models import Email, Folder, Participant
 from mailbox.services.console_search import rank_for_console
+from mailbox.signals import mail_content_shown
 from mailfathom.core.errors import MailFathomError
 
 if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
@@ -187,6 +188,32 @@ class EmailAdmin(PeopleScoped, ReadOnlyAdmin):
 
     def _searching(self, request: HttpRequest) -> bool:
         return bool(request.GET.get(SEARCH_VAR)) and may_read_content(request)
+
+    # --- who read what (the access trail, by signal: mailbox does not know the audit app) --
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        response = super().change_view(request, object_id, form_url, extra_context)
+        if response.status_code == 200 and may_read_content(request):
+            original = getattr(response, "context_data", {}).get("original")
+            if original is not None:
+                mail_content_shown.send(
+                    sender=type(self), user=request.user, page="email_change", email_ids=[original.pk]
+                )
+        return response
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        response = super().changelist_view(request, extra_context)
+        changelist = getattr(response, "context_data", {}).get("cl") if response.status_code == 200 else None
+        if changelist is not None and may_read_content(request):
+            # Evaluated here and cached on the changelist: the template renders these same rows.
+            shown = [row.pk for row in changelist.result_list]
+            if shown:
+                mail_content_shown.send(
+                    sender=type(self), user=request.user, page="email_list", email_ids=shown
+                )
+        return response
 
     # --- columns ------------------------------------------------------------------------
 

@@ -64,6 +64,7 @@ def account_form_data(**overrides: str) -> dict[str, str]:
         "storage_ceiling_bytes_1": "GB",
         "answering_audit_retention_days": "30",
         "mutation_audit_retention_days": "90",
+        "access_trail_retention_days": "90",
         "drafting_window_days": "7",
         "drafting_max_per_run": "20",
         "drafting_append_mode": "off",

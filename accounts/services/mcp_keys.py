@@ -52,6 +52,7 @@ class KeyGrant:
 
     key_pk: int
     account_pks: frozenset[int] | None
+    name: str = ""  # the key's name, as records of who read name it (accounts.services.caller)
 
 
 def accounts_named(account_ids: Iterable[str]) -> list[MailAccount]:
@@ -125,10 +126,12 @@ def authenticate(token: object) -> McpApiKey | None:
 def grant_of(key: McpApiKey) -> KeyGrant:
     """The accounts `key` may read, as the scope layer takes them."""
     if not key.limited:
-        return KeyGrant(key_pk=key.pk, account_pks=None)
+        return KeyGrant(key_pk=key.pk, account_pks=None, name=key.name)
     # The link table alone: no join to the accounts, so a busy accounts table never holds a key check.
     links = McpApiKey.accounts.through.objects.filter(mcpapikey_id=key.pk)
-    return KeyGrant(key_pk=key.pk, account_pks=frozenset(links.values_list("mailaccount_id", flat=True)))
+    return KeyGrant(
+        key_pk=key.pk, account_pks=frozenset(links.values_list("mailaccount_id", flat=True)), name=key.name
+    )
 
 
 class _VerifiedKeys:

@@ -54,6 +54,8 @@ class TokenGrant:
 
     connection_pk: int
     account_pks: frozenset[int]
+    user_name: str = ""  # the person who consented, as records of who read name them
+    client_name: str = ""  # the client's registered name
 
 
 def well_formed(token: object) -> bool:
@@ -70,7 +72,7 @@ def verify_access_token(token: object, resource: str) -> TokenGrant | None:
         return None
     now = timezone.now()
     row = (
-        McpToken.objects.select_related("connection__user")
+        McpToken.objects.select_related("connection__user", "connection__client")
         .filter(
             access_hash=credentials.digest(str(token)),
             access_expires_at__gt=now,
@@ -92,6 +94,8 @@ def verify_access_token(token: object, resource: str) -> TokenGrant | None:
     return TokenGrant(
         connection_pk=connection.pk,
         account_pks=consented if connectable is None else consented & connectable,
+        user_name=connection.user.get_username(),
+        client_name=connection.client.client_name,
     )
 
 

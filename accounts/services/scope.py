@@ -48,6 +48,22 @@ def limited_to_accounts(account_pks: Collection[int] | None) -> Iterator[None]:
         _key_accounts.reset(token)
 
 
+# None: nobody is watching. A set: every account a scope resolved in this context chose, so a
+# caller that records what a read reached (the access trail) learns it without resolving twice.
+_observed: ContextVar[set[int] | None] = ContextVar("mailfathom_observed_scope", default=None)
+
+
+@contextmanager
+def observing_scope() -> Iterator[set[int]]:
+    """Within the block, collect the primary keys of the accounts every resolved scope chose."""
+    seen: set[int] = set()
+    token = _observed.set(seen)
+    try:
+        yield seen
+    finally:
+        _observed.reset(token)
+
+
 def reachable_accounts() -> list[MailAccount]:
     """The served accounts this context's caller may read, ordered by identifier."""
     served = MailAccount.objects.served()
@@ -151,6 +167,9 @@ def resolve_scope(
             return True
         return mapping.alias in wanted_aliases or (mapping.role != "" and mapping.role in wanted_roles)
 
+    observed = _observed.get()
+    if observed is not None:
+        observed.update(account.pk for account in chosen)
     return ResolvedScope(
         accounts=tuple(
             ResolvedAccount(

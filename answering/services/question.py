@@ -20,6 +20,7 @@ from django.conf import settings
 from django.utils import timezone
 from opentelemetry import trace
 
+from accounts.services.caller import current_caller
 from accounts.services.scope import ResolvedScope, resolve_scope
 from answering.capability import admit_question
 from answering.citing import Reliance, relied_on
@@ -226,6 +227,7 @@ def _audit(
         outcome=outcome,
         retrieval_ceiling_reached=record.retrieval_truncated,
         relevance_fell_back=record.relevance_fell_back,
+        requester=current_caller(),
     )
 
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('audit', '0006_answering_email_relied_on_rank'),
+        ('audit', '0008_access_trail'),
     ]
 
     operations = [

@@ -18,6 +18,7 @@ from django.db import transaction
 from opentelemetry import metrics
 
 from accounts.models import MailAccount
+from accounts.services.caller import CLIENT_NAME_LENGTH, Caller, bounded_name
 from audit.models import AnsweringRunEmail, AnsweringRunEntry, RunOutcome
 from audit.services import chain
 
@@ -58,6 +59,7 @@ class RunAudit:
     outcome: RunOutcome
     retrieval_ceiling_reached: bool = False
     relevance_fell_back: bool = False
+    requester: Caller | None = None  # who asked (accounts.services.caller); None with no caller
 
 
 def record_run(run: RunAudit) -> int:
@@ -71,6 +73,17 @@ def record_run(run: RunAudit) -> int:
         logger.warning("answering audit: the entries of run %s could not be appended", run.run_id)
         REFUSED_APPENDS.add(1)
         return 0
+
+
+def _requester(caller: Caller | None) -> dict[str, str]:
+    if caller is None:
+        return {}
+    return {
+        "requester_kind": bounded_name(caller.kind, 16),
+        "requester": bounded_name(caller.name),
+        "requester_owner": bounded_name(caller.owner),
+        "client_name": bounded_name(caller.client, CLIENT_NAME_LENGTH),
+    }
 
 
 def _append(run: RunAudit) -> int:
@@ -94,6 +107,7 @@ def _append(run: RunAudit) -> int:
                     outcome=run.outcome,
                     retrieval_ceiling_reached=run.retrieval_ceiling_reached,
                     relevance_fell_back=run.relevance_fell_back,
+                    **_requester(run.requester),
                 )
                 for account in accounts
             ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from audit.access_models import ACCESS_TRAIL_FIELDS, AccessEntry, AccessEntryEmail
 from audit.erasure_models import ErasureRequestRecord
 from audit.models import MUTATION_TRAIL_FIELDS, AnsweringRunEmail, AnsweringRunEntry, MutationEntry
 from audit.services.chain import canonical_json, fields_canonical, register_trail
@@ -71,6 +72,20 @@ def answering_canonical(entry: Any) -> bytes:
     )
 
 
+ACCESS_FIELDS = ("id", *ACCESS_TRAIL_FIELDS, "retention_days")
+
+
+def access_canonical(entry: Any) -> bytes:
+    """An access entry with the emails the read returned, in position order."""
+    emails = sorted(entry.emails.all(), key=lambda row: (row.position, str(row.email_id)))
+    return canonical_json(
+        {
+            **{name: getattr(entry, name) for name in ACCESS_FIELDS},
+            "emails": [[str(row.email_id), row.position] for row in emails],
+        }
+    )
+
+
 def register_existing_trails() -> None:
     register_trail(
         "answering",
@@ -81,5 +96,10 @@ def register_existing_trails() -> None:
     )
     register_trail("mutation", MutationEntry, fields_canonical(*MUTATION_FIELDS))
     register_trail("erasure", ErasureRequestRecord, fields_canonical(*ERASURE_FIELDS))
-    # The access trail joins with one line (audit/access_models.py):
-    # register_trail("access", AccessEntry, fields_canonical(*ACCESS_TRAIL_FIELDS))
+    register_trail(
+        "access",
+        AccessEntry,
+        access_canonical,
+        prefetch=("emails",),
+        children=((AccessEntryEmail, "entry_id"),),
+    )

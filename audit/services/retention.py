@@ -8,7 +8,9 @@ One pass (docs/operations/compliance.md, Retention):
   whose run ended (answering) or whose act was requested (mutation) before the window;
   the next pass erases what this one left;
 - erases mutation entries whose account row is gone by the window they were written under;
-- touches nothing but the two trails: a failure is logged naming the account identifier,
+- erases expired access trail entries in a step of its own (`erase_expired_access_entries`),
+  by the same rules and with its own window;
+- touches nothing but the trails: a failure is logged naming the account identifier,
   counted in the result, and never reaches synchronization's state or its backoff.
 """
 
@@ -24,6 +26,7 @@ from django.db.models import DateTimeField, DurationField, ExpressionWrapper, F,
 from django.utils import timezone
 
 from accounts.models import MailAccount
+from audit.access_models import AccessEntry
 from audit.models import AnsweringRunEntry, MutationEntry
 from audit.services import chain
 
@@ -38,6 +41,7 @@ class RetentionPass:
 
     answering_erased: int = 0
     mutations_erased: int = 0
+    access_erased: int = 0
     failed_accounts: list[str] = field(default_factory=list)
 
 
@@ -58,11 +62,13 @@ def erase_expired_entries(now: datetime | None = None, batch: int = BATCH) -> Re
         result.mutations_erased += _erase_orphaned_mutations(now, batch)
     except Exception:
         logger.warning("audit retention: the pass failed for entries of deleted accounts")
+    erase_expired_access_entries(now, batch, result)
     chain.compact_all()  # prune the links no held entry needs; a checkpoint keeps their hash
     logger.info(
-        "audit retention: answering_erased=%d mutations_erased=%d failed_accounts=%d",
+        "audit retention: answering_erased=%d mutations_erased=%d access_erased=%d failed_accounts=%d",
         result.answering_erased,
         result.mutations_erased,
+        result.access_erased,
         len(result.failed_accounts),
     )
     return result
@@ -88,6 +94,35 @@ def _erase_orphaned_mutations(now: datetime, batch: int) -> int:
     )
     with transaction.atomic():
         return _erase_batch(expired, batch)
+
+
+def erase_expired_access_entries(now: datetime, batch: int, result: RetentionPass) -> None:
+    """The access trail's step of a pass: every account by its own window, then entries of deleted accounts.
+
+    At most `batch` entries per account, oldest first; a failure for one account is logged,
+    added to `result.failed_accounts` (once per account) and the step goes on.
+    """
+    for account in MailAccount.objects.order_by("pk"):
+        before = now - timedelta(days=account.access_trail_retention_days)
+        try:
+            with transaction.atomic():
+                result.access_erased += _erase_batch(AccessEntry.objects.expired(account, before), batch)
+        except Exception:
+            logger.warning("audit retention: the access trail step failed for account %s", account.account_id)
+            if account.account_id not in result.failed_accounts:
+                result.failed_accounts.append(account.account_id)
+    window = ExpressionWrapper(F("retention_days") * Value(timedelta(days=1)), output_field=DurationField())
+    orphaned = (
+        AccessEntry.objects.filter(account__isnull=True)
+        .annotate(expires_at=ExpressionWrapper(F("accessed_at") + window, output_field=DateTimeField()))
+        .filter(expires_at__lt=now)
+        .order_by("accessed_at", "id")
+    )
+    try:
+        with transaction.atomic():
+            result.access_erased += _erase_batch(orphaned, batch)
+    except Exception:
+        logger.warning("audit retention: the access trail step failed for entries of deleted accounts")
 
 
 def _erase_batch(expired: QuerySet[Any], batch: int) -> int:

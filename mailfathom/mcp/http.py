@@ -21,8 +21,8 @@ from django.conf import settings
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 
-from accounts.services import mcp_oauth_tokens
-from accounts.services.mcp_keys import recently_refused, recently_verified, verify, well_formed
+from accounts.services import caller, mcp_oauth_tokens
+from accounts.services.mcp_keys import KeyGrant, recently_refused, recently_verified, verify, well_formed
 from accounts.services.scope import limited_to_accounts
 from mailfathom.core import config
 from mailfathom.core.config import MailFathomSettings
@@ -106,6 +106,12 @@ async def answer_unavailable(send: Any) -> None:
 KEY_CHECK_WORKERS = 2
 
 
+def key_caller(grant: KeyGrant) -> caller.Caller:
+    """The requester an MCP API key is: its name. A key belongs to no person here (its name says
+    who uses it), so no owner is named."""
+    return caller.Caller(caller.MCP_KEY, caller.bounded_name(grant.name))
+
+
 class BearerKeyGate:
     """Admit a request only with a valid, unrevoked MCP API key; limit it to the key's accounts.
 
@@ -145,7 +151,7 @@ class BearerKeyGate:
             logger.info("mcp: request refused: no valid API key")
             await _answer(send, 401, "unauthorized", ((b"www-authenticate", b"Bearer"),))
             return
-        with limited_to_accounts(grant.account_pks):
+        with limited_to_accounts(grant.account_pks), caller.acting_as(key_caller(grant)):
             await self.app(scope, receive, send)
 
 
@@ -191,16 +197,25 @@ class OAuthGate:
         base = request_base(scope)
         account_pks: frozenset[int] | None = None
         admitted = False
+        who: caller.Caller | None = None
         try:
             if self.keys and well_formed(token):
                 if not recently_refused(token):
                     grant = recently_verified(token) or await self.checks.run(verify, token)
                     admitted, account_pks = grant is not None, grant.account_pks if grant else None
+                    who = key_caller(grant) if grant else None
             elif mcp_oauth_tokens.well_formed(token):
                 found = await self.checks.run(
                     mcp_oauth_tokens.verify_access_token, token, mcp_oauth_tokens.resource_url(base)
                 )
                 admitted, account_pks = found is not None, found.account_pks if found else None
+                if found is not None:
+                    who = caller.Caller(
+                        caller.OAUTH_TOKEN,
+                        caller.bounded_name(found.client_name),
+                        owner=caller.bounded_name(found.user_name),
+                        client=caller.bounded_name(found.client_name, caller.CLIENT_NAME_LENGTH),
+                    )
         except Exception as error:
             outage = outage_of(error)
             if outage is None:
@@ -212,7 +227,7 @@ class OAuthGate:
             logger.info("mcp: request refused: no valid access token")
             await _answer(send, 401, "unauthorized", bearer_challenge(base, invalid=bool(token)))
             return
-        with limited_to_accounts(account_pks):
+        with limited_to_accounts(account_pks), caller.acting_as(who):
             await self.app(scope, receive, send)
 
 

@@ -26,6 +26,9 @@ from mcp_types import (
     TextContent,
 )
 
+from accounts.services.caller import UNAUTHENTICATED, Caller, acting_as, current_caller
+from accounts.services.scope import observing_scope
+from audit.services.access_trail import AccessChannel, record_access
 from mailfathom.core.errors import (
     DEPENDENCY_UNAVAILABLE,
     DEPENDENCY_UNAVAILABLE_MESSAGE,
@@ -34,6 +37,7 @@ from mailfathom.core.errors import (
     published,
 )
 from mailfathom.core.version import VERSION
+from mailfathom.core.wire import WireModel
 from mailfathom.mcp import calls
 from mailfathom.mcp.arguments import convert_arguments
 from mailfathom.mcp.execution import UseCaseRunner
@@ -130,8 +134,9 @@ class Bridge:
             raise calls.Refusal(INVALID_PARAMS, UNKNOWN_TOOL_MESSAGE)
         try:
             keywords = convert_arguments(tool.arguments, params.arguments)
-            result = await self.runner.call(tool.use_case, **keywords)
-            payload = tool.publish(result).wire()
+            who = (current_caller() or Caller(UNAUTHENTICATED, "")).with_client(client_name(ctx))
+            published_result = await self.runner.call(call_recorded, tool, who, keywords)
+            payload = published_result.wire()
         except MailFathomError as error:
             shown = published(error)
             if shown is not error:
@@ -158,6 +163,29 @@ class Bridge:
         logger.error("%s trace=%s", message, trace_id, exc_info=exc_info)
         calls.settle(calls.FAILED, UNDESCRIBED)
         return error_result(published(RuntimeError()))
+
+
+def client_name(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The name the client gave itself (MCP clientInfo), where this request carries one; else ""."""
+    params = getattr(getattr(ctx, "session", None), "client_params", None)
+    name = getattr(getattr(params, "client_info", None), "name", "")
+    return name if isinstance(name, str) else ""
+
+
+def call_recorded(tool: ToolSpec, who: Caller, keywords: Mapping[str, Any]) -> WireModel:
+    """Run the tool's use case as `who`, publish its result, and record the read in the access trail.
+
+    On the call's worker thread, inside its slot: the record is part of the call's cost. Only a
+    call that returned is recorded (a refused one handed over no mail). The accounts recorded
+    are those the call's scope reached, or for a read by id those whose mail it returned; the
+    emails are those the published result names (docs/operations/compliance.md, Access trail).
+    """
+    with acting_as(who), observing_scope() as reached:
+        result = tool.publish(tool.use_case(**keywords))
+    record_access(
+        AccessChannel.MCP, tool.name, who, tool.returned(result), reached if tool.scope_reached else ()
+    )
+    return result
 
 
 def build_server(runner: UseCaseRunner, tools: tuple[ToolSpec, ...] = TOOLS) -> Server[Any]:

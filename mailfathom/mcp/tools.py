@@ -53,6 +53,11 @@ class ToolSpec:
     use_case: Callable[..., WireModel]
     publish: Callable[[Any], WireModel] = lambda result: result
     advertised: Callable[[], bool] | None = None
+    # The access trail (docs/operations/compliance.md): the ids of the emails a result hands
+    # the caller, and whether every account the call's scope reached is recorded (a listing,
+    # a search, a question) or only those whose mail it returned (a read by id).
+    returned: Callable[[Any], list[str]] = lambda result: []
+    scope_reached: bool = True
 
     def descriptor(self) -> Tool:
         return Tool(
@@ -135,6 +140,27 @@ LIST_ACCOUNTS = ToolSpec(
     use_case=directory.list_accounts,
 )
 
+
+def _listed(page: timeline.EmailPage) -> list[str]:
+    return [summary.stored_email_id for summary in page.emails]
+
+
+def _read(result: content.ContentResult) -> list[str]:
+    return [str(entry.stored_email_id) for entry in result.emails if entry.content is not None]
+
+
+def _found(result: search.SearchResult) -> list[str]:
+    return [match.summary.stored_email_id for match in result.matches]
+
+
+def _cited(result: question.AnswerResult) -> list[str]:
+    return [citation.stored_email_id for citation in result.citations]
+
+
+def _drafted_from(result: reply_draft.DraftReplyResult) -> list[str]:
+    return [result.stored_email_id, *result.source_email_ids]
+
+
 # --- list_emails ----------------------------------------------------------------------------
 
 
@@ -187,6 +213,7 @@ def list_emails_tool(declaration: type[MailFilter] = MailFilter) -> ToolSpec:
         ),
         result_model=timeline.EmailPage,
         use_case=timeline.list_emails,
+        returned=_listed,
     )
 
 
@@ -252,6 +279,8 @@ GET_EMAIL_CONTENT = ToolSpec(
     ),
     result_model=content.ContentResult,
     use_case=content.get_email_content,
+    returned=_read,
+    scope_reached=False,
 )
 
 # --- search_emails --------------------------------------------------------------------------
@@ -339,6 +368,7 @@ def search_emails_tool(declaration: type[MailFilter] = MailFilter) -> ToolSpec:
         result_model=search.SearchResult,
         use_case=search.search_emails,
         publish=_bounded_search,
+        returned=_found,
     )
 
 
@@ -389,6 +419,7 @@ ASK_MAIL = ToolSpec(
     use_case=question.ask_mail,
     publish=_bounded_answer,
     advertised=answering_available,
+    returned=_cited,
 )
 
 # --- draft_reply ----------------------------------------------------------------------------
@@ -426,6 +457,8 @@ DRAFT_REPLY = ToolSpec(
     result_model=reply_draft.DraftReplyResult,
     use_case=reply_draft.draft_reply,
     advertised=drafting_available,
+    returned=_drafted_from,
+    scope_reached=False,
 )
 
 TOOLS: tuple[ToolSpec, ...] = (*READ_TOOLS, ASK_MAIL, DRAFT_REPLY)

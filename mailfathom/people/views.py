@@ -4,7 +4,9 @@ Each request runs inside `limited_to_accounts(readable_accounts(user))`: the sam
 MCP key sets, read by the same scope resolution, so a person reads the accounts they own or
 are a delegate of, and an operator every served account. Reads are recorded where the
 tools' are: ask_mail appends to the answering audit trail itself; a search is logged here,
-as the MCP call filter logs a tool call (name, outcome, code; never the query).
+as the MCP call filter logs a tool call (name, outcome, code; never the query). A search or a
+question that returned is also recorded in the access trail of the accounts it reached, naming
+the person (docs/operations/compliance.md, Access trail).
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from django.urls import reverse_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.services.caller import acting_as, person
 from accounts.services.people import readable_accounts
-from accounts.services.scope import limited_to_accounts
+from accounts.services.scope import limited_to_accounts, observing_scope
 from answering.capability import answering_capability
 from answering.services.question import ask_mail
+from audit.services.access_trail import AccessChannel, record_access
 from mailbox.services.directory import AccountDirectory, list_accounts
 from mailbox.services.search import search_emails
 from mailfathom.core.capability import CapabilityState
@@ -88,7 +92,8 @@ def _page(request: HttpRequest, directory: AccountDirectory, **context: Any) -> 
 @require_GET
 def search_page(request: HttpRequest) -> HttpResponse:
     """The page; with a query (`q` present), one search_emails call and its matches."""
-    with limited_to_accounts(readable_accounts(request.user)):
+    who = person(request.user)
+    with limited_to_accounts(readable_accounts(request.user)), acting_as(who):
         directory = list_accounts()
         if "q" not in request.GET:
             return _page(request, directory)
@@ -96,7 +101,10 @@ def search_page(request: HttpRequest) -> HttpResponse:
         result, refusal = None, None
         if form.is_valid():
             try:
-                result = search_emails(**form.search_arguments())
+                with observing_scope() as reached:
+                    result = search_emails(**form.search_arguments())
+                found = [match.summary.stored_email_id for match in result.matches]
+                record_access(AccessChannel.PEOPLE_PAGE, "search_emails", who, found, reached)
             except MailFathomError as error:
                 refusal = _refusal(request, "search_emails", error)
             _called(request, "search_emails", refusal)
@@ -109,13 +117,17 @@ def search_page(request: HttpRequest) -> HttpResponse:
 @require_POST
 def ask_page(request: HttpRequest) -> HttpResponse:
     """One ask_mail call (it records its own run in the answering audit trail)."""
-    with limited_to_accounts(readable_accounts(request.user)):
+    who = person(request.user)
+    with limited_to_accounts(readable_accounts(request.user)), acting_as(who):
         directory = list_accounts()
         form = AskForm(request.POST, accounts=directory.accounts)
         answer, refusal = None, None
         if form.is_valid():
             try:
-                answer = ask_mail(**form.ask_arguments())
+                with observing_scope() as reached:
+                    answer = ask_mail(**form.ask_arguments())
+                cited = [citation.stored_email_id for citation in answer.citations]
+                record_access(AccessChannel.PEOPLE_PAGE, "ask_mail", who, cited, reached)
             except MailFathomError as error:
                 refusal = _refusal(request, "ask_mail", error)
             _called(request, "ask_mail", refusal)

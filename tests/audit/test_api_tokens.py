@@ -111,6 +111,7 @@ def test_compliance_group_holds_view_export_and_request_erasure_but_not_execute(
     assert {"view_audit", "export_audit", "request_erasure"} <= granted
     assert not granted & {"execute_erasure", "execute_erasurerequestrecord"}
     assert not {codename for codename in granted if codename.startswith(("add_", "change_", "delete_"))}
+    assert "view_accessentry" in granted  # the access trail's admin list (audit 0008_access_trail)
     declared = set(
         Permission.objects.filter(content_type__app_label="audit").values_list("codename", flat=True)
     )
