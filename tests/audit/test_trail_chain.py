@@ -35,7 +35,8 @@ from tests.audit.support import SECOND_ADDRESS
 from tests.factories import MailAccountFactory
 from tests.mailbox.test_erasure import PERSON
 
-OFFICER = Requester(name="compliance-officer", kind=ErasureRequesterKind.USER)
+OFFICER = Requester(name="compliance-officer", kind=ErasureRequesterKind.USER, person="compliance-officer")
+REVIEWER = Requester(name="second-reviewer", kind=ErasureRequesterKind.USER, person="second-reviewer")
 KEY_A = "Y2hhbmdlLW1lLXRoaXMtaXMtYS10ZXN0LWtleS0wMDA="  # the suite's ring (tests/conftest.py)
 KEY_B = "YW5vdGhlci10ZXN0LWtleS1mb3ItdGhlLWNoYWluLTE="
 
@@ -112,7 +113,7 @@ def world(two_accounts):
     act(billing)
     act(support)
     executed = request_erasure([SECOND_ADDRESS], requester=OFFICER)
-    execute_erasure_request(executed.request_id, [SECOND_ADDRESS], requester=OFFICER)
+    execute_erasure_request(executed.request_id, [SECOND_ADDRESS], requester=REVIEWER)
     request_erasure([PERSON], requester=OFFICER)  # left previewed
     return billing, support
 
