@@ -6,6 +6,7 @@ from typing import Any
 
 from celery import shared_task
 
+from audit.services import case_export
 from audit.services.retention import erase_expired_entries
 
 
@@ -22,3 +23,19 @@ def erase_expired_audit_entries() -> dict[str, Any]:
         "mutations_erased": result.mutations_erased,
         "failed_accounts": len(result.failed_accounts),
     }
+
+
+@shared_task(name="audit.run_case_export", ignore_result=True)
+def run_case_export_task(export_id: str, addresses: list[str]) -> dict[str, Any]:
+    """Write one case export's zip (audit.services.case_export); its progress is on the record.
+
+    The person's addresses travel in this message only: the record keeps their keyed hashes.
+    """
+    record = case_export.run_case_export(export_id, addresses)
+    return {"status": record.status, "exported": record.exported_messages, "missing": record.missing_messages}
+
+
+@shared_task(name="audit.expire_case_exports", ignore_result=True)
+def expire_case_exports() -> int:
+    """Delete the zips of case exports past their expiry (records stay); on beat's schedule."""
+    return case_export.expire_case_exports()

@@ -105,6 +105,12 @@ class Code(IntEnum):
     CAPABILITY_UNAVAILABLE = 56001, "This deployment {does} but cannot right now; try again in a minute."
     # 57xxx: an allowance spent or a run's ceiling reached.
     SPEND_REFUSED = 57001, "This deployment has spent what it may spend on {purpose} in the current period."
+    # 58xxx (internal): compliance refusals, shown to compliance staff on their admin pages.
+    CASE_EXPORT_TOO_LARGE = (
+        58003,
+        "The selection holds more stored mail than one case export may hold "
+        "(MAILFATHOM_CASE_EXPORT_MAX_BYTES, {maximum} bytes); narrow it by account, person or dates.",
+    )
     # 61xxx (internal): synchronization, recorded per folder (docs/synchronization.md).
     CANNOT_CONNECT = 61001, "The server could not be reached."
     LOGIN_REFUSED = 61002, "The server refused the login."
