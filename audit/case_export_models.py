@@ -44,6 +44,8 @@ class CaseExport(models.Model):
     # Progress, updated by the worker as it goes: messages handled out of those selected.
     total_messages = models.PositiveIntegerField(default=0)
     done_messages = models.PositiveIntegerField(default=0)
+    # When the worker last wrote progress: a running export silent for long is taken over.
+    progress_at = models.DateTimeField(null=True, blank=True)
     exported_messages = models.PositiveIntegerField(default=0)
     missing_messages = models.PositiveIntegerField(default=0)
     selected_bytes = models.BigIntegerField(default=0, help_text="Stored raw bytes the selection holds.")

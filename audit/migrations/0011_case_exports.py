@@ -56,6 +56,7 @@ class Migration(migrations.Migration):
                 ('failure_code', models.PositiveIntegerField(blank=True, null=True)),
                 ('total_messages', models.PositiveIntegerField(default=0)),
                 ('done_messages', models.PositiveIntegerField(default=0)),
+                ('progress_at', models.DateTimeField(blank=True, null=True)),
                 ('exported_messages', models.PositiveIntegerField(default=0)),
                 ('missing_messages', models.PositiveIntegerField(default=0)),
                 ('selected_bytes', models.BigIntegerField(default=0, help_text='Stored raw bytes the selection holds.')),

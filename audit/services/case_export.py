@@ -67,6 +67,7 @@ MAX_CASE_REFERENCE_LENGTH = 200
 PAGE = 200  # emails read from the database per round trip
 PROGRESS_SECONDS = 1.0  # how often the record's progress is written while exporting
 PROGRESS_LABEL = "case export"
+STALE_SECONDS = 300  # a running export with no progress for this long is taken over
 MBOX_NAME = "mailbox.mbox"
 MANIFEST_NAME = "manifest.json"
 SUMS_NAME = "manifest.sha256"
@@ -197,6 +198,10 @@ def max_bytes() -> int:
     return int(settings.MAILFATHOM.case_export_max_bytes)
 
 
+def retention_days() -> int:
+    return int(settings.MAILFATHOM.case_export_retention_days)
+
+
 def _too_large() -> MailFathomError:
     return MailFathomError(CASE_EXPORT_TOO_LARGE, CASE_EXPORT_TOO_LARGE.message(maximum=max_bytes()))
 
@@ -246,7 +251,7 @@ def run_case_export(
     a file behind.
     """
     record = CaseExport.objects.get(pk=export_id)
-    if record.status not in (CaseExportStatus.QUEUED, CaseExportStatus.RUNNING):
+    if not _claimed(record):
         return record
     directory = export_directory()
     final = directory / f"{record.id}.zip"
@@ -256,11 +261,7 @@ def run_case_export(
         if planned.stored_bytes > max_bytes():
             raise _too_large()
         CaseExport.objects.filter(pk=record.pk).update(
-            status=CaseExportStatus.RUNNING,
-            started_at=timezone.now(),
-            total_messages=planned.messages,
-            selected_bytes=planned.stored_bytes,
-            done_messages=0,
+            total_messages=planned.messages, selected_bytes=planned.stored_bytes, done_messages=0
         )
         record.refresh_from_db()
         written = write_case_export(record, selection, final, progress=progress)
@@ -299,10 +300,28 @@ def run_case_export(
     record.file_bytes = written.file_bytes
     record.file_sha256 = written.file_sha256
     record.manifest_sha256 = written.manifest_sha256
-    record.expires_at = finished + timedelta(days=int(settings.MAILFATHOM.case_export_retention_days))
+    record.expires_at = finished + timedelta(days=retention_days())
     record.save()
     logger.info("case export %s done: %d messages, %d missing", record.id, written.exported, written.missing)
     return record
+
+
+def _claimed(record: CaseExport) -> bool:
+    """Take the export for this worker: a queued one, or a running one whose worker went silent.
+
+    A task is handed out again when its worker dies (acks late), and also when it runs past
+    the broker's visibility timeout while its first worker is still writing: only a running
+    export without progress for STALE_SECONDS is taken over, so two workers never write one zip.
+    """
+    now = timezone.now()
+    stale = Q(status=CaseExportStatus.RUNNING) & (
+        Q(progress_at__isnull=True) | Q(progress_at__lt=now - timedelta(seconds=STALE_SECONDS))
+    )
+    taken = CaseExport.objects.filter(Q(pk=record.pk) & (Q(status=CaseExportStatus.QUEUED) | stale)).update(
+        status=CaseExportStatus.RUNNING, started_at=now, progress_at=now
+    )
+    record.refresh_from_db()
+    return taken == 1
 
 
 def expire_case_exports(now: datetime | None = None) -> int:
@@ -481,7 +500,9 @@ def write_case_export(
 
 
 def _report(record: CaseExport, done: int, total: int, progress: ProgressCallback | None) -> None:
-    CaseExport.objects.filter(pk=record.pk).update(done_messages=done, total_messages=max(total, done))
+    CaseExport.objects.filter(pk=record.pk).update(
+        done_messages=done, total_messages=max(total, done), progress_at=timezone.now()
+    )
     if progress is not None:
         progress(Progress(label=PROGRESS_LABEL, done=done, total=max(total, done)))
 
@@ -641,6 +662,7 @@ __all__ = [
     "export_directory",
     "open_download",
     "plan",
+    "retention_days",
     "run_case_export",
     "selected_emails",
     "start_case_export",
