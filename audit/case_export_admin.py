@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import Model
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.http.response import HttpResponseBase
+from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
@@ -94,8 +95,8 @@ class CaseExportAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # the generi
         "requested_by",
         "status_badge",
         "progress_bar",
-        "exported_messages",
-        "missing_messages",
+        "exported",
+        "missing",
         "file_size",
         "download_link",
     ]
@@ -179,9 +180,17 @@ class CaseExportAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # the generi
             record.total_messages,
         )
 
-    @admin.display(description="Zip size")
+    @admin.display(description="Exported", ordering="exported_messages")
+    def exported(self, record: CaseExport) -> int:
+        return record.exported_messages
+
+    @admin.display(description="Missing", ordering="missing_messages")
+    def missing(self, record: CaseExport) -> int:
+        return record.missing_messages
+
+    @admin.display(description="Zip")
     def file_size(self, record: CaseExport) -> str:
-        return f"{record.file_bytes / 1_000_000:.1f} MB" if record.file_bytes else ""
+        return filesizeformat(record.file_bytes) if record.file_bytes else ""
 
     @admin.display(description="Download")
     def download_link(self, record: CaseExport) -> str:

@@ -1,7 +1,8 @@
 // The case export list: refresh each running export's progress bar from the status JSON.
 // Plain script, no library. Reloads the page when an export changes state, so its download
 // link (or failure code) appears; stops polling when nothing is queued or running.
-(function () {
+// Admin puts a ModelAdmin's media in <head>, so the script waits for the page to be read.
+document.addEventListener("DOMContentLoaded", function () {
   "use strict";
   var bars = document.querySelectorAll("progress.case-export-progress");
   if (!bars.length) { return; }
@@ -49,4 +50,4 @@
   }
 
   window.setInterval(refresh, seconds * 1000);
-})();
+});
