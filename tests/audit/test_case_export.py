@@ -39,7 +39,7 @@ def export_dir(settings, tmp_path) -> Path:
 
 @pytest.fixture
 def mail():
-    """billing: the person in From, To and Cc (June 1-3 2025), one other's (June 10); support: one unrelated."""
+    """billing: the person in From, To and Cc, and one other email; support: one unrelated."""
     billing = mapped_folder(MailAccountFactory(account_id="billing"), "inbox", FolderRole.INBOX)
     support = mapped_folder(MailAccountFactory(account_id="support"), "inbox", FolderRole.INBOX)
     MailAccount.objects.filter(account_id="billing").update(mutation_audit_enabled=True)
