@@ -7,7 +7,7 @@ against MAILFATHOM_CASE_EXPORT_MAX_BYTES before anything is written (58003 when 
 again while writing. The zip holds, streamed to a file on disk message by message:
 
 - messages/<n>-<sha256 prefix>.eml: each message's raw MIME exactly as stored, read through
-  mailbox.services.content.stored_raw, which checks it against its recorded SHA-256;
+  mailbox.services.content.stored_raws (stored_raw for many), which checks it against its recorded SHA-256;
 - mailbox.mbox: the same messages in mboxrd (From_ lines quoted with one more ">");
 - manifest.json: the selection as given, every message (stored id, account, folder alias,
   received_at, Message-ID hash, size, SHA-256 of the EML bytes) or, for one whose stored
@@ -49,7 +49,7 @@ from audit.case_export_models import CaseExport, CaseExportStatus
 from audit.models import MutationKind, MutationOutcome, RequesterKind
 from audit.services.mutations import Mutation, message_id_hash, record_mutation
 from mailbox.models import Availability, Email, Participant, RawMessage
-from mailbox.services.content import stored_raw
+from mailbox.services.content import StoredRaw, stored_raws
 from mailfathom.core.errors import FILTER_REFUSED, UNDESCRIBED, Code, MailFathomError
 from mailfathom.core.progress import Progress, ProgressCallback
 from mailfathom.core.signing import derived_keys
@@ -65,6 +65,7 @@ MAX_ADDRESSES = 100
 MAX_ADDRESS_LENGTH = 320
 MAX_CASE_REFERENCE_LENGTH = 200
 PAGE = 200  # emails read from the database per round trip
+RAW_GROUP_BYTES = 16 * 1024 * 1024  # stored (compressed) raw bytes held in memory at once
 PROGRESS_SECONDS = 1.0  # how often the record's progress is written while exporting
 PROGRESS_LABEL = "case export"
 STALE_SECONDS = 300  # a running export with no progress for this long is taken over
@@ -451,9 +452,9 @@ def write_case_export(
                 open(scratch / "entries", "w", encoding="utf-8") as entries,
                 open(scratch / "sums", "w", encoding="utf-8") as sums,
             ):
-                for email in _emails_in_order(selection):
+                for email, stored in _emails_with_raw(selection):
                     done += 1
-                    entry, raw = _entry(done, email)
+                    entry, raw = _entry(done, email, stored)
                     counts = written.per_account.setdefault(email.account_id, Counter())
                     if raw is None:
                         written.missing += 1
@@ -507,8 +508,12 @@ def _report(record: CaseExport, done: int, total: int, progress: ProgressCallbac
         progress(Progress(label=PROGRESS_LABEL, done=done, total=max(total, done)))
 
 
-def _emails_in_order(selection: CaseSelection) -> Iterator[Email]:
-    """The selected emails, oldest received first, a page at a time (keyset, so memory is bounded)."""
+def _emails_with_raw(selection: CaseSelection) -> Iterator[tuple[Email, StoredRaw | None]]:
+    """The selected emails, oldest received first, each with its verified raw MIME (or None).
+
+    Read a page at a time (keyset), and the raw rows of a page in groups of at most
+    RAW_GROUP_BYTES stored bytes, so memory is bounded by those, not by the selection.
+    """
     rows = selected_emails(selection).select_related("account", "folder__mapping")
     rows = rows.order_by("received_at", "id")
     after: tuple[datetime, uuid.UUID] | None = None
@@ -517,13 +522,33 @@ def _emails_in_order(selection: CaseSelection) -> Iterator[Email]:
         if after is not None:
             page = rows.filter(Q(received_at__gt=after[0]) | Q(received_at=after[0], id__gt=after[1]))
         batch = list(page[:PAGE])
-        yield from batch
+        for group in _raw_groups(batch):
+            stored = stored_raws([email for email in group if email.availability in _RAW_STORED])
+            for email in group:
+                yield email, stored.get(email.pk)
         if len(batch) < PAGE:
             return
         after = (batch[-1].received_at, batch[-1].pk)
 
 
-def _entry(number: int, email: Email) -> tuple[dict[str, Any], bytes | None]:
+def _raw_groups(batch: list[Email]) -> Iterator[list[Email]]:
+    sizes = dict(
+        RawMessage.objects.filter(email_id__in=[e.pk for e in batch]).values_list("email_id", "stored_size")
+    )
+    group: list[Email] = []
+    held = 0
+    for email in batch:
+        size = int(sizes.get(email.pk, 0))
+        if group and held + size > RAW_GROUP_BYTES:
+            yield group
+            group, held = [], 0
+        group.append(email)
+        held += size
+    if group:
+        yield group
+
+
+def _entry(number: int, email: Email, raw: StoredRaw | None) -> tuple[dict[str, Any], bytes | None]:
     """The manifest entry of one email and its verified raw bytes (None: listed as missing)."""
     entry: dict[str, Any] = {
         "n": number,
@@ -536,7 +561,6 @@ def _entry(number: int, email: Email) -> tuple[dict[str, Any], bytes | None]:
     if email.availability not in _RAW_STORED:
         entry.update(status="missing", reason=f"not stored: {email.availability}")
         return entry, None
-    raw = stored_raw(email)
     if raw is None:
         entry.update(status="missing", reason="stored copy missing or damaged (55001); repair requested")
         return entry, None
