@@ -118,7 +118,9 @@ def timed(work: Callable[[], tuple[int, int, int]]) -> tuple[float, int, int, in
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--messages", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="leave the scratch database for another run")
@@ -141,10 +143,11 @@ def main() -> None:
         root = Path(scratch)
         best: dict[str, float] = {}
         for round_number in range(1, args.rounds + 1):
+            target = root / f"round-{round_number}"
             for name, work in (
                 ("anchor eml", lambda: anchor_export(root, with_mbox=False)),
                 ("anchor eml+mbox", lambda: anchor_export(root, with_mbox=True)),
-                ("mailfathom", lambda: mailfathom_export(root / f"round-{round_number}")),
+                ("mailfathom", lambda target=target: mailfathom_export(target)),
             ):
                 seconds, count, size, zipped = timed(work)
                 best[name] = min(best.get(name, seconds), seconds)
@@ -153,7 +156,7 @@ def main() -> None:
                     f"{zipped / MB:.1f} MB zip in {seconds:.2f} s = {count / seconds:,.0f} msg/s, "
                     f"{size / MB / seconds:.1f} MB/s"
                 )
-            shutil.rmtree(root / f"round-{round_number}", ignore_errors=True)
+            shutil.rmtree(target, ignore_errors=True)
         tracemalloc.start()
         baseline = tracemalloc.get_traced_memory()[0]
         mailfathom_export(root / "memory")
