@@ -105,7 +105,7 @@ def anchor_export(directory: Path, *, with_mbox: bool) -> tuple[int, int, int]:
                         mbox.write(b"From MAILER-DAEMON Thu Jan  1 00:00:00 1970\n" + raw + b"\n")
             if with_mbox:
                 mbox.seek(0)
-                with archive.open("mailbox.mbox", "w", force_zip64=True) as target:
+                with archive.open("messages.mbox", "w", force_zip64=True) as target:
                     shutil.copyfileobj(mbox, target, 1024 * 1024)
         cursor.execute("CLOSE anchor")
     return count, size, path.stat().st_size

@@ -8,7 +8,7 @@ again while writing. The zip holds, streamed to a file on disk message by messag
 
 - messages/<n>-<sha256 prefix>.eml: each message's raw MIME exactly as stored, read through
   mailbox.services.content.stored_raws (stored_raw for many), which checks it against its recorded SHA-256;
-- mailbox.mbox: the same messages in mboxrd (From_ lines quoted with one more ">");
+- messages.mbox: the same messages in mboxrd (From_ lines quoted with one more ">");
 - manifest.json: the selection as given, every message (stored id, account, folder alias,
   received_at, Message-ID hash, size, SHA-256 of the EML bytes) or, for one whose stored
   copy is damaged or was never stored, its reason for being missing; the mbox's SHA-256;
@@ -69,7 +69,7 @@ RAW_GROUP_BYTES = 16 * 1024 * 1024  # stored (compressed) raw bytes held in memo
 PROGRESS_SECONDS = 1.0  # how often the record's progress is written while exporting
 PROGRESS_LABEL = "case export"
 STALE_SECONDS = 300  # a running export with no progress for this long is taken over
-MBOX_NAME = "mailbox.mbox"
+MBOX_NAME = "messages.mbox"
 MANIFEST_NAME = "manifest.json"
 SUMS_NAME = "manifest.sha256"
 CASE_EXPORT_TOO_LARGE = Code.CASE_EXPORT_TOO_LARGE

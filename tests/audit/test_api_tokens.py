@@ -106,9 +106,9 @@ def test_group_permission_counts_for_person_and_token(client):
     assert client.get("/api/tokens/export/", **bearer(issued.secret)).status_code == 200
 
 
-def test_compliance_group_holds_view_export_and_request_erasure_but_not_execute():
+def test_compliance_group_holds_view_export_request_erasure_and_case_export_but_not_execute():
     granted = set(Group.objects.get(name="Compliance").permissions.values_list("codename", flat=True))
-    assert granted == {"view_audit", "export_audit", "request_erasure"}
+    assert granted == {"view_audit", "export_audit", "request_erasure", "export_case"}
     declared = set(
         Permission.objects.filter(content_type__app_label="audit").values_list("codename", flat=True)
     )

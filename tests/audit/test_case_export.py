@@ -92,7 +92,7 @@ def test_an_account_export_holds_its_mail_and_every_hash_in_the_manifest_matches
         assert len(data) == entry["size"]
         raw = RawMessage.objects.get(email_id=entry["stored_email_id"])
         assert entry["sha256"] == raw.sha256
-    mbox = archive.read("mailbox.mbox")
+    mbox = archive.read("messages.mbox")
     assert hashlib.sha256(mbox).hexdigest() == manifest["mbox"]["sha256"]
     # The detached sums check every file, as `sha256sum -c manifest.sha256` would.
     sums = archive.read("manifest.sha256").decode()
@@ -111,7 +111,7 @@ def test_the_mbox_reads_back_as_the_same_messages(mail, export_dir, tmp_path):
     record = export(account_ids=["billing"])
     archive = opened(record, export_dir)
     target = tmp_path / "read.mbox"
-    target.write_bytes(archive.read("mailbox.mbox"))
+    target.write_bytes(archive.read("messages.mbox"))
     emls = [archive.read(m["file"]) for m in manifest_of(archive)["messages"]]
 
     assert [m.raw for m in read_mbox(target)] == emls
@@ -122,7 +122,7 @@ def test_a_from_line_in_a_body_is_quoted_mboxrd_style(export_dir):
     raw = message("From", 1).replace(b"Body 1", b"From here on\n>From there\nBody 1")
     store(folder, raw)
     record = export(account_ids=["quotes"])
-    mbox = opened(record, export_dir).read("mailbox.mbox")
+    mbox = opened(record, export_dir).read("messages.mbox")
 
     assert b"\n>From here on\n>>From there\n" in mbox
     assert mbox.count(b"\nFrom ") == 0 and mbox.startswith(b"From MAILER-DAEMON ")
