@@ -36,6 +36,10 @@ def run_case_export_task(export_id: str, addresses: list[str]) -> dict[str, Any]
 
 
 @shared_task(name="audit.expire_case_exports", ignore_result=True)
-def expire_case_exports() -> int:
-    """Delete the zips of case exports past their expiry (records stay); on beat's schedule."""
-    return case_export.expire_case_exports()
+def expire_case_exports() -> dict[str, int]:
+    """Delete the zips of case exports past their expiry (records stay), and mark failed the
+    exports no worker is writing any more; on beat's schedule."""
+    return {
+        "expired": case_export.expire_case_exports(),
+        "abandoned": case_export.fail_abandoned_exports(),
+    }

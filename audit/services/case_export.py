@@ -69,6 +69,7 @@ RAW_GROUP_BYTES = 16 * 1024 * 1024  # stored (compressed) raw bytes held in memo
 PROGRESS_SECONDS = 1.0  # how often the record's progress is written while exporting
 PROGRESS_LABEL = "case export"
 STALE_SECONDS = 300  # a running export with no progress for this long is taken over
+ABANDONED_SECONDS = 6 * 3600  # ... and with none for this long, beat marks it failed
 MBOX_NAME = "messages.mbox"
 MANIFEST_NAME = "manifest.json"
 SUMS_NAME = "manifest.sha256"
@@ -323,6 +324,27 @@ def _claimed(record: CaseExport) -> bool:
     )
     record.refresh_from_db()
     return taken == 1
+
+
+def fail_abandoned_exports(now: datetime | None = None) -> int:
+    """Mark failed (54001) the exports no worker is writing any more; returns how many.
+
+    A running export silent for ABANDONED_SECONDS lost its worker and was not taken over (its
+    task was handed out again too soon after the last progress, or never); a queued one that
+    no worker picked up for as long lost its task message. Either is started again by hand.
+    """
+    now = now or timezone.now()
+    before = now - timedelta(seconds=ABANDONED_SECONDS)
+    abandoned = 0
+    silent = Q(status=CaseExportStatus.RUNNING) & (Q(progress_at__lt=before) | Q(progress_at__isnull=True))
+    never_started = Q(status=CaseExportStatus.QUEUED, requested_at__lt=before)
+    for record in CaseExport.objects.filter(silent | never_started):
+        partial = export_directory() / f"{record.id}.zip.partial"
+        partial.unlink(missing_ok=True)
+        abandoned += CaseExport.objects.filter(pk=record.pk, status=record.status).update(
+            status=CaseExportStatus.FAILED, failure_code=UNDESCRIBED, finished_at=now
+        )
+    return abandoned
 
 
 def expire_case_exports(now: datetime | None = None) -> int:
@@ -683,6 +705,7 @@ __all__ = [
     "case_selection",
     "chain_heads",
     "expire_case_exports",
+    "fail_abandoned_exports",
     "export_directory",
     "open_download",
     "plan",

@@ -6,12 +6,13 @@ import hashlib
 import io
 import json
 import zipfile
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, Permission, User
 from django.urls import reverse
+from django.utils import timezone
 
 from accounts.models import FolderRole, MailAccount
 from audit import case_export_admin
@@ -220,6 +221,37 @@ def test_expired_exports_lose_their_file_and_keep_their_record(mail, export_dir)
 
     record.refresh_from_db()
     assert not path.exists() and record.status == CaseExportStatus.EXPIRED and record.file_deleted_at
+
+
+def test_exports_no_worker_is_writing_are_marked_failed_and_a_fresh_one_is_left(mail, export_dir):
+    chosen = case_selection(account_ids=["billing"])
+    stuck = start_case_export(chosen, requested_by="officer")
+    fresh = start_case_export(chosen, requested_by="officer")
+    later = stuck.requested_at + timedelta(seconds=case_export.ABANDONED_SECONDS + 1)
+    running = CaseExportStatus.RUNNING
+    CaseExport.objects.filter(pk=stuck.pk).update(status=running, progress_at=stuck.requested_at)
+    CaseExport.objects.filter(pk=fresh.pk).update(status=running, progress_at=later)
+
+    assert case_export.fail_abandoned_exports(now=later) == 1
+
+    stuck.refresh_from_db()
+    fresh.refresh_from_db()
+    assert (stuck.status, stuck.failure_code) == (CaseExportStatus.FAILED, 54001)
+    assert fresh.status == CaseExportStatus.RUNNING
+    assert run_case_export(stuck.id).status == CaseExportStatus.FAILED  # a failed export stays failed
+
+
+def test_a_running_export_whose_worker_went_silent_is_taken_over_and_a_live_one_is_not(mail, export_dir):
+    chosen = case_selection(account_ids=["billing"])
+    record = start_case_export(chosen, requested_by="officer")
+    running = CaseExportStatus.RUNNING
+    CaseExport.objects.filter(pk=record.pk).update(status=running, progress_at=timezone.now())
+
+    assert run_case_export(record.id).status == CaseExportStatus.RUNNING  # its worker is still on it
+
+    silent = timezone.now() - timedelta(seconds=case_export.STALE_SECONDS + 1)
+    CaseExport.objects.filter(pk=record.pk).update(progress_at=silent)
+    assert run_case_export(record.id).status == CaseExportStatus.DONE
 
 
 def test_the_export_is_written_in_bounded_memory_through_a_partial_file(mail, export_dir, monkeypatch):
