@@ -16,6 +16,7 @@ from django.db import models
 from accounts.models import MailAccount
 from audit.access_models import AccessEntry, AccessEntryEmail  # noqa: F401  (a model of this app, defined beside it)
 from audit.api_tokens import ApiToken  # noqa: F401  (a model of this app, defined beside it)
+from audit.case_export_models import CaseExport  # noqa: F401  (a model of this app, defined beside it)
 from audit.chain_models import TrailHead, TrailLink  # noqa: F401  (models of this app, defined beside it)
 from audit.erasure_models import ErasureRequestRecord  # noqa: F401  (a model of this app, defined beside it)
 from mailbox.models import Email
@@ -111,6 +112,8 @@ class MutationKind(models.TextChoices):
     DRAFT_APPENDED = "draft_appended", "Draft appended"
     DRAFT_REPLACED = "draft_replaced", "Draft replaced (superseded copy removed)"
     DRAFT_REMOVED = "draft_removed", "Draft removed"
+    # Not a change to the mail: the compliance act of exporting it (audit.services.case_export).
+    CASE_EXPORTED = "case_exported", "Case export written"
 
 
 class RequesterKind(models.TextChoices):

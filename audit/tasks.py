@@ -6,6 +6,7 @@ from typing import Any
 
 from celery import shared_task
 
+from audit.services import case_export
 from audit.services.erasure import clean_up_after_erasure
 from audit.services.retention import erase_expired_entries
 
@@ -31,3 +32,23 @@ def erasure_cleanup() -> dict[str, Any]:
     when an erasure request is executed; `manage.py erasure_cleanup` runs the same."""
     steps = clean_up_after_erasure()
     return {"steps": len(steps), "not_done": sum(1 for step in steps if step.outcome != "done")}
+
+
+@shared_task(name="audit.run_case_export", ignore_result=True)
+def run_case_export_task(export_id: str, addresses: list[str]) -> dict[str, Any]:
+    """Write one case export's zip (audit.services.case_export); its progress is on the record.
+
+    The person's addresses travel in this message only: the record keeps their keyed hashes.
+    """
+    record = case_export.run_case_export(export_id, addresses)
+    return {"status": record.status, "exported": record.exported_messages, "missing": record.missing_messages}
+
+
+@shared_task(name="audit.expire_case_exports", ignore_result=True)
+def expire_case_exports() -> dict[str, int]:
+    """Delete the zips of case exports past their expiry (records stay), and mark failed the
+    exports no worker is writing any more; on beat's schedule."""
+    return {
+        "expired": case_export.expire_case_exports(),
+        "abandoned": case_export.fail_abandoned_exports(),
+    }

@@ -156,6 +156,8 @@ CELERY_BEAT_SCHEDULE = {
     "sample-coverage": {"task": "mailbox.sample_coverage", "schedule": 300.0},
     # Bounded batches every hour: a backlog drains over passes (docs/operations/compliance.md).
     "erase-expired-audit-entries": {"task": "audit.erase_expired_entries", "schedule": 3600.0},
+    # Case export zips deleted once past MAILFATHOM_CASE_EXPORT_RETENTION_DAYS (records stay).
+    "expire-case-exports": {"task": "audit.expire_case_exports", "schedule": 3600.0},
     # Drafting also runs after each synchronization that stored mail (answering.receivers).
     "draft-replies": {"task": "answering.draft_enabled_accounts", "schedule": 900.0},
     # OAuth access tokens renewed before they expire (docs/operations/mailbox-providers.md).

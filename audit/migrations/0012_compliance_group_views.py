@@ -43,6 +43,6 @@ def revoke(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("audit", "0010_erasure_four_eyes")]
+    dependencies = [("audit", "0011_case_exports")]
 
     operations = [migrations.RunPython(grant, revoke)]

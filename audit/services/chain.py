@@ -494,6 +494,11 @@ def verify_trail(name: str) -> TrailReport:
 # --- Reading the head (exports) -----------------------------------------------------------------
 
 
+def trail_names() -> list[str]:
+    """The registered trails, by name."""
+    return sorted(_TRAILS)
+
+
 def head(name: str) -> tuple[int, str]:
     """(seq, chain hash) of trail `name`'s last link; (0, "") before its first."""
     row = TrailHead.objects.filter(pk=name).first()

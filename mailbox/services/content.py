@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -252,22 +253,37 @@ def stored_raw(email: Email) -> StoredRaw | None:
     Decompression is bounded by the recorded original size, so a damaged row cannot make
     a read inflate without limit.
     """
-    row = RawMessage.objects.filter(email_id=email.pk).first()
-    data = None
-    if row is not None:
-        try:
-            inflater = zlib.decompressobj()
-            data = inflater.decompress(bytes(row.compressed), row.original_size + 1)
-            if not inflater.eof or len(data) != row.original_size:
-                data = None
-        except zlib.error:
-            data = None
-        if data is not None and hashlib.sha256(data).hexdigest() != row.sha256:
-            data = None
-    if data is None or row is None:
-        RepairRequest.objects.get_or_create(email=email)
+    return stored_raws([email])[email.pk]
+
+
+def stored_raws(emails: Sequence[Email]) -> dict[uuid.UUID, StoredRaw | None]:
+    """stored_raw for several emails in one query: each one's verified raw MIME, or None.
+
+    Every row is held in memory at once: the caller bounds how many (and how large) it asks for.
+    """
+    rows = {row.email_id: row for row in RawMessage.objects.filter(email_id__in=[e.pk for e in emails])}
+    found: dict[uuid.UUID, StoredRaw | None] = {}
+    for email in emails:
+        row = rows.get(email.pk)
+        data = _verified(row) if row is not None else None
+        if data is None or row is None:
+            RepairRequest.objects.get_or_create(email=email)
+            found[email.pk] = None
+        else:
+            found[email.pk] = StoredRaw(data=data, sha256=row.sha256)
+    return found
+
+
+def _verified(row: RawMessage) -> bytes | None:
+    """The row's bytes when they inflate to the recorded size and hash; None otherwise."""
+    try:
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(bytes(row.compressed), row.original_size + 1)
+    except zlib.error:
         return None
-    return StoredRaw(data=data, sha256=row.sha256)
+    if not inflater.eof or len(data) != row.original_size:
+        return None
+    return data if hashlib.sha256(data).hexdigest() == row.sha256 else None
 
 
 @dataclass(frozen=True)

@@ -766,6 +766,27 @@ class MailFathomSettings:
         "Rows an export reads from the database per round trip; memory stays constant whatever "
         "the export's length.",
     )
+    # Case exports by compliance staff (docs/operations/compliance.md, Case exports).
+    case_export_max_bytes: int = _whole(
+        2147483648,
+        1024,
+        1099511627776,
+        "Most stored raw mail one case export may select; a larger selection is refused with "
+        "58003 before anything is written.",
+        unit="bytes",
+    )
+    case_export_retention_days: int = _whole(
+        7,
+        1,
+        365,
+        "Days a case export's zip is kept before beat deletes it; its record stays.",
+        unit="days",
+    )
+    case_export_dir: str = _text(
+        "",
+        "Folder case export zips are written to, shared by workers and web processes. Unset: "
+        "case-exports/ under MAILFATHOM_VAR_DIR.",
+    )
     # Notifications (docs/operations/notifications.md): counts and links, never mail content.
     notifications_digest_minutes: int = _whole(
         60,

@@ -114,6 +114,12 @@ class Code(IntEnum):
         ),
         403,
     )
+    # Shown to compliance staff on the case export page.
+    CASE_EXPORT_TOO_LARGE = (
+        58003,
+        "The selection holds more stored mail than one case export may hold "
+        "(MAILFATHOM_CASE_EXPORT_MAX_BYTES, {maximum} bytes); narrow it by account, person or dates.",
+    )
     # 61xxx (internal): synchronization, recorded per folder (docs/synchronization.md).
     CANNOT_CONNECT = 61001, "The server could not be reached."
     LOGIN_REFUSED = 61002, "The server refused the login."

@@ -106,12 +106,13 @@ def test_group_permission_counts_for_person_and_token(client):
     assert client.get("/api/tokens/export/", **bearer(issued.secret)).status_code == 200
 
 
-def test_compliance_group_holds_view_export_and_request_erasure_but_not_execute():
+def test_compliance_group_holds_view_export_request_erasure_and_case_export_but_not_execute():
     granted = set(Group.objects.get(name="Compliance").permissions.values_list("codename", flat=True))
     assert {"view_audit", "export_audit", "request_erasure"} <= granted
     assert not granted & {"execute_erasure", "execute_erasurerequestrecord"}
     assert not {codename for codename in granted if codename.startswith(("add_", "change_", "delete_"))}
     assert "view_accessentry" in granted  # the access trail's admin list (audit 0008_access_trail)
+    assert "export_case" in granted  # case exports (audit 0011_case_exports)
     declared = set(
         Permission.objects.filter(content_type__app_label="audit").values_list("codename", flat=True)
     )
