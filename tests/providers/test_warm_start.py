@@ -200,7 +200,8 @@ def test_nothing_is_warmed_without_an_embedding_provider(fresh_process, settings
 
 def _worker(*queues: str) -> SimpleNamespace:
     """What the worker_init signal's sender offers the handler: the queues it consumes."""
-    return SimpleNamespace(app=SimpleNamespace(amqp=SimpleNamespace(queues=SimpleNamespace(consume_from=queues))))
+    amqp = SimpleNamespace(queues=SimpleNamespace(consume_from=queues))
+    return SimpleNamespace(app=SimpleNamespace(amqp=amqp))
 
 
 def test_a_worker_loads_the_model_before_its_pool_starts_the_push_worker_does_not(fresh_process, settings):
