@@ -261,11 +261,12 @@ def main() -> None:
                         f"second {row['second']:.3f} s ({row['modes']}); first answer "
                         f"{row['until_first_answer']:.2f} s after spawning"
                     )
-            cold, warm = statistics.median(firsts["cold"]), statistics.median(firsts["warm"])
-            print(
-                f"\nfirst hybrid search after start, median of {args.rounds}: cold {cold:.3f} s, "
-                f"warm {warm:.3f} s, cold/warm {cold / warm:.1f}x (load {load()})"
-            )
+            if args.rounds:  # --rounds 0: the engine figures (and --commands) only
+                cold, warm = statistics.median(firsts["cold"]), statistics.median(firsts["warm"])
+                print(
+                    f"\nfirst hybrid search after start, median of {args.rounds}: cold {cold:.3f} s, "
+                    f"warm {warm:.3f} s, cold/warm {cold / warm:.1f}x (load {load()})"
+                )
 
             load_seconds, rate, emails = engine_figures(args.engine_emails)
             print(
