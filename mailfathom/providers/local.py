@@ -7,9 +7,9 @@ process, kept at module level so forked processes share its pages; one thread un
 OMP_NUM_THREADS says otherwise, because a thread team on busy cores waits for threads the
 scheduler took away. Parallelism comes from processes; a lock serializes calls to one engine.
 
-Loading is kept apart from calling. Reading the tokenizer and the weights takes seconds (about
-5 on a quiet core, several times that on a busy machine), far more than one batch, so it must
-never run inside a call's deadline. `warm()` starts the load on a background thread and returns;
+Loading is kept apart from calling. Reading the tokenizer and the weights takes seconds (6-7 s
+at load 15 on the project's machine), far more than one batch, so it must never run inside a
+call's deadline. `warm()` starts the load on a background thread and returns;
 `ensure_loaded()` waits for it (bounded by LOAD_SECONDS, not by any call's deadline). Concurrent
 first callers share one load. Web servers and workers warm at start
 (mailfathom.providers.warm_embedder); a call made before the load is over waits for it, and the
@@ -31,11 +31,11 @@ from mailfathom.providers.errors import TIMEOUT, UNAVAILABLE, ProviderError
 logger = logging.getLogger("mailfathom.providers")
 
 USE_MODEL = "universal-sentence-encoder-multilingual-3"
-# How long a caller waits for the model to load before its call fails as a timeout (the load
-# itself goes on, and the next call waits for it again). Generous: on a machine at load 8 the
-# load took about four times as long as on a quiet one (docs/benchmarks.md, "Warm start").
-LOAD_SECONDS = 120.0
 E5_MODEL = "multilingual-e5-small"
+# How long a caller waits for the model to load before its call fails as a timeout (the load
+# itself goes on, and the next call waits for it again). Generous: the load took 6-7 s on this
+# project's 2-core machine at load 15 (docs/benchmarks.md, "Warm start").
+LOAD_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
