@@ -5,10 +5,15 @@ and `/mcp`, `/mcp/...` to the MCP app (whose lifespan runs the SDK's session man
 everything else to Django. A Starlette Mount would not do: POST /mcp would fall through to
 Django. While MAILFATHOM_MCP_ENABLED is false the MCP app is not even built: `/mcp`
 answers 404 and the lifespan is answered here.
+
+The local embedding model starts loading as this module is imported, and the server's
+startup (the lifespan's startup event) waits for it, so the process takes no request before
+a hybrid search can embed its query at once (MAILFATHOM_EMBEDDING_WARM_START).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -20,6 +25,10 @@ from django.core.management import call_command
 
 django_app = get_asgi_application()
 call_command("check")  # refuse to serve a misconfigured deployment (an MCP posture included)
+
+from mailfathom.providers import warm_embedder  # noqa: E402  (after Django is set up)
+
+warm_embedder(wait=False)  # loads while the rest is imported; startup waits for it below
 
 if settings.MAILFATHOM.mcp_enabled:
     from mailfathom.mcp.http import build_mcp_app
@@ -58,9 +67,21 @@ async def _lifespan(scope: Scope, receive: Any, send: Any) -> None:
             return
 
 
+def _warm_before_startup(receive: Any) -> Any:
+    """`receive`, holding back the lifespan's startup event until the embedder has loaded."""
+
+    async def receive_when_warm() -> Any:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await asyncio.to_thread(warm_embedder, wait=True)
+        return message
+
+    return receive_when_warm
+
+
 async def application(scope: Scope, receive: Any, send: Any) -> None:
     if scope["type"] == "lifespan":
-        await (mcp_app or _lifespan)(scope, receive, send)
+        await (mcp_app or _lifespan)(scope, _warm_before_startup(receive), send)
     elif scope["type"] == "http" and is_mcp_path(scope["path"]):
         await (mcp_app or _not_found)(scope, receive, send)
     else:

@@ -62,6 +62,22 @@ def refuse_misconfiguration(**kwargs: object) -> None:
     call_command("check")
 
 
+@worker_init.connect
+def warm_embedder(sender: Any = None, **kwargs: object) -> None:
+    """Load the embedding model before the worker takes a task (MAILFATHOM_EMBEDDING_WARM_START).
+
+    In the worker's main process, before its pool starts: prefork children are forked with
+    the weights already in memory and share their pages. Only a worker that consumes the
+    default queue (where the sweep and the answering tasks go) loads it; the push worker,
+    which only watches folders, does not.
+    """
+    from mailfathom.providers import warm_embedder as load
+
+    if sender is not None and app.conf.task_default_queue not in sender.app.amqp.queues.consume_from:
+        return
+    load(wait=True)
+
+
 @beat_init.connect
 def mark_beat(**kwargs: object) -> None:
     global _in_beat

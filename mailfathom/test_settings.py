@@ -3,6 +3,10 @@
 import os
 from urllib.parse import urlsplit, urlunsplit
 
+# No test process (nor a server or worker a test starts) loads the embedding model at start:
+# most never embed, and those that do load it on first use. A test of warming turns it on.
+os.environ.setdefault("MAILFATHOM_EMBEDDING_WARM_START", "false")
+
 if os.environ.get("TEST_DATABASE_URL"):
     os.environ["DATABASE_URL"] = os.environ["TEST_DATABASE_URL"]
 

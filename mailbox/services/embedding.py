@@ -159,6 +159,9 @@ def embed_pending(
     if embedder is None:
         result.inactive = True
         return result
+    # A process that was not warmed at start (a management command) loads the model while
+    # the queries below run; the first batch waits for the load, outside its deadline.
+    embedder.warm()
     profile = activate_profile(embedder)
     if not profile.active:  # the configured model is not the active profile's: switch first
         result.stopped_by = "profile"

@@ -154,7 +154,7 @@ def reembed(
             if progress is not None:
                 progress(Progress(label=SWEEP_LABEL, done=done, total=max(count, done)))
 
-        embedder.prepare()  # loaded once here, forked children share the weights
+        embedder.ensure_loaded()  # loaded once here, before the fork: the children share the weights
         sweep = _sweep(max(1, processes), report)
         return ReembedResult(str(profile), switched_from, count, sweep, pending_count())
 

@@ -628,8 +628,14 @@ class MailFathomSettings:
         10,
         1,
         600,
-        "Deadline of one embedding call, retries included.",
+        "Deadline of one embedding call, retries included; loading the local model is never part of it.",
         unit="seconds",
+    )
+    embedding_warm_start: bool = _flag(
+        True,
+        "Whether the web server and each worker load the local embedding model as they start, "
+        "before taking work (each then holds it, about 130 MB). Off: a process loads it on its "
+        "first embedding call or hybrid search, which waits for it.",
     )
     embedding_max_retries: int = _whole(
         2,

@@ -9,6 +9,7 @@ record); a role is None while its provider is "none". This package imports no ap
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from mailfathom.providers.errors import ProviderError, provider_code
 from mailfathom.providers.resilience import Resilience, ResilientEmbedder
 
 P = TypeVar("P")
+logger = logging.getLogger("mailfathom.providers")
 
 __all__ = [
     "CHAT_BACKENDS",
@@ -53,6 +55,7 @@ __all__ = [
     "embedding_configuration_problems",
     "get_chat_model",
     "get_embedder",
+    "warm_embedder",
     "provider_code",
     "chat_models",
     "drafting_models",
@@ -150,3 +153,27 @@ embedding_configuration_problems = embedders.configuration_problems
 build_chat_model = chat_models.build
 get_chat_model = chat_models.get
 chat_configuration_problems = chat_models.configuration_problems
+
+
+def warm_embedder(*, wait: bool) -> None:
+    """Load the configured embedder's model in this process now, so no request or task does.
+
+    Called as a web server or worker starts (mailfathom.asgi, mailfathom.wsgi,
+    mailfathom.celery). `wait=False` starts the load on a background thread and returns;
+    `wait=True` returns once it is over (a failed or overlong load is logged and recorded in
+    the provider's health; the process starts anyway, with semantic search degraded). Does
+    nothing while MAILFATHOM_EMBEDDING_WARM_START is off or no embedding provider is
+    configured; a provider with nothing to load (an HTTP endpoint) has nothing to do.
+    """
+    if not settings.MAILFATHOM.embedding_warm_start:
+        return
+    embedder = get_embedder()
+    if embedder is None or embedder.loaded:
+        return
+    if not wait:
+        embedder.warm()
+        return
+    try:
+        embedder.ensure_loaded()
+    except ProviderError as error:
+        logger.warning("embedding model not loaded at start: kind=%s", error.kind)

@@ -64,8 +64,22 @@ class Embedder(ABC):
     def embed_query(self, text: str) -> list[float]:
         """Return the vector of one search query."""
 
-    def prepare(self) -> None:  # noqa: B027 (optional: most backends have nothing to load)
-        """Load what the first call would (a bundled model's weights); no call is made."""
+    # Loading, kept apart from calling (most backends have nothing to load): a model read
+    # into this process must be loaded before a call's deadline starts, never inside it.
+
+    @property
+    def loaded(self) -> bool:
+        """Whether a call can start at once, with nothing left to load in this process."""
+        return True
+
+    def warm(self) -> None:  # noqa: B027 (optional)
+        """Start loading what the first call needs on a background thread, and return."""
+
+    def ensure_loaded(self) -> None:  # noqa: B027 (optional)
+        """Load what the first call needs, or wait for the load under way; no call is made.
+
+        Raises ProviderError when the load fails or takes longer than the backend's own bound.
+        """
 
 
 class EmbeddingBackend(Embedder):

@@ -23,6 +23,14 @@ from django.conf import settings
 from mailfathom.core.capability import CapabilityState
 from mailfathom.core.redis_store import redis_client
 from mailfathom.core.resettable import forgotten_when_changed
+from mailfathom.providers.errors import (
+    BAD_RESPONSE,
+    CREDENTIAL_REFUSED,
+    MODEL_MISMATCH,
+    RATE_LIMITED,
+    TIMEOUT,
+    UNAVAILABLE,
+)
 
 logger = logging.getLogger("mailfathom.providers")
 
@@ -148,3 +156,55 @@ def clear_health(role: str) -> None:
         _redis().delete(health_key(role))
     except (redis.RedisError, OSError) as error:
         logger.warning("provider health not cleared: role=%s error=%s", role, type(error).__name__)
+
+
+# What an operator can do about the last failure of each kind, for the status page. A local
+# provider's failures have causes of their own (no network is involved); the kinds it never
+# raises (a refused credential, throttling) fall back to the general sentence.
+_ADVICE = {
+    TIMEOUT: (
+        "the provider did not answer within MAILFATHOM_{ROLE}_TIMEOUT_SECONDS: the machine or the "
+        "endpoint is busy. Calls resume by themselves once it is not; if this persists, raise "
+        "the timeout or give the provider more capacity."
+    ),
+    CREDENTIAL_REFUSED: "the provider refused the key: check MAILFATHOM_{ROLE}_API_KEY.",
+    RATE_LIMITED: (
+        "the provider is throttling calls: lower MAILFATHOM_{ROLE}_CONCURRENCY or raise the "
+        "provider's rate limit."
+    ),
+    UNAVAILABLE: (
+        "the provider could not be reached or failed: check MAILFATHOM_{ROLE}_BASE_URL and that "
+        "the server there is running."
+    ),
+    BAD_RESPONSE: (
+        "the provider's answer could not be used: check that MAILFATHOM_{ROLE}_BASE_URL serves "
+        "an OpenAI-compatible API."
+    ),
+    MODEL_MISMATCH: (
+        "the provider does not serve the configured model or its size: check MAILFATHOM_{ROLE}_MODEL "
+        "and MAILFATHOM_{ROLE}_DIMENSIONS against what it serves."
+    ),
+}
+_LOCAL_ADVICE = {
+    TIMEOUT: (
+        "the bundled model did not answer within MAILFATHOM_{ROLE}_TIMEOUT_SECONDS, or took longer "
+        "than two minutes to load: the machine is busy. Calls resume by themselves once it is "
+        "less busy; if this persists, raise the timeout or run fewer processes beside it."
+    ),
+    UNAVAILABLE: (
+        "the bundled model could not be loaded or run: check that the installed packages are "
+        "complete (make install) and the worker's log for the error's type."
+    ),
+}
+
+
+def failure_advice(role: str, kind: str | None, provider: str | None = None) -> str:
+    """A sentence saying what a failure of `kind` for `role` usually means and what to do.
+
+    `provider` defaults to the role's configured provider ("local", "openai").
+    """
+    if provider is None:
+        provider = settings.MAILFATHOM.endpoint(role).provider
+    table = {**_ADVICE, **_LOCAL_ADVICE} if provider == "local" else _ADVICE
+    text = table.get(kind or "", "the provider failed: see the worker's and the web server's logs.")
+    return text.replace("{ROLE}", role.upper())

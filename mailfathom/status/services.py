@@ -21,6 +21,8 @@ from mailbox.services.embedding import ProfileSwitch
 from mailbox.services.sync_status import AccountStatus, account_statuses
 from mailfathom.core import heartbeat
 from mailfathom.core.capability import CapabilityState
+from mailfathom.providers import EMBEDDING_ROLE
+from mailfathom.providers.health import failure_advice, read_health
 
 logger = logging.getLogger(__name__)
 
@@ -104,12 +106,47 @@ def attachment_text_progress(now: datetime | None = None) -> AttachmentTextProgr
 
 
 @dataclass(frozen=True)
+class ProviderFailure:
+    """Why a provider role is degraded: its last failure, from the shared health record."""
+
+    kind: str  # a ProviderError kind: timeout, unavailable, credential_refused, ...
+    at: datetime | None
+    failures: int  # failed calls since the last success, counted by every process
+    advice: str  # what the kind usually means and what to do about it
+
+    @property
+    def label(self) -> str:
+        return self.kind.replace("_", " ")
+
+
+def embedding_failure(semantic_search: CapabilityState) -> ProviderFailure | None:
+    """The last embedding failure while it is what degrades semantic search, else None.
+
+    None while semantic search is not degraded, or is degraded only because the configured
+    model is not the active profile's (the page says that on its own line).
+    """
+    if semantic_search != CapabilityState.DEGRADED:
+        return None
+    record = read_health(EMBEDDING_ROLE)
+    if record.state != CapabilityState.DEGRADED:
+        return None
+    at = record.last_failure_at
+    return ProviderFailure(
+        kind=record.last_failure_kind or "unknown",
+        at=datetime.fromtimestamp(at, tz=UTC) if at is not None else None,
+        failures=record.consecutive_failures,
+        advice=failure_advice(EMBEDDING_ROLE, record.last_failure_kind),
+    )
+
+
+@dataclass(frozen=True)
 class SystemStatus:
     generated_at: datetime
     accounts: list[AccountStatus]
     processes: list[ProcessSeen] | None  # None when Redis cannot be read
     embedding: EmbeddingProgress
     semantic_search: CapabilityState
+    embedding_failure: ProviderFailure | None  # why semantic search is degraded, when a failure is why
     embedding_switch: ProfileSwitch | None  # the model changed and reembed has not run
     attachment_text: AttachmentTextProgress
     answering: PeriodUse
@@ -166,12 +203,14 @@ def system_status(account_pks: Collection[int] | None = None) -> SystemStatus:
     """
     now = timezone.now()
     counts = coverage_status.count_mail(now=now)
+    semantic_search = embedding.semantic_state()
     return SystemStatus(
         generated_at=now,
         accounts=account_statuses(account_pks, now=now, stored=counts.per_folder),
         processes=processes_seen(now.timestamp()),
         embedding=coverage_status.embedding_progress(now=now, counts=counts.totals),
-        semantic_search=embedding.semantic_state(),
+        semantic_search=semantic_search,
+        embedding_failure=embedding_failure(semantic_search),
         embedding_switch=embedding.pending_switch(),
         attachment_text=attachment_text_progress(now),
         answering=read_period_use(),

