@@ -15,6 +15,7 @@ from django.db import models
 from accounts.models import MailAccount
 from audit.api_tokens import ApiToken  # noqa: F401  (a model of this app, defined beside it)
 from audit.erasure_models import ErasureRequestRecord  # noqa: F401  (a model of this app, defined beside it)
+from audit.hold_models import LegalHold  # noqa: F401  (a model of this app, defined beside it)
 from mailbox.models import Email
 
 

@@ -105,6 +105,15 @@ class Code(IntEnum):
     CAPABILITY_UNAVAILABLE = 56001, "This deployment {does} but cannot right now; try again in a minute."
     # 57xxx: an allowance spent or a run's ceiling reached.
     SPEND_REFUSED = 57001, "This deployment has spent what it may spend on {purpose} in the current period."
+    # 58xxx (internal to MCP; admin and the compliance API show them): compliance refusals,
+    # an act on mail or on its records that a compliance control forbids.
+    LEGAL_HOLD = (
+        58001,
+        (
+            "Refused: legal hold {hold} covers {what}, so nothing was changed; "
+            "compliance staff must release it first."
+        ),
+    )
     # 61xxx (internal): synchronization, recorded per folder (docs/synchronization.md).
     CANNOT_CONNECT = 61001, "The server could not be reached."
     LOGIN_REFUSED = 61002, "The server refused the login."
