@@ -19,6 +19,7 @@ from django.utils.html import format_html
 from accounts.admin_people import PeopleScoped
 from accounts.services import people
 from audit.erasure_admin import ErasureRequestRecordAdmin  # noqa: F401  (registers itself)
+from audit.hold_admin import LegalHoldAdmin  # noqa: F401  (registers itself)
 from audit.models import MUTATION_TRAIL_FIELDS, AnsweringRunEmail, AnsweringRunEntry, MutationEntry
 from mailbox.admin_read_only import ReadOnly
 

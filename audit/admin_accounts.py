@@ -46,9 +46,9 @@ class HeldAccountDeletion(admin.ModelAdmin):  # a mixin of MailAccount's admin (
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
-        if "delete_selected" in actions:
-            _, name, description = actions["delete_selected"]
-            actions["delete_selected"] = (_delete_unheld, name, description)
+        entry = actions.get("delete_selected")
+        if entry is not None:
+            actions["delete_selected"] = (_delete_unheld, entry[1], entry[2])
         return actions
 
 

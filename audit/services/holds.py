@@ -55,6 +55,65 @@ class Requester:
 # --- Placing and releasing ------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class HoldRequest:
+    """A validated hold, before it is placed: case-folded addresses live only here, in memory."""
+
+    name: str
+    reason: str
+    scope: HoldScope
+    account_ids: tuple[str, ...] = ()
+    addresses: tuple[str, ...] = ()
+    received_on_or_after: datetime | None = None
+    received_before: datetime | None = None
+
+
+def hold_request(
+    *,
+    name: str,
+    reason: str,
+    scope: HoldScope | str,
+    account_ids: Iterable[str] = (),
+    addresses: Iterable[str] = (),
+    received_on_or_after: datetime | None = None,
+    received_before: datetime | None = None,
+) -> HoldRequest:
+    """Validate a hold; refuse with 51002 naming the argument, never its value.
+
+    An account hold names 1 to 64 accounts and nothing else; a person hold 1 to 100
+    addresses and nothing else; a case any of accounts, a received range and participants,
+    at least one of them.
+    """
+    chosen = _scope(scope)
+    accounts = _accounts(account_ids)
+    folded = _addresses(addresses)
+    _range(received_on_or_after, received_before)
+    has_range = received_on_or_after is not None or received_before is not None
+    if chosen == HoldScope.ACCOUNT and (not accounts or folded or has_range):
+        raise _refused(
+            "accountIds",
+            f"The accountIds argument must name 1 to {MAX_ACCOUNTS} accounts, "
+            "and nothing else, for an account hold.",
+        )
+    if chosen == HoldScope.PERSON and (not folded or accounts or has_range):
+        raise _refused(
+            "addresses",
+            f"The addresses argument must list 1 to {MAX_ADDRESSES} addresses, "
+            "and nothing else, for a person hold.",
+        )
+    if chosen == HoldScope.CASE and not (accounts or folded or has_range):
+        raise _refused("accountIds", "A case hold must name accounts, a received range or participants.")
+    return HoldRequest(
+        name=_line("name", name, MAX_NAME_LENGTH),
+        reason=_prose("reason", reason),
+        scope=chosen,
+        account_ids=tuple(sorted(accounts)),
+        addresses=tuple(folded),
+        received_on_or_after=received_on_or_after,
+        received_before=received_before,
+    )
+
+
 def place_hold(
     *,
     name: str,
@@ -66,50 +125,37 @@ def place_hold(
     received_on_or_after: datetime | None = None,
     received_before: datetime | None = None,
 ) -> LegalHold:
-    """Validate and record a hold; it is active at once and until released.
+    """Validate (hold_request) and record a hold; it is active at once, until released.
 
-    An account hold names 1 to 64 accounts and nothing else; a person hold 1 to 100
-    addresses and nothing else; a case any of accounts, a received range and participants,
-    at least one of them. Refused with 51002 naming the argument; no address is stored.
-    Raises RuntimeError when the key ring is empty (a deployment mailfathom.checks refuses).
+    The row is the record of the placement: who, when, why. No address is stored, only its
+    keyed hash. Raises RuntimeError when the key ring is empty (mailfathom.checks refuses
+    such a deployment at startup).
     """
-    scope = _scope(scope)
-    name = _line("name", name, MAX_NAME_LENGTH)
-    reason = _prose("reason", reason)
-    accounts = _accounts(account_ids)
-    folded = _addresses(addresses)
-    _range(received_on_or_after, received_before)
-    has_range = received_on_or_after is not None or received_before is not None
-    if scope == HoldScope.ACCOUNT and (not accounts or folded or has_range):
-        raise _refused(
-            "accountIds",
-            f"The accountIds argument must name 1 to {MAX_ACCOUNTS} accounts, "
-            "and nothing else, for an account hold.",
-        )
-    if scope == HoldScope.PERSON and (not folded or accounts or has_range):
-        raise _refused(
-            "addresses",
-            f"The addresses argument must list 1 to {MAX_ADDRESSES} addresses, "
-            "and nothing else, for a person hold.",
-        )
-    if scope == HoldScope.CASE and not (accounts or folded or has_range):
-        raise _refused("accountIds", "A case hold must name accounts, a received range or participants.")
+    request = hold_request(
+        name=name,
+        reason=reason,
+        scope=scope,
+        account_ids=account_ids,
+        addresses=addresses,
+        received_on_or_after=received_on_or_after,
+        received_before=received_before,
+    )
     keys = signing.derived_keys(PURPOSE)
     if not keys:
         raise RuntimeError("MAILFATHOM_KEYRING is empty")
     hold = LegalHold.objects.create(
-        name=name,
-        reason=reason,
-        scope=scope,
-        account_ids=sorted(accounts),
-        address_hashes=sorted({_digest(address, keys[0]) for address in folded}),
-        received_on_or_after=received_on_or_after,
-        received_before=received_before,
+        name=request.name,
+        reason=request.reason,
+        scope=request.scope,
+        account_ids=list(request.account_ids),
+        address_hashes=sorted({_digest(address, keys[0]) for address in request.addresses}),
+        received_on_or_after=request.received_on_or_after,
+        received_before=request.received_before,
         created_by=requester.name[:200],
         created_by_kind=requester.kind,
         created_at=timezone.now(),
     )
-    logger.info("legal hold placed: %s (%s scope, %d accounts)", hold.id, scope, len(accounts))
+    logger.info("legal hold placed: %s (%s scope, %d accounts)", hold.id, hold.scope, len(hold.account_ids))
     return hold
 
 
@@ -354,10 +400,10 @@ def _prose(argument: str, value: object) -> str:
     return value.strip()
 
 
-def _bounded(values: Iterable[str], limit: int, argument: str) -> list[object]:
+def _bounded(values: Iterable[object], limit: int, argument: str) -> list[object]:
     if isinstance(values, str | bytes):
         raise _refused(argument, f"The {argument} argument must be a list of at most {limit} entries.")
-    items = list(islice(iter(values), limit + 1))  # counted before an element is looked at
+    items: list[object] = list(islice(iter(values), limit + 1))  # counted before an element is looked at
     if len(items) > limit:
         raise _refused(argument, f"The {argument} argument must hold at most {limit} entries.")
     return items

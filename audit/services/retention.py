@@ -164,10 +164,11 @@ def _naming_held_mail(account: MailAccount, expired: QuerySet[MutationEntry], ho
         .annotate(named_by=_MessageIdHash("message_id"))
         .filter(named_by__in=expired.exclude(message_id_hash="").values("message_id_hash"))
     )
-    hashes: set[str] = set()
+    covered = Q(pk__in=[])
     for hold in holds:
-        hashes.update(covered_emails(hold, named).values_list("named_by", flat=True))
-    return Q(message_id_hash__in=sorted(hashes)) if hashes else Q(pk__in=[])
+        covered |= Q(pk__in=covered_emails(hold, named).values("pk"))
+    hashes = sorted({str(value) for value in named.filter(covered).values_list("named_by", flat=True)})
+    return Q(message_id_hash__in=hashes) if hashes else Q(pk__in=[])
 
 
 def _erase_orphaned_mutations(now: datetime, batch: int, holds: list[LegalHold]) -> tuple[int, int]:
