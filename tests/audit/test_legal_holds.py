@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.test import Client
 from django.utils import timezone
 
 from accounts.models import MailAccount
@@ -19,7 +20,7 @@ from audit.services.mutations import message_id_hash
 from audit.services.retention import erase_expired_entries
 from mailbox.models import Email
 from mailfathom.core.errors import Code, MailFathomError
-from tests.audit.support import SECOND_ADDRESS
+from tests.audit.support import SECOND_ADDRESS, person
 from tests.audit.test_mutations import mutation
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory
@@ -320,3 +321,27 @@ def test_a_hold_placed_before_a_key_rotation_still_matches(settings, two_account
 
     assert holds.covering_addresses([PERSON]) == [hold]
     assert holds.holds_covering_emails(Email.objects.filter(account__account_id="billing")) == [hold]
+
+
+# --- The compliance API ---------------------------------------------------------------------
+
+
+def test_the_compliance_api_answers_a_held_erasure_with_409_and_58001_naming_the_hold(
+    two_accounts, fresh_rate_counts
+):
+    client = Client()
+    client.force_login(person("officer", "request_erasure", "execute_erasure", "view_audit"))
+    hold = place(HoldScope.PERSON, name="Custodian D", addresses=[PERSON])
+    created = client.post("/api/erasure-requests/", {"addresses": [PERSON]}, content_type="application/json")
+    before = row_counts()
+
+    answer = client.post(
+        f"/api/erasure-requests/{created.json()['requestId']}/execute/",
+        {"addresses": [PERSON]},
+        content_type="application/json",
+    )
+
+    assert answer.status_code == 409
+    assert answer.json()["code"] == 58001 and str(hold.id) in answer.json()["detail"]
+    assert PERSON.casefold() not in answer.content.decode().casefold()
+    assert row_counts() == before
