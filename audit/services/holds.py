@@ -29,6 +29,7 @@ from accounts.models import MailAccount
 from audit.erasure_models import ErasureRequestRecord, ErasureStatus
 from audit.hold_models import HoldRequesterKind, HoldScope, LegalHold
 from mailbox.models import Email, Participant
+from mailbox.services.erasure import MAX_ADDRESSES as ERASURE_MAX_ADDRESSES
 from mailbox.services.erasure import erasure_request, matching_emails
 from mailfathom.core import signing, text
 from mailfathom.core.errors import FILTER_REFUSED, Code, MailFathomError
@@ -321,7 +322,7 @@ def refuse_held_erasure(request_id: uuid.UUID, addresses: Iterable[str]) -> Iter
     """
     if isinstance(addresses, str | bytes) or not hasattr(addresses, "__iter__"):
         return addresses  # erasure refuses what is not a list in its own terms
-    supplied = list(islice(iter(addresses), MAX_ADDRESSES + 1))
+    supplied = list(islice(iter(addresses), ERASURE_MAX_ADDRESSES + 1))
     record = ErasureRequestRecord.objects.filter(pk=request_id).first()
     if record is None or record.status != ErasureStatus.PREVIEWED or not LegalHold.objects.active().exists():
         return supplied
