@@ -1,10 +1,9 @@
 """How the compliance API answers a refusal: one body shape, `{"code": ..., "detail": ...}`.
 
 `code` is the five-digit MailFathom code for a refused argument (docs/errors.md: 51001 page
-size, 51002 argument, 52001/52002 cursor) or for a compliance refusal (58001, a legal hold:
-409), otherwise DRF's stable word (not_authenticated, authentication_failed,
-permission_denied, throttled, token_in_url, not_found, method_not_allowed). A 401 carries
-`WWW-Authenticate: Bearer`, a 429 `Retry-After`.
+size, 51002 argument, 52001/52002 cursor), otherwise DRF's stable word (not_authenticated,
+authentication_failed, permission_denied, throttled, token_in_url, not_found,
+method_not_allowed). A 401 carries `WWW-Authenticate: Bearer`, a 429 `Retry-After`.
 """
 
 from __future__ import annotations
@@ -18,21 +17,14 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from mailfathom.core.errors import Code, MailFathomError, http_status, published
+from mailfathom.core.errors import MailFathomError, http_status, published
 
 logger = logging.getLogger(__name__)
-
-# Refusals outside the caller category that this API still shows: a legal hold (58001)
-# stops an erasure, and the caller must know which hold to take it up with.
-COMPLIANCE_REFUSALS = frozenset({Code.LEGAL_HOLD})
 
 
 def api_exception_handler(error: Exception, context: dict[str, Any]) -> Response | None:
     """Map a MailFathomError to its HTTP status in mailfathom.core.errors.Code (400 for a refused
     argument, 500 for 54001); shape DRF's own refusals alike."""
-    if isinstance(error, MailFathomError) and error.code in COMPLIANCE_REFUSALS:
-        # Written for compliance staff, who are this API's callers: shown as it stands.
-        return Response({"code": error.code, "detail": error.message}, status=409)
     if isinstance(error, MailFathomError):
         answer = published(error)
         status = http_status(answer.code)

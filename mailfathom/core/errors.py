@@ -1,6 +1,6 @@
 """The one error type MailFathom raises on purpose, and the one table of its codes.
 
-Codes 51000-57999 are written for callers and are published as they stand at a boundary.
+Codes 51000-58999 are written for callers and are published as they stand at a boundary.
 Every other code describes MailFathom's internals and collapses to 54001 when it crosses
 one (docs/errors.md, which a test checks against `Code`). Messages name the argument and its
 limit, never the refused value; the only value a message may carry is an account identifier
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-CALLER_CATEGORY = range(51000, 58000)
+CALLER_CATEGORY = range(51000, 59000)
 
 # How the MCP bridge shows a code: as a tool result with isError whose text is
 # `MailFathom error NNNNN: <sentence>`, or (an internal code) as 54001 with no detail.
@@ -105,14 +105,14 @@ class Code(IntEnum):
     CAPABILITY_UNAVAILABLE = 56001, "This deployment {does} but cannot right now; try again in a minute."
     # 57xxx: an allowance spent or a run's ceiling reached.
     SPEND_REFUSED = 57001, "This deployment has spent what it may spend on {purpose} in the current period."
-    # 58xxx (internal to MCP; admin and the compliance API show them): compliance refusals,
-    # an act on mail or on its records that a compliance control forbids.
+    # 58xxx: compliance refusals (an act a compliance rule forbids as asked; docs/operations/compliance.md).
     LEGAL_HOLD = (
         58001,
         (
             "Refused: legal hold {hold} covers {what}, so nothing was changed; "
             "compliance staff must release it first."
         ),
+        409,
     )
     # 61xxx (internal): synchronization, recorded per folder (docs/synchronization.md).
     CANNOT_CONNECT = 61001, "The server could not be reached."
