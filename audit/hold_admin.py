@@ -22,15 +22,8 @@ from django.utils.html import format_html
 
 from accounts.models import MailAccount
 from audit.hold_models import HoldRequesterKind, LegalHold
-from audit.services.holds import (
-    MAX_ADDRESS_LENGTH,
-    MAX_ADDRESSES,
-    MAX_REASON_LENGTH,
-    Requester,
-    hold_request,
-    place_hold,
-    release_hold,
-)
+from audit.services.hold_requests import MAX_ADDRESS_LENGTH, MAX_ADDRESSES, MAX_REASON_LENGTH, hold_request
+from audit.services.holds import Requester, place_hold, release_hold
 from mailfathom.core.errors import MailFathomError
 
 MANAGE_PERMISSION = "audit.manage_legalhold"

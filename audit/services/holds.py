@@ -28,21 +28,17 @@ from django.utils import timezone
 from accounts.models import MailAccount
 from audit.erasure_models import ErasureRequestRecord, ErasureStatus
 from audit.hold_models import HoldRequesterKind, HoldScope, LegalHold
+from audit.services.hold_requests import checked_text, hold_request, refused
 from mailbox.models import Email, Participant
 from mailbox.services.erasure import MAX_ADDRESSES as ERASURE_MAX_ADDRESSES
 from mailbox.services.erasure import erasure_request, matching_emails
-from mailfathom.core import signing, text
-from mailfathom.core.errors import FILTER_REFUSED, Code, MailFathomError
+from mailfathom.core import signing
+from mailfathom.core.errors import Code, MailFathomError
 
 logger = logging.getLogger(__name__)
 
 PURPOSE = "legal-hold"
 LEGAL_HOLD = Code.LEGAL_HOLD
-MAX_ADDRESSES = 100
-MAX_ADDRESS_LENGTH = 320
-MAX_ACCOUNTS = 64
-MAX_NAME_LENGTH = 200
-MAX_REASON_LENGTH = 2000
 
 
 @dataclass(frozen=True)
@@ -54,65 +50,6 @@ class Requester:
 
 
 # --- Placing and releasing ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HoldRequest:
-    """A validated hold, before it is placed: case-folded addresses live only here, in memory."""
-
-    name: str
-    reason: str
-    scope: HoldScope
-    account_ids: tuple[str, ...] = ()
-    addresses: tuple[str, ...] = ()
-    received_on_or_after: datetime | None = None
-    received_before: datetime | None = None
-
-
-def hold_request(
-    *,
-    name: str,
-    reason: str,
-    scope: HoldScope | str,
-    account_ids: Iterable[str] = (),
-    addresses: Iterable[str] = (),
-    received_on_or_after: datetime | None = None,
-    received_before: datetime | None = None,
-) -> HoldRequest:
-    """Validate a hold; refuse with 51002 naming the argument, never its value.
-
-    An account hold names 1 to 64 accounts and nothing else; a person hold 1 to 100
-    addresses and nothing else; a case any of accounts, a received range and participants,
-    at least one of them.
-    """
-    chosen = _scope(scope)
-    accounts = _accounts(account_ids)
-    folded = _addresses(addresses)
-    _range(received_on_or_after, received_before)
-    has_range = received_on_or_after is not None or received_before is not None
-    if chosen == HoldScope.ACCOUNT and (not accounts or folded or has_range):
-        raise _refused(
-            "accountIds",
-            f"The accountIds argument must name 1 to {MAX_ACCOUNTS} accounts, "
-            "and nothing else, for an account hold.",
-        )
-    if chosen == HoldScope.PERSON and (not folded or accounts or has_range):
-        raise _refused(
-            "addresses",
-            f"The addresses argument must list 1 to {MAX_ADDRESSES} addresses, "
-            "and nothing else, for a person hold.",
-        )
-    if chosen == HoldScope.CASE and not (accounts or folded or has_range):
-        raise _refused("accountIds", "A case hold must name accounts, a received range or participants.")
-    return HoldRequest(
-        name=_line("name", name, MAX_NAME_LENGTH),
-        reason=_prose("reason", reason),
-        scope=chosen,
-        account_ids=tuple(sorted(accounts)),
-        addresses=tuple(folded),
-        received_on_or_after=received_on_or_after,
-        received_before=received_before,
-    )
 
 
 def place_hold(
@@ -166,7 +103,7 @@ def release_hold(hold_id: uuid.UUID | str, *, reason: str, requester: Requester)
     Refused with 51002 for a blank or over-long reason, and with 51002 naming holdId when no
     active hold has this identifier (never placed, or released already).
     """
-    reason = _prose("reason", reason)
+    reason = checked_text("reason", reason)
     pk = _hold_id(hold_id)
     with transaction.atomic():
         # A conditional UPDATE: of two releases racing, one finds the hold already released.
@@ -177,7 +114,7 @@ def release_hold(hold_id: uuid.UUID | str, *, reason: str, requester: Requester)
             release_reason=reason,
         )
         if not released:
-            raise _refused("holdId", "The holdId argument must name an active legal hold.")
+            raise refused("holdId", "The holdId argument must name an active legal hold.")
         hold = LegalHold.objects.get(pk=pk)
     logger.info("legal hold released: %s", hold.id)
     return hold
@@ -377,93 +314,8 @@ def _ranges_meet(hold: LegalHold, start: datetime | None, end: datetime | None) 
     return True
 
 
-def _scope(value: HoldScope | str) -> HoldScope:
-    try:
-        return HoldScope(value)
-    except ValueError as error:
-        raise _refused("scope", "The scope argument must be one of account, person or case.") from error
-
-
-def _line(argument: str, value: object, limit: int) -> str:
-    if (
-        not isinstance(value, str)
-        or not value.strip()
-        or len(value) > limit
-        or text.has_control_character(value)
-    ):
-        raise _refused(argument, f"The {argument} argument must be 1 to {limit} characters on one line.")
-    return value.strip()
-
-
-def _prose(argument: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_REASON_LENGTH:
-        raise _refused(argument, f"The {argument} argument must be 1 to {MAX_REASON_LENGTH} characters.")
-    return value.strip()
-
-
-def _bounded(values: Iterable[object], limit: int, argument: str) -> list[object]:
-    if isinstance(values, str | bytes):
-        raise _refused(argument, f"The {argument} argument must be a list of at most {limit} entries.")
-    items: list[object] = list(islice(iter(values), limit + 1))  # counted before an element is looked at
-    if len(items) > limit:
-        raise _refused(argument, f"The {argument} argument must hold at most {limit} entries.")
-    return items
-
-
-def _accounts(values: Iterable[str]) -> list[str]:
-    accounts: list[str] = []
-    for value in _bounded(values, MAX_ACCOUNTS, "accountIds"):
-        if not isinstance(value, str) or not value.strip() or len(value) > 64:
-            raise _refused(
-                "accountIds",
-                "Each entry of the accountIds argument must be an account identifier of 1 to 64 characters.",
-            )
-        if value.strip() not in accounts:
-            accounts.append(value.strip())
-    if accounts:
-        known = set(MailAccount.objects.filter(account_id__in=accounts).values_list("account_id", flat=True))
-        if known != set(accounts):
-            raise _refused(
-                "accountIds", "The accountIds argument names an account this deployment does not hold."
-            )
-    return accounts
-
-
-def _addresses(values: Iterable[str]) -> list[str]:
-    folded: list[str] = []
-    for value in _bounded(values, MAX_ADDRESSES, "addresses"):
-        stripped = value.strip() if isinstance(value, str) else ""
-        local, _, domain = stripped.rpartition("@")
-        if (
-            not local
-            or not domain
-            or len(stripped) > MAX_ADDRESS_LENGTH
-            or any(ch.isspace() for ch in stripped)
-        ):
-            raise _refused(
-                "addresses",
-                "Each entry of the addresses argument must be one whole email address of at most "
-                f"{MAX_ADDRESS_LENGTH} characters.",
-            )
-        if stripped.casefold() not in folded:
-            folded.append(stripped.casefold())
-    return folded
-
-
-def _range(start: datetime | None, end: datetime | None) -> None:
-    for argument, moment in (("receivedOnOrAfter", start), ("receivedBefore", end)):
-        if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
-            raise _refused(argument, f"The {argument} argument must be a date and time with a time zone.")
-    if start is not None and end is not None and end <= start:
-        raise _refused("receivedBefore", "The receivedBefore argument must come after receivedOnOrAfter.")
-
-
 def _hold_id(value: uuid.UUID | str) -> uuid.UUID:
     try:
         return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)[:64])
     except ValueError as error:
-        raise _refused("holdId", "The holdId argument must name an active legal hold.") from error
-
-
-def _refused(argument: str, sentence: str) -> MailFathomError:
-    return MailFathomError(FILTER_REFUSED, sentence, argument=argument)
+        raise refused("holdId", "The holdId argument must name an active legal hold.") from error
