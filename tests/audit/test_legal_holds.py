@@ -345,3 +345,23 @@ def test_the_compliance_api_answers_a_held_erasure_with_409_and_58001_naming_the
     assert answer.json()["code"] == 58001 and str(hold.id) in answer.json()["detail"]
     assert PERSON.casefold() not in answer.content.decode().casefold()
     assert row_counts() == before
+
+
+def test_the_compliance_api_lists_holds_newest_first_with_no_address_or_hash(fresh_rate_counts):
+    MailAccountFactory(account_id="sales")
+    older = place(HoldScope.ACCOUNT, name="Older", account_ids=["sales"])
+    newer = place(HoldScope.PERSON, name="Newer", addresses=[PERSON])
+    holds.release_hold(older.id, reason="Settled.", requester=OFFICER)
+    client = Client()
+    client.force_login(person("reader", "view_audit"))
+
+    answer = client.get("/api/holds/")
+
+    assert answer.status_code == 200
+    rows = answer.json()["results"]
+    assert [row["id"] for row in rows] == [str(newer.id), str(older.id)]
+    assert rows[0]["active"] is True and rows[0]["addressCount"] == 1 and rows[0]["scope"] == "person"
+    assert rows[1]["active"] is False and rows[1]["releaseReason"] == "Settled."
+    assert rows[1]["accountIds"] == ["sales"]
+    text = answer.content.decode().casefold()
+    assert PERSON.casefold() not in text and newer.address_hashes[0] not in text
