@@ -21,6 +21,7 @@ from accounts.services import people
 from audit.access_models import ACCESS_TRAIL_FIELDS, AccessEntry, AccessEntryEmail
 from audit.case_export_admin import CaseExportAdmin  # noqa: F401  (registers itself)
 from audit.erasure_admin import ErasureRequestRecordAdmin  # noqa: F401  (registers itself)
+from audit.hold_admin import LegalHoldAdmin  # noqa: F401  (registers itself)
 from audit.models import MUTATION_TRAIL_FIELDS, AnsweringRunEmail, AnsweringRunEntry, MutationEntry
 from mailbox.admin_read_only import ReadOnly
 

@@ -19,6 +19,7 @@ from audit.api_tokens import ApiToken  # noqa: F401  (a model of this app, defin
 from audit.case_export_models import CaseExport  # noqa: F401  (a model of this app, defined beside it)
 from audit.chain_models import TrailHead, TrailLink  # noqa: F401  (models of this app, defined beside it)
 from audit.erasure_models import ErasureRequestRecord  # noqa: F401  (a model of this app, defined beside it)
+from audit.hold_models import LegalHold  # noqa: F401  (a model of this app, defined beside it)
 from mailbox.models import Email
 
 

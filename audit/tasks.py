@@ -23,6 +23,7 @@ def erase_expired_audit_entries() -> dict[str, Any]:
         "answering_erased": result.answering_erased,
         "mutations_erased": result.mutations_erased,
         "failed_accounts": len(result.failed_accounts),
+        "held": result.answering_held + result.mutations_held,
     }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from django.urls import path
 
 from audit import api_tokens as tokens
-from audit.api import chain, erasure, trails, views
+from audit.api import chain, erasure, holds, trails, views
 from audit.api.permissions import ANY
 
 
@@ -71,6 +71,7 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("/api/erasure-requests/{an_erasure_request}/statement/", "GET", tokens.VIEW_AUDIT, "read", 200),
     Route("/api/trails/verify/", "GET", tokens.VIEW_AUDIT, "export", 200),
+    Route("/api/holds/", "GET", tokens.VIEW_AUDIT, "read", 200),
 )
 
 urlpatterns = [
@@ -95,4 +96,5 @@ urlpatterns = [
         erasure.ErasureStatementView.as_view(),
         name="api-erasure-request-statement",
     ),
+    path("holds/", holds.LegalHoldListView.as_view(), name="api-holds"),
 ]

@@ -39,7 +39,7 @@ def revoke_view(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("accounts", "0010_access_trail"),
-        ("audit", "0006_answering_email_relied_on_rank"),
+        ("audit", "0007_legal_holds"),
         ("auth", "0012_alter_user_first_name_max_length"),
         ("contenttypes", "0002_remove_content_type_name"),
         ("mailbox", "0017_attachment_text_indexed"),

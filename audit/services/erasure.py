@@ -36,6 +36,7 @@ from accounts.models import MailAccount
 from audit.erasure_models import ErasureRequesterKind, ErasureRequestRecord, ErasureStatus
 from audit.models import MutationKind, MutationOutcome, RequesterKind
 from audit.services import chain
+from audit.services.holds import refuse_held_erasure
 from audit.services.mutations import Mutation, record_mutation
 from mailbox.services.erasure import KINDS, AccountCounts, ErasureRequest, ErasureResult, erasure_request
 from mailbox.services.erasure import execute_erasure as erase_mail
@@ -222,6 +223,7 @@ def execute_erasure_request(
     """
     record_id = _record_id(request_id)
     try:
+        addresses = refuse_held_erasure(record_id, addresses)  # 58001 before anything is removed
         with transaction.atomic():
             record = _open_record(record_id)
             single_operator = bool(settings.MAILFATHOM.erasure_single_operator)

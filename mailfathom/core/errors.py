@@ -105,7 +105,15 @@ class Code(IntEnum):
     CAPABILITY_UNAVAILABLE = 56001, "This deployment {does} but cannot right now; try again in a minute."
     # 57xxx: an allowance spent or a run's ceiling reached.
     SPEND_REFUSED = 57001, "This deployment has spent what it may spend on {purpose} in the current period."
-    # 58xxx: compliance refusals (an act a compliance rule forbids as asked; docs/operations/erasure.md).
+    # 58xxx: compliance refusals (an act a compliance rule forbids as asked; docs/operations/compliance.md).
+    LEGAL_HOLD = (
+        58001,
+        (
+            "Refused: legal hold {hold} covers {what}, so nothing was changed; "
+            "compliance staff must release it first."
+        ),
+        409,
+    )
     SAME_PERSON = (
         58002,
         (

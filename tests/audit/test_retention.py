@@ -118,16 +118,16 @@ def test_a_retention_failure_leaves_sync_state_untouched_and_the_next_account_is
     state_before = model_to_dict(Folder.objects.get(pk=folder.pk))
     real = retention.erase_account_entries
 
-    def failing(account, now, batch=BATCH):
+    def failing(account, now, batch=BATCH, **holds):
         if account.account_id == "broken":
             raise RuntimeError("retention failed")
-        return real(account, now, batch)
+        return real(account, now, batch, **holds)
 
     monkeypatch.setattr(retention, "erase_account_entries", failing)
 
     summary = tasks.erase_expired_audit_entries()  # the task, called as the worker would
 
-    assert summary == {"answering_erased": 2, "mutations_erased": 0, "failed_accounts": 1}
+    assert summary == {"answering_erased": 2, "mutations_erased": 0, "failed_accounts": 1, "held": 0}
     assert model_to_dict(Folder.objects.get(pk=folder.pk)) == state_before
     assert AnsweringRunEntry.objects.filter(account=broken).count() == 2  # the next pass erases them
     assert not AnsweringRunEntry.objects.filter(account=fine).exists()
