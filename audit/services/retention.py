@@ -101,7 +101,8 @@ def erase_expired_entries(now: datetime | None = None, batch: int = BATCH) -> Re
     erase_expired_access_entries(now, batch, result, held=held_account_ids(holds))
     chain.compact_all()  # prune the links no held entry needs; a checkpoint keeps their hash
     logger.info(
-        "audit retention: answering_erased=%d mutations_erased=%d access_erased=%d failed_accounts=%d held=%d",
+        "audit retention: answering_erased=%d mutations_erased=%d access_erased=%d "
+        "failed_accounts=%d held=%d",
         result.answering_erased,
         result.mutations_erased,
         result.access_erased,
