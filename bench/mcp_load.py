@@ -1,24 +1,33 @@
-"""/mcp under load: 20 legitimate clients alone, then beside a flood of wrong-key requests.
+"""/mcp under load: 20 legitimate clients with the slot wait on and off, then beside a flood.
 
     .venv/bin/python bench/mcp_load.py [--emails 10000] [--clients 20] [--flood 200]
-                                       [--seconds 60] [--max-concurrent-calls N]
+                                       [--seconds 60] [--slices 2] [--max-concurrent-calls N]
+                                       [--anchor-tree DIR]
 
 On a scratch database (mailfathom_mcp_load_bench) holding one account of N emails, each
-with its stored MIME, one uvicorn process serves /mcp with posture api-key. Then:
+with its stored MIME, uvicorn processes serve /mcp with posture api-key: "wait on" with the
+product's slot wait (MAILFATHOM_MCP_SLOT_WAIT_SECONDS), "wait off" with the wait at 0 (a
+call finding every slot busy is refused at once, as before the wait existed), and with
+--anchor-tree a third from another checkout (`git archive <commit> | tar -x -C DIR`).
+Only one of them is under load at a time. Then:
 
 - phase A: `--clients` real `mcp` clients (one session each, as an assistant keeps one)
   call list_emails (page of 25), search_emails (limit 20) and get_email_content (1 to 3
-  ids) in turn for `--seconds`;
-- phase B: the same, while `--flood` concurrent requests with a wrong Bearer key are sent
-  from a separate process (keep-alive connections, each POSTing tools/call again as soon
-  as it is answered).
+  ids) in turn for `--seconds` per server, in `--slices` slices alternating between the
+  servers (ABBA), so drift in the machine's load hits each alike;
+- phase B: the same against "wait on", while `--flood` concurrent requests with a wrong
+  Bearer key are sent from a separate process (keep-alive connections, each POSTing
+  tools/call again as soon as it is answered).
 
-For each phase it prints p50/p95 of the legitimate calls that were served, and the errors
-split into documented refusals (a MailFathom caller-category code such as 54002, or 401
-for a wrong key) and other errors (54001, 504, a dropped connection, anything else); then
-the ratio of phase B's legitimate p95 to phase A's (target: at most 2, and no error other
-than documented refusals). A client told 54002 (every call slot busy) waits 50 ms before
-its next call, as a well-behaved client backs off; that wait is not counted as latency.
+For each it prints calls/s and p50/p95 of the legitimate calls that were served, and the
+errors split into documented refusals (a MailFathom caller-category code such as 54002, or
+401 for a wrong key) and other errors (54001, 504, a dropped connection, anything else).
+The servers run bench/mcp_timing.py's stopwatch, so each also prints the server's own share
+of a call (the request's time in the server less its wait for a slot and its use case) and
+the wait, p50 per tool. Then the ratios: calls/s with the wait on / off (and / the anchor),
+and phase B's legitimate p95 / phase A's (target: at most 2, and no error other than
+documented refusals). A client told 54002 waits 50 ms before its next call, as a
+well-behaved client backs off; that wait is not counted as latency.
 """
 
 from __future__ import annotations
@@ -44,6 +53,8 @@ sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != RE
 sys.path.insert(0, str(REPO))
 
 from bench.uvicorn_server import percentile, start_server  # noqa: E402
+
+TIMED_APP = "bench.mcp_timing:application"
 
 DATABASE = "mailfathom_mcp_load_bench"
 WORDS = (
@@ -191,13 +202,15 @@ def _calls(ids: list[str], rng: random.Random):
         yield "get_email_content", {"storedEmailIds": rng.sample(ids, rng.randrange(1, 4))}
 
 
-async def legitimate(url: str, key: str, ids: list[str], clients: int, seconds: float) -> Tally:
+async def legitimate(
+    url: str, key: str, ids: list[str], clients: int, seconds: float, tally: Tally | None = None
+) -> Tally:
     import anyio
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    tally = Tally()
+    tally = tally if tally is not None else Tally()
     deadline = time.perf_counter() + seconds
 
     async def one_client(number: int) -> None:
@@ -293,6 +306,43 @@ def report(label: str, tally: Tally, seconds: float) -> float:
     return p95
 
 
+def timings(base: str) -> list[dict]:
+    """The stopwatch's spans since the last read (bench/mcp_timing.py), or [] for a server without it."""
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(base + "/__timings", timeout=30) as response:  # noqa: S310 (ours)
+            spans = json.loads(response.read())
+    except (OSError, ValueError):
+        return []
+    return spans if isinstance(spans, list) else []
+
+
+def report_shares(spans: list[dict]) -> float:
+    """Print the server's own share and the slot wait, p50 per use case; return the overall p50."""
+    if not spans:
+        print("  server's own share: not measured (no stopwatch)")
+        return float("nan")
+    own = [span["own"] for span in spans]
+    print(
+        f"  server's own share of a call: p50 {statistics.median(own):.2f} ms,"
+        f" p95 {percentile(own, 0.95):.2f} ms"
+        f" over {len(spans)} calls (the request less its slot wait and its use case)"
+    )
+    by_name: dict[str, list[dict]] = {}
+    for span in spans:
+        by_name.setdefault(span.get("name", "?"), []).append(span)
+    for name, group in sorted(by_name.items()):
+        print(
+            f"    {name:<18} own p50 {statistics.median(s['own'] for s in group):>6.2f}"
+            f"  use case p50 {statistics.median(s['use_case'] for s in group):>7.1f}"
+            f"  slot wait p50 {statistics.median(s.get('wait', 0.0) for s in group):>7.1f}"
+            f" p95 {percentile([s.get('wait', 0.0) for s in group], 0.95):>7.1f} ms"
+        )
+    return statistics.median(own)
+
+
 def commit() -> str:
     try:
         head = subprocess.run(
@@ -320,6 +370,9 @@ def main() -> None:
         default=None,
         help="MAILFATHOM_MCP_MAX_CONCURRENT_CALLS (default: the product's)",
     )
+    parser.add_argument("--slices", type=int, default=2, help="phase A slices per server, alternating")
+    parser.add_argument("--anchor-tree", type=Path, help="another checkout served as a third server")
+    parser.add_argument("--profile", type=Path, help="cProfile the 'wait on' server's event loop into FILE")
     args = parser.parse_args()
 
     import anyio
@@ -351,29 +404,65 @@ def main() -> None:
     }
     if args.max_concurrent_calls is not None:
         env["MAILFATHOM_MCP_MAX_CONCURRENT_CALLS"] = str(args.max_concurrent_calls)
+    if args.profile:
+        env["MAILFATHOM_BENCH_PROFILE"] = str(args.profile)
     limit = env.get("MAILFATHOM_MCP_MAX_CONCURRENT_CALLS", "the default")
-    process, base = start_server(REPO, env)
-    url = base + "/mcp"
+    servers = {
+        "wait on": start_server(REPO, env, app=TIMED_APP),
+        "wait off": start_server(
+            REPO,
+            {**env, "MAILFATHOM_MCP_SLOT_WAIT_SECONDS": "0", "MAILFATHOM_BENCH_PROFILE": ""},
+            app=TIMED_APP,
+        ),
+    }
+    if args.anchor_tree:
+        servers["anchor"] = start_server(args.anchor_tree.resolve(), env)
+    bases = {label: base for label, (_, base) in servers.items()}
     try:
         print(f"commit {commit()}, {os.cpu_count()} cores, call slots: {limit}")
         print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-        anyio.run(legitimate, url, key, ids, args.clients, 5.0)  # warm-up, not reported
-        alone = anyio.run(legitimate, url, key, ids, args.clients, args.seconds)
+        for base in bases.values():
+            anyio.run(legitimate, base + "/mcp", key, ids, args.clients, 5.0)  # warm-up, not reported
+            timings(base)
+        tallies = {label: Tally() for label in bases}
+        spans: dict[str, list[dict]] = {label: [] for label in bases}
+        labels = list(bases)
+        order = [label for n in range(args.slices) for label in (labels if n % 2 == 0 else labels[::-1])]
+        for label in order:
+            anyio.run(
+                legitimate,
+                bases[label] + "/mcp",
+                key,
+                ids,
+                args.clients,
+                args.seconds / args.slices,
+                tallies[label],
+            )
+            spans[label] += timings(bases[label])
         print(f"load average after phase A: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+        url = bases["wait on"] + "/mcp"
         queue: multiprocessing.Queue = multiprocessing.Queue()
         flooder = multiprocessing.Process(target=_flood, args=(url, args.flood, args.seconds + 2, queue))
         flooder.start()
         time.sleep(1.0)  # let the flood reach full strength first
         flooded = anyio.run(legitimate, url, key, ids, args.clients, args.seconds)
+        flood_spans = timings(bases["wait on"])
         statuses, flood_durations = queue.get(timeout=args.seconds + 120)
         flooder.join(30)
         print(f"load average after phase B: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
-        print(f"\n{args.emails} emails; {args.clients} clients; {args.seconds:.0f} s a phase")
-        p95_alone = report("phase A: legitimate clients alone", alone, args.seconds)
+        print(f"\n{args.emails} emails; {args.clients} clients; {args.seconds:.0f} s a phase and server")
+        rates, p95s, own = {}, {}, {}
+        for label in bases:
+            p95s[label] = report(f"phase A, {label}: legitimate clients alone", tallies[label], args.seconds)
+            own[label] = report_shares(spans[label])
+            rates[label] = len(tallies[label].served()) / args.seconds
         p95_flooded = report(
-            f"phase B: the same beside {args.flood} concurrent wrong-key requests", flooded, args.seconds
+            f"phase B, wait on: the same beside {args.flood} concurrent wrong-key requests",
+            flooded,
+            args.seconds,
         )
+        report_shares(flood_spans)
         refused = statuses.get("401", 0)
         others = {status: n for status, n in statuses.items() if status != "401"}
         print(
@@ -382,15 +471,23 @@ def main() -> None:
             f" p95 {percentile(flood_durations, 0.95):.1f} ms; 401 (documented): {refused};"
             f" other: {others or 'none'}"
         )
-        ratio = p95_flooded / p95_alone
-        clean = not alone.errors and not flooded.errors and not others
-        print(f"\nlegitimate p95 with the flood / without: {ratio:.2f} (target: at most 2)")
+        print(f"\ncalls/s with the wait on / off: {rates['wait on'] / rates['wait off']:.2f}")
+        if "anchor" in rates:
+            print(f"calls/s with the wait on / the anchor: {rates['wait on'] / rates['anchor']:.2f}")
+        print(
+            f"refusals with the wait on: {sum(tallies['wait on'].refusals.values())} (target: 0);"
+            f" server's own share p50 {own['wait on']:.2f} ms (target: under 3)"
+        )
+        ratio = p95_flooded / p95s["wait on"]
+        clean = not any(t.errors for t in tallies.values()) and not flooded.errors and not others
+        print(f"legitimate p95 with the flood / without (wait on): {ratio:.2f} (target: at most 2)")
         print(
             f"errors other than documented refusals: {'none' if clean else 'some (see above)'} (target: none)"
         )
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        for process, _ in servers.values():
+            process.terminate()
+            process.wait(timeout=20)
         helpers.drop_database(DATABASE)
 
 

@@ -19,13 +19,13 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def start_server(
-    tree: Path, env: dict[str, str], extra: tuple[str, ...] = ()
+    tree: Path, env: dict[str, str], extra: tuple[str, ...] = (), app: str = "mailfathom.asgi:application"
 ) -> tuple[subprocess.Popen, str]:
-    """uvicorn serving `tree`'s product on a free loopback port, once /health answers; (process, base URL)."""
+    """uvicorn serving `app` from `tree` on a free port, once /health answers; (process, base URL)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "uvicorn", "mailfathom.asgi:application", "--port", str(port)]
+    command = [sys.executable, "-m", "uvicorn", app, "--port", str(port)]
     process = subprocess.Popen(
         [*command, "--no-access-log", *extra],
         cwd=tree,

@@ -731,8 +731,23 @@ class MailFathomSettings:
         1,
         256,
         "Tool calls one process runs at once (each holds a database connection); a call past the "
-        "limit is refused at once with 54002 (retryable) instead of waiting. tools/list and "
-        "initialize take no slot.",
+        "limit waits for a slot (MAILFATHOM_MCP_SLOT_WAIT_SECONDS) or is refused with 54002 "
+        "(retryable). tools/list and initialize take no slot.",
+    )
+    mcp_slot_wait_seconds: float = _decimal(
+        5.0,
+        0.0,
+        60.0,
+        "How long a tool call finding every call slot busy waits for one, first come first "
+        "served, before it is refused with 54002; 0 refuses it at once. The wait counts within "
+        "the request timeout.",
+    )
+    mcp_max_waiting_calls: int = _whole(
+        64,
+        0,
+        4096,
+        "Tool calls one process lets wait for a call slot at once; a call arriving while this "
+        "many wait is refused at once with 54002, so a flood cannot pile up.",
     )
     mcp_max_body_bytes: int = _whole(
         1048576,

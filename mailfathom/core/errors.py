@@ -81,10 +81,12 @@ class Code(IntEnum):
     ERASURE_REQUEST_NOT_OPEN = 53004, "The requestId argument names no erasure request this deployment holds."
     # 54xxx: the server, not the request.
     UNDESCRIBED = 54001, "The request failed for a reason this server does not describe.", 500
+    # {state}: "is in use" (no wait), "stayed in use for 5 s" (waited), or "is in use and
+    # the queue for one is full" (mailfathom.mcp.execution).
     SERVER_BUSY = (
         54002,
         (
-            "Every tool-call slot of this server is in use, so the call was not started; "
+            "Every tool-call slot of this server {state}, so the call was not started; "
             "send it again in a moment."
         ),
         503,

@@ -264,7 +264,11 @@ class LoopbackGate:
 def build_mcp_app() -> ASGIApp:
     """Build the /mcp app from settings; the system checks have already refused a bad posture."""
     values: MailFathomSettings = settings.MAILFATHOM
-    runner = UseCaseRunner(values.mcp_max_concurrent_calls)
+    runner = UseCaseRunner(
+        values.mcp_max_concurrent_calls,
+        wait_seconds=values.mcp_slot_wait_seconds,
+        max_waiting=values.mcp_max_waiting_calls,
+    )
     server = build_server(runner)
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,

@@ -307,6 +307,8 @@ class PlainErrors:
         await self.app(scope, receive, rewriting_send)
 
     def _rewritten(self, body: bytes) -> bytes:
+        if b'"error"' not in body:
+            return body  # no error member, so nothing to rewrite: spare parsing a large result
         try:
             document = json.loads(body)
         except ValueError:

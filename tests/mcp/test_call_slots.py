@@ -1,4 +1,4 @@
-"""Tool-call slots: a call past MAILFATHOM_MCP_MAX_CONCURRENT_CALLS is refused at once with 54002.
+"""Slots with no wait: a call past MAILFATHOM_MCP_MAX_CONCURRENT_CALLS is refused at once with 54002.
 
 Listing and the handshake take no slot, so they keep answering while every slot is busy.
 The server runs posture none here, so no key check shares the pool with the calls and
@@ -35,6 +35,7 @@ def test_a_call_past_the_slots_is_refused_at_once_with_54002_while_listing_still
     server = module_server_factory(
         MAILFATHOM_MCP_AUTH="none",
         MAILFATHOM_MCP_MAX_CONCURRENT_CALLS="1",
+        MAILFATHOM_MCP_SLOT_WAIT_SECONDS="0",
         MAILFATHOM_MCP_REQUEST_TIMEOUT="10",
     )
     MailAccountFactory(account_id="billing")
