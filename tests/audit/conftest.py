@@ -4,8 +4,6 @@ real `mcp` client), which tests/conftest.py registers for the whole suite."""
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
 from accounts.models import FolderRole, MailAccount
@@ -14,37 +12,6 @@ from tests.audit.support import SECOND_ADDRESS
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
 from tests.mailbox.test_erasure import message, store
-
-# The migrations that give the Compliance group its permissions, and their granting steps.
-_GROUP_STEPS = (
-    ("audit.migrations.0004_compliance_group", "create_group"),
-    ("audit.migrations.0007_legal_holds", "grant_compliance"),
-    ("audit.migrations.0008_access_trail", "grant_view"),
-    ("audit.migrations.0011_case_exports", "grant"),
-    ("audit.migrations.0012_compliance_group_views", "grant"),
-)
-
-
-@pytest.fixture(autouse=True)
-def _compliance_group(request):
-    """The Compliance group as the migrations leave it, in every database test of this folder.
-
-    A test with transaction=True ends by flushing the database, which takes the rows data
-    migrations wrote (the group) with it; the next test on that worker would find no group.
-    The migrations' own steps are run again, with today's models in place of historical ones.
-    """
-    if request.node.get_closest_marker("django_db") is None:
-        yield
-        return
-    request.getfixturevalue("_django_db_helper")  # database access as the marker asks
-    from django.apps import apps
-    from django.contrib.auth.models import Group
-
-    granted = Group.objects.filter(name="Compliance", permissions__codename="view_erasurerequestrecord")
-    if not granted.exists():
-        for module, step in _GROUP_STEPS:
-            getattr(importlib.import_module(module), step)(apps, None)
-    yield
 
 
 @pytest.fixture
