@@ -1,4 +1,5 @@
-"""Compliance staff in the browser: start a case export, watch it reach done, download it, read a statement.
+"""Compliance staff in the browser: place a hold, start a case export, watch it reach done,
+download it, read a statement.
 
 The app (uvicorn) and a Celery worker are real: the form queues the export, the worker writes
 the zip, the list's script refreshes the progress bar until the page shows the download link.
@@ -12,11 +13,12 @@ import json
 import zipfile
 
 import pytest
-from django.contrib.auth.models import Group, Permission, User
+from django.contrib.auth.models import Group, User
 from playwright.sync_api import Page, expect
 
 from accounts.models import FolderRole
 from audit.erasure_models import ErasureRequesterKind
+from audit.hold_models import LegalHold
 from audit.services.erasure import Requester, execute_erasure_request, request_erasure
 from tests.browser import steps
 from tests.browser.conftest import Screenshots
@@ -41,16 +43,27 @@ def test_compliance_staff_export_a_case_download_it_and_open_an_erasure_statemen
     store(billing, message("", 9))  # someone else's mail, not the person's
     erased_from = mapped_folder(MailAccountFactory(account_id="archive"), "inbox", FolderRole.INBOX)
     store(erased_from, message("To", 30, person="gone@example.org"))
-    requester = Requester(name="officer", kind=ErasureRequesterKind.USER)
+    requester = Requester(name="officer", kind=ErasureRequesterKind.USER, person="officer")
+    second = Requester(name="second-officer", kind=ErasureRequesterKind.USER, person="second-officer")
     erasure = request_erasure(["gone@example.org"], requester=requester)
-    execute_erasure_request(erasure.request_id, ["gone@example.org"], requester=requester)
+    execute_erasure_request(erasure.request_id, ["gone@example.org"], requester=second)
+    # The Compliance group alone opens every page below (audit migrations 0007, 0011, 0012).
     officer = User.objects.create_user("officer", password=PASSWORD, is_staff=True)
     officer.groups.add(Group.objects.get(name="Compliance"))
-    # The statement page asks for "Can view erasure request", which the Compliance group of
-    # audit/migrations/0004 does not grant (left to the erasure rework): given here directly.
-    officer.user_permissions.add(Permission.objects.get(codename="view_erasurerequestrecord"))
 
     steps.log_in(page, "officer", PASSWORD)
+    # A hold on the account first: the case's mail can be neither erased nor deleted meanwhile.
+    page.goto("/admin/audit/legalhold/add/")
+    page.fill("#id_name", "Case 42 hold")
+    page.fill("#id_reason", "Litigation expected")
+    page.select_option("#id_scope", "account")
+    page.select_option("#id_accounts", "billing")
+    screenshots.take(page, "hold-form")
+    page.click("input[name=_save]")
+    expect(page.locator("body")).to_contain_text("Case 42 hold")
+    assert LegalHold.objects.active().filter(name="Case 42 hold", account_ids=["billing"]).exists()
+    screenshots.take(page, "hold-placed")
+
     page.goto("/admin/audit/caseexport/add/")
     page.fill("#id_case_reference", "case 42")
     page.check("input[name=accounts][value=billing]")
