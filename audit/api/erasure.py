@@ -194,13 +194,13 @@ def _iso(value: Any) -> str | None:
 
 
 def requester_of(request: Request) -> Requester:
-    """Who acts, as the erasure record names them (the token's name, or the person's user name),
-    and the person behind it."""
+    """Who acts, as the erasure record names them (the token's name with its owner's, or the
+    person's user name), and the person behind it."""
     # A token authenticates as its owner (audit.api.authentication): the owner is the person,
     # so two tokens of one user are one person to the four-eyes rule.
     person = request.user.get_username()
     if isinstance(request.auth, ApiToken):
-        return Requester(name=request.auth.name, kind=ErasureRequesterKind.API_TOKEN, person=person)
+        return Requester(name=request.auth.owned_name, kind=ErasureRequesterKind.API_TOKEN, person=person)
     return Requester(name=person, kind=ErasureRequesterKind.USER, person=person)
 
 

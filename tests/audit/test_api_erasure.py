@@ -206,6 +206,11 @@ def test_a_token_executing_is_named_by_its_token_name_and_its_owner_in_the_state
 
     statement = execute(runner, request_id, [PERSON]).json()
 
-    assert (statement["requestedBy"], statement["requestedByKind"]) == ("erasure-script", "api_token")
-    assert (statement["executedBy"], statement["executedByKind"]) == ("erasure-runner", "api_token")
+    # A token is named with its owner beside its own free-text name: it cannot pass for someone.
+    requested = ("erasure-script (token of lead)", "api_token")
+    assert (statement["requestedBy"], statement["requestedByKind"]) == requested
+    assert (statement["executedBy"], statement["executedByKind"]) == (
+        "erasure-runner (token of deputy)",
+        "api_token",
+    )
     assert (statement["requestedByPerson"], statement["executedByPerson"]) == ("lead", "deputy")
