@@ -1,9 +1,12 @@
-"""What legal holds add to the mail account admin: deleting a held account is refused.
+"""What the audit app adds to the mail account admin: a held account is not deleted, and a
+deletion is recorded.
 
 A mixin, since the account admin is assembled from each app's part and registered once by
 mailfathom.admin. Deleting an account deletes its stored mail and answering trail, so the
 delete page and the "Delete selected" action ask audit.services.holds first; while a hold
 covers an account, the page shows the 58001 sentence naming the hold and nothing is deleted.
+Otherwise the mutation trail records the deletion (kind account_mail_deleted, with how many
+emails and folders went), in the deletion's own transaction and before the row goes.
 """
 
 from __future__ import annotations
@@ -13,12 +16,16 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.actions import delete_selected
 from django.contrib.admin.utils import unquote
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
+from django.utils import timezone
 
 from accounts.models import MailAccount
+from audit.models import MutationKind, MutationOutcome, RequesterKind
 from audit.services.holds import refuse_held_account_deletion
+from audit.services.mutations import Mutation, record_mutation
 from mailfathom.core.errors import MailFathomError
 
 
@@ -37,12 +44,17 @@ class HeldAccountDeletion(admin.ModelAdmin):  # a mixin of MailAccount's admin (
 
     def delete_model(self, request: HttpRequest, obj: MailAccount) -> None:
         refuse_held_account_deletion(obj)  # the delete page checked already; this is the last word
-        super().delete_model(request, obj)
+        with transaction.atomic():
+            _record_deletion(request, obj)
+            super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[MailAccount]) -> None:
         for account in queryset:
             refuse_held_account_deletion(account)
-        super().delete_queryset(request, queryset)
+        with transaction.atomic():
+            for account in queryset:
+                _record_deletion(request, account)
+            super().delete_queryset(request, queryset)
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
@@ -50,6 +62,22 @@ class HeldAccountDeletion(admin.ModelAdmin):  # a mixin of MailAccount's admin (
         if entry is not None:
             actions["delete_selected"] = (_delete_unheld, entry[1], entry[2])
         return actions
+
+
+def _record_deletion(request: HttpRequest, account: MailAccount) -> None:
+    now = timezone.now()
+    record_mutation(
+        Mutation(
+            kind=MutationKind.ACCOUNT_MAIL_DELETED,
+            requester=request.user.get_username(),
+            requester_kind=RequesterKind.USER,
+            account_pk=account.pk,
+            requested_at=now,
+            completed_at=now,
+            outcome=MutationOutcome.PERFORMED,
+            counts={"emails": account.emails.count(), "folders": account.synced_folders.count()},
+        )
+    )
 
 
 def _delete_unheld(

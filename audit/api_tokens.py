@@ -74,14 +74,14 @@ class ApiToken(models.Model):
             (EXECUTE_ERASURE, "Can execute a requested erasure"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
     @property
     def owned_name(self) -> str:
         """The name records give the token: its own (free text, anyone's choice) with its owner's
         user name beside it, so a token called "officer" cannot pass for the officer."""
         return f"{self.name} (token of {self.created_by.get_username()})"[:200]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.prefix}…)"
 
     @property
     def is_revoked(self) -> bool:

@@ -12,7 +12,8 @@ class AuditConfig(AppConfig):
         from audit.services.chained_trails import register_existing_trails
 
         register_existing_trails()
-        from audit.receivers import record_admin_read
-        from mailbox.signals import mail_content_shown
+        from audit.receivers import record_admin_read, record_folder_reset
+        from mailbox.signals import folder_mail_deleted, mail_content_shown
 
         mail_content_shown.connect(record_admin_read, dispatch_uid="audit.record_admin_read")
+        folder_mail_deleted.connect(record_folder_reset, dispatch_uid="audit.record_folder_reset")

@@ -14,3 +14,10 @@ synchronization_finished = Signal()
 # the order shown). Receivers must not raise: the page is already rendered; the audit app
 # records it in the access trail (docs/operations/compliance.md).
 mail_content_shown = Signal()
+
+# Sent when synchronization deletes a folder's stored mail because the server gave the folder
+# a new UIDVALIDITY (every UID held is void), inside the deleting transaction and before the
+# rows go, with `account_pk`, `folder_alias` and `emails` (how many are deleted). The audit app
+# records it in the mutation trail (folder_mail_deleted); a receiver that raises aborts the
+# deletion, which the next run tries again.
+folder_mail_deleted = Signal()

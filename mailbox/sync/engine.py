@@ -26,7 +26,7 @@ from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email, Folder, Re
 from mailbox.parsing import HEADER_BLOCK_BYTES
 from mailbox.services.store import IncomingMessage, fill_content, store_messages
 from mailbox.services.suppression import suppressed_uids
-from mailbox.signals import synchronization_finished
+from mailbox.signals import folder_mail_deleted, synchronization_finished
 from mailbox.sync import folder_state, pace
 from mailbox.sync.failures import (
     CONNECTION_LOST,
@@ -272,7 +272,16 @@ def synchronize_folder(
 def _reset_uidvalidity(folder: Folder, uidvalidity: int) -> None:
     """A new UIDVALIDITY voids every UID we hold: drop those rows and start the folder over."""
     with transaction.atomic():
-        Email.objects.filter(folder=folder).exclude(uidvalidity=IMPORTED_UIDVALIDITY).delete()
+        void = Email.objects.filter(folder=folder).exclude(uidvalidity=IMPORTED_UIDVALIDITY)
+        emails = void.count()
+        if emails:  # a folder's first run holds nothing to void
+            folder_mail_deleted.send(
+                sender=Folder,
+                account_pk=folder.account_id,
+                folder_alias=folder.mapping.alias if folder.mapping is not None else "",
+                emails=emails,
+            )
+            void.delete()
         Folder.objects.filter(pk=folder.pk).update(
             uidvalidity=uidvalidity, highest_uid=0, highest_modseq=None
         )
