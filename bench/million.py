@@ -47,7 +47,6 @@ import random
 import re
 import statistics
 import sys
-import tarfile
 import tempfile
 import time
 import uuid
@@ -97,7 +96,8 @@ GOLDEN = (math.sqrt(5) - 1) / 2
 SUBSTITUTIONS = 6  # words of the source swapped per copy
 REFERENCES = 400_000  # distinct reference numbers the copies draw from
 VECTOR_NOISE = 0.005  # per component (cosine to the source about 0.995 at 512 dimensions)
-COPY_CHUNK = 50_000  # emails per COPY transaction
+COPY_CHUNK = 25_000  # emails per COPY transaction
+LOADERS = 2  # processes COPYing at once (--loaders)
 LONG_QUERY_WORDS = 40
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _VOCABULARY_WORD = re.compile(r"\b[a-z]{4,12}\b")
@@ -345,8 +345,8 @@ def copy_emails(first: int, last: int, sources: list[Source], vocabulary: list[s
                     subject, body = source.subject, source.body
                     if swaps:
                         pattern = re.compile(r"\b(" + "|".join(map(re.escape, swaps)) + r")\b")
-                        subject = pattern.sub(lambda m: swaps[m.group(1)], subject)
-                        body = pattern.sub(lambda m: swaps[m.group(1)], body)
+                        subject = pattern.sub(lambda m, swaps=swaps: swaps[m.group(1)], subject)
+                        body = pattern.sub(lambda m, swaps=swaps: swaps[m.group(1)], body)
                     body = f"{body}\n\nref {base36(rng.randrange(REFERENCES))}"
                     variant = index % 97
                     received = FIRST_RECEIVED + timedelta(seconds=SPAN * ((index * GOLDEN) % 1.0))
@@ -390,6 +390,13 @@ def copy_emails(first: int, last: int, sources: list[Source], vocabulary: list[s
     return written
 
 
+_SHARED: tuple = ()
+
+
+def _copy_share(bounds: tuple[int, int]) -> int:
+    return copy_emails(bounds[0], bounds[1], *_SHARED)
+
+
 def base36(number: int) -> str:
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
     out = ""
@@ -402,12 +409,13 @@ def base36(number: int) -> str:
 
 def grow(target: int, sources: list[Source], vocabulary: list[str], layout: Layout) -> dict[str, float]:
     """Copies until the mailbox holds `target` emails; the search indexes rebuilt; seconds per step."""
-    from django.db import connection
+    from django.db import connection, connections
 
     from mailbox.models import Email
     from mailbox.services import embedding
     from mailbox.services.lexical_search import refresh_term_stats
 
+    global _SHARED
     timings: dict[str, float] = {}
     held = Email.objects.count()
     synthetic = Email.objects.exclude(account__account_id=CORPUS_ACCOUNT).count()
@@ -419,7 +427,18 @@ def grow(target: int, sources: list[Source], vocabulary: list[str], layout: Layo
         cursor.execute(f"DROP INDEX IF EXISTS {hnsw}")
         cursor.execute("DROP INDEX IF EXISTS email_search_vector")
     started = time.perf_counter()
-    copy_emails(synthetic, synthetic + target - held, sources, vocabulary, layout)
+    first, last = synthetic, synthetic + target - held
+    if LOADERS > 1:
+        # Each loader process COPYs its own share of the indexes over its own session;
+        # PostgreSQL's tsvector work and Python's text work then run on both cores.
+        connections.close_all()
+        bounds = [first + (last - first) * i // LOADERS for i in range(LOADERS + 1)]
+        context = multiprocessing.get_context("fork")
+        with context.Pool(LOADERS) as pool:
+            _SHARED = (sources, vocabulary, layout)  # inherited by the forked loaders, not pickled
+            pool.map(_copy_share, [(bounds[i], bounds[i + 1]) for i in range(LOADERS)])
+    else:
+        copy_emails(first, last, sources, vocabulary, layout)
     timings["COPY emails, To rows, passages"] = time.perf_counter() - started
     with connection.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '1GB'")
@@ -569,7 +588,8 @@ def explain_lexical(queries: list[Query]) -> None:
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
             plan = "\n".join(row[0] for row in cursor.fetchall())
         print(
-            f"\n--- rank_lexical, slowest {kind} query ({worst * 1000:.0f} ms, {len(slowest.text.split())} words)"
+            f"\n--- rank_lexical, slowest {kind} query "
+            f"({worst * 1000:.0f} ms, {len(slowest.text.split())} words)"
         )
         print(plan)
 
@@ -598,12 +618,15 @@ def vector_sql(candidates, vector: list[float], profile, depth: int, exact: bool
 
     dims = int(profile.dimensions)
     bind = Params()
-    distance = f"p.embedding::vector({dims}) <=> {bind(str(vector))}::vector({dims})"
-    order = f"({distance}) + 0" if exact else "distance"  # "+ 0": no index can serve it
+
+    def distance() -> str:
+        return f"p.embedding::vector({dims}) <=> {bind(str(vector))}::vector({dims})"
+
+    # "+ 0": an ORDER BY no index can serve, so the distances of the selection are computed exactly.
     sql = f"""
-        SELECT p.email_id::text, {distance} AS distance FROM mailbox_passage p
+        SELECT p.email_id::text, {distance()} AS distance FROM mailbox_passage p
         WHERE p.profile_id = {bind(profile.pk)} AND p.email_id IN ({bind.query(candidates.values("id"))})
-        ORDER BY {order} LIMIT {bind(2 * depth)}
+        ORDER BY {f"({distance()}) + 0" if exact else "distance"} LIMIT {bind(2 * depth)}
     """
     return sql, bind.values
 
@@ -715,7 +738,8 @@ def print_recall(alone: dict, inside: dict, emails: int) -> None:
         a, b = alone[mode], inside[mode]
         print(
             f"  {mode:<8}{a['recall@1']:>10.3f}{a['recall@10']:>9.3f}{a['MRR']:>9.3f}"
-            f"{b['recall@1']:>12.3f}{b['recall@10']:>9.3f}{b['MRR']:>9.3f}{b['recall@10'] - a['recall@10']:>+13.3f}"
+            f"{b['recall@1']:>12.3f}{b['recall@10']:>9.3f}{b['MRR']:>9.3f}"
+            f"{b['recall@10'] - a['recall@10']:>+13.3f}"
         )
 
 
@@ -749,7 +773,7 @@ def print_build(label: str, timings: dict[str, float]) -> None:
 
 
 def main() -> None:
-    global CORPUS
+    global CORPUS, LOADERS
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -763,6 +787,7 @@ def main() -> None:
     )
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--loaders", type=int, default=LOADERS, help="processes COPYing at once")
     parser.add_argument(
         "--keep", action="store_true", help="reuse the scratch database and leave it in place"
     )
@@ -770,6 +795,7 @@ def main() -> None:
     args = parser.parse_args()
     CORPUS = args.corpus
     retrieval.CORPUS = args.corpus
+    LOADERS = args.loaders
 
     setup_django(DATABASE)
     from django.conf import settings
@@ -788,7 +814,8 @@ def main() -> None:
         server = conn.execute("SHOW server_version").fetchone()[0]
         shared = conn.execute("SHOW shared_buffers").fetchone()[0]
     print(
-        f"PostgreSQL {server} (shared_buffers {shared}); data under {os.environ.get('MAILFATHOM_VAR_DIR', 'var/')}"
+        f"PostgreSQL {server} (shared_buffers {shared}); "
+        f"data under {os.environ.get('MAILFATHOM_VAR_DIR', 'var/')}"
     )
     if not (args.keep and exists):
         connections.close_all()
@@ -805,6 +832,7 @@ def main() -> None:
             build["corpus"] = load_corpus()
         with LOAD.phase("recall alone"):
             alone = recall(pairs)
+        print(f"recall alone: {alone}", flush=True)
         CACHE_DIR.mkdir(parents=True, exist_ok=True)
         (CACHE_DIR / "recall-alone.json").write_text(json.dumps(alone))
     else:
@@ -826,13 +854,18 @@ def main() -> None:
             print_build(f"{args.anchor:,}", build["anchor"])
         if Email.objects.count() <= args.anchor:
             anchor = measure_latency(queries, args.clients, "anchor")
+            (CACHE_DIR / "anchor-latency.json").write_text(json.dumps(anchor))
             print_latency(f"{Email.objects.count():,} emails (the anchor)", anchor, None, args.clients)
+    if anchor is None and (CACHE_DIR / "anchor-latency.json").exists():
+        anchor = json.loads((CACHE_DIR / "anchor-latency.json").read_text())  # --keep: an earlier run's
+        print("anchor latency: from this database's earlier run (--keep)")
     with LOAD.phase("build full"):
         build["full"] = grow(args.emails, sources, vocabulary, layout)
     if build["full"]:
         print_build(f"{args.emails:,}", build["full"])
     held = Email.objects.count()
     full = measure_latency(queries, args.clients, "full")
+    print_latency(f"{held:,} emails", full, anchor, args.clients)
     with LOAD.phase("explain"):
         explain_lexical(queries)
     with LOAD.phase("filtered vector"):
@@ -842,12 +875,14 @@ def main() -> None:
         )
     with LOAD.phase("recall inside"):
         inside = recall(pairs)
+    print(f"recall inside: {inside}")
     LOAD.stop()
 
     print(f"\n=== summary: {held:,} emails, commit {commit()} ===")
     for stage, timings in build.items():
         print(
-            f"  build {stage:<8} {sum(timings.values()):8.0f} s  ({', '.join(f'{k} {v:.0f}' for k, v in timings.items())})"
+            f"  build {stage:<8} {sum(timings.values()):8.0f} s  "
+            f"({', '.join(f'{k} {v:.0f}' for k, v in timings.items())})"
         )
     if anchor:
         print_latency(f"{args.anchor:,} emails (the anchor)", anchor, None, args.clients)
