@@ -86,6 +86,7 @@ FOLDERS = (
 )
 # The filtered vector searches: (label, accounts, folder aliases or None for all).
 FILTERED = (
+    ("every served account (the latency runs' scope)", None, None),
     ("one small account, 2 of its folders", ["team-3"], ["archive", "projects"]),
     ("the corpus account", [CORPUS_ACCOUNT], None),
     ("the largest account, its inbox", ["north"], ["inbox"]),
@@ -597,38 +598,46 @@ def explain_lexical(queries: list[Query]) -> None:
 # --- filtered vector search ------------------------------------------------------------------
 
 
-VECTOR_PLANS = {
-    "product (iterative relaxed, ef 100)": None,
-    "iterative relaxed, ef 100, max_scan_tuples 100k": [
-        "SET LOCAL hnsw.iterative_scan = relaxed_order",
-        "SET LOCAL hnsw.ef_search = 100",
-        "SET LOCAL hnsw.max_scan_tuples = 100000",
-    ],
-    "iterative relaxed, ef 400": [
-        "SET LOCAL hnsw.iterative_scan = relaxed_order",
-        "SET LOCAL hnsw.ef_search = 400",
-    ],
-    "no iterative scan, ef 100": ["SET LOCAL hnsw.iterative_scan = off", "SET LOCAL hnsw.ef_search = 100"],
-    "exact (selection's passages, no HNSW)": "exact",
+LARGE_SELECTION, LARGE_SELECTION_QUERIES = 100_000, 4
+RELAXED = ["SET LOCAL hnsw.iterative_scan = relaxed_order", "SET LOCAL hnsw.ef_search = 100"]
+MORE_TUPLES = [*RELAXED, "SET LOCAL hnsw.max_scan_tuples = 100000"]
+# label -> (statement form, settings); None: embedding.rank_vector itself.
+VECTOR_PLANS: dict[str, tuple[str, list[str]] | None] = {
+    "product: embedding.rank_vector": None,
+    "IN (selection), planner's choice, relaxed, ef 100 (rank_vector before)": ("in", RELAXED),
+    "IN (selection), relaxed, ef 100, max_scan_tuples 100k": ("in", MORE_TUPLES),
+    "HNSW forced (EXISTS per visited passage), relaxed, ef 100": ("exists", RELAXED),
+    "HNSW forced, relaxed, ef 100, max_scan_tuples 100k": ("exists", MORE_TUPLES),
+    "HNSW forced, relaxed, ef 400, max_scan_tuples 100k": (
+        "exists",
+        [*MORE_TUPLES, "SET LOCAL hnsw.ef_search = 400"],
+    ),
+    "HNSW forced, no iterative scan, ef 100": ("exists", ["SET LOCAL hnsw.ef_search = 100"]),
+    "exact (the selection's own passages, no HNSW)": ("exact", []),
 }
 
 
-def vector_sql(candidates, vector: list[float], profile, depth: int, exact: bool) -> tuple[str, list]:
+def vector_sql(candidates, vector: list[float], profile, depth: int, form: str) -> tuple[str, list]:
+    """The vector ranking's statement in one of three forms: "in" (the selection as IN, the
+    planner choosing), "exists" (checked per visited passage: only the HNSW index can serve
+    the ORDER BY), "exact" (every passage of the selection measured)."""
     from mailbox.services.raw_sql import Params
 
     dims = int(profile.dimensions)
     bind = Params()
-
-    def distance() -> str:
-        return f"p.embedding::vector({dims}) <=> {bind(str(vector))}::vector({dims})"
-
-    # "+ 0": an ORDER BY no index can serve, so the distances of the selection are computed exactly.
-    sql = f"""
-        SELECT p.email_id::text, {distance()} AS distance FROM mailbox_passage p
-        WHERE p.profile_id = {bind(profile.pk)} AND p.email_id IN ({bind.query(candidates.values("id"))})
-        ORDER BY {f"({distance()}) + 0" if exact else "distance"} LIMIT {bind(2 * depth)}
+    distance = f"p.embedding::vector({dims}) <=> {bind(str(vector))}::vector({dims})"
+    if form == "exists":
+        visited = candidates.extra(where=["mailbox_email.id = p.email_id"])
+        condition = f"EXISTS ({bind.query(visited.order_by().values('id'))} OFFSET 0)"
+    else:
+        condition = f"p.email_id IN ({bind.query(candidates.values('id'))})"
+    inner = f"""
+        SELECT p.email_id::text AS found, {distance} AS distance FROM mailbox_passage p
+        WHERE p.profile_id = {bind(profile.pk)} AND {condition}
     """
-    return sql, bind.values
+    if form == "exact":
+        return f"SELECT * FROM ({inner} OFFSET 0) s ORDER BY distance LIMIT {bind(2 * depth)}", bind.values
+    return f"{inner} ORDER BY distance LIMIT {bind(2 * depth)}", bind.values
 
 
 def filtered_vector(queries: list[Query]) -> dict:
@@ -649,24 +658,27 @@ def filtered_vector(queries: list[Query]) -> dict:
         candidates = Email.objects.in_selection(select(accounts, folders))
         size = candidates.count()
         print(f"\nfiltered vector search: {label} ({size} emails, {size / Email.objects.count():.2%} of all)")
+        # Measuring every passage of a large selection takes seconds per query: fewer queries there.
+        here = vectors if size <= LARGE_SELECTION else vectors[:LARGE_SELECTION_QUERIES]
         exact_tops = []
-        for vector in vectors:
-            sql, params = vector_sql(candidates, vector, profile, FUSION_DEPTH, exact=True)
+        for vector in here:
+            sql, params = vector_sql(candidates, vector, profile, FUSION_DEPTH, "exact")
             with transaction.atomic(), connection.cursor() as cursor:
                 cursor.execute(sql, params)
                 exact_tops.append(_nearest(cursor.fetchall(), FUSION_DEPTH))
-        for plan_label, settings in VECTOR_PLANS.items():
+        for plan_label, plan in VECTOR_PLANS.items():
+            if plan is not None and plan[0] == "exact" and size > LARGE_SELECTION:
+                continue
             times, recalls, hits = [], [], []
-            for vector, exact in zip(vectors, exact_tops, strict=True):
+            for vector, exact in zip(here, exact_tops, strict=True):
                 started = time.perf_counter()
-                if settings is None:
-                    found = [
-                        h.email_id for h in embedding.rank_vector(candidates, vector, profile, FUSION_DEPTH)
-                    ]
+                if plan is None:
+                    ranked = embedding.rank_vector(candidates, vector, profile, FUSION_DEPTH)
+                    found = [hit.email_id for hit in ranked]
                 else:
-                    sql, params = vector_sql(candidates, vector, profile, FUSION_DEPTH, settings == "exact")
+                    sql, params = vector_sql(candidates, vector, profile, FUSION_DEPTH, plan[0])
                     with transaction.atomic(), connection.cursor() as cursor:
-                        for statement in settings if isinstance(settings, list) else []:
+                        for statement in plan[1]:
                             cursor.execute(statement)
                         cursor.execute(sql, params)
                         found = _nearest(cursor.fetchall(), FUSION_DEPTH)
@@ -680,15 +692,16 @@ def filtered_vector(queries: list[Query]) -> dict:
                 f"recall of the exact top {FUSION_DEPTH}: mean {statistics.mean(recalls):.3f} "
                 f"min {min(recalls):.3f}"
             )
-        # The product's plan, for the record: does the HNSW index serve it?
-        sql, params = vector_sql(candidates, vectors[0], profile, FUSION_DEPTH, exact=False)
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute("SET LOCAL hnsw.ef_search = 100")
-            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
-            print("  EXPLAIN (ANALYZE, BUFFERS) of the product's statement:")
-            for (line,) in cursor.fetchall():
-                print("    " + line)
+        # The plans, for the record: which index serves each form?
+        for form, settings in (("in", RELAXED), ("exists", MORE_TUPLES)):
+            sql, params = vector_sql(candidates, vectors[-1], profile, FUSION_DEPTH, form)
+            with transaction.atomic(), connection.cursor() as cursor:
+                for statement in settings:
+                    cursor.execute(statement)
+                cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+                print(f"  EXPLAIN (ANALYZE, BUFFERS), form {form!r}, a pasted query:")
+                for (line,) in cursor.fetchall():
+                    print("    " + line[:200])
     return report
 
 
@@ -791,6 +804,11 @@ def main() -> None:
     parser.add_argument(
         "--keep", action="store_true", help="reuse the scratch database and leave it in place"
     )
+    parser.add_argument(
+        "--phases",
+        default="latency,explain,vector,recall",
+        help="what to measure at the full size (comma-separated; a rerun with --keep may pick some)",
+    )
     parser.add_argument("--skip-anchor", action="store_true", help="no latency at the anchor size")
     args = parser.parse_args()
     CORPUS = args.corpus
@@ -864,18 +882,25 @@ def main() -> None:
     if build["full"]:
         print_build(f"{args.emails:,}", build["full"])
     held = Email.objects.count()
-    full = measure_latency(queries, args.clients, "full")
-    print_latency(f"{held:,} emails", full, anchor, args.clients)
-    with LOAD.phase("explain"):
-        explain_lexical(queries)
-    with LOAD.phase("filtered vector"):
-        filtered_vector(
-            queries[: args.vector_queries // 2]
-            + queries[args.queries : args.queries + args.vector_queries // 2]
-        )
-    with LOAD.phase("recall inside"):
-        inside = recall(pairs)
-    print(f"recall inside: {inside}")
+    phases = set(args.phases.split(","))
+    full: dict = {}
+    if "latency" in phases:
+        full = measure_latency(queries, args.clients, "full")
+        print_latency(f"{held:,} emails", full, anchor, args.clients)
+    if "explain" in phases:
+        with LOAD.phase("explain"):
+            explain_lexical(queries)
+    if "vector" in phases:
+        with LOAD.phase("filtered vector"):
+            filtered_vector(
+                queries[: args.vector_queries // 2]
+                + queries[args.queries : args.queries + args.vector_queries // 2]
+            )
+    inside = None
+    if "recall" in phases:
+        with LOAD.phase("recall inside"):
+            inside = recall(pairs)
+        print(f"recall inside: {inside}")
     LOAD.stop()
 
     print(f"\n=== summary: {held:,} emails, commit {commit()} ===")
@@ -886,10 +911,11 @@ def main() -> None:
         )
     if anchor:
         print_latency(f"{args.anchor:,} emails (the anchor)", anchor, None, args.clients)
-    print_latency(f"{held:,} emails", full, anchor, args.clients)
-    if alone:
+    if full:
+        print_latency(f"{held:,} emails", full, anchor, args.clients)
+    if alone and inside:
         print_recall(alone, inside, held)
-    else:
+    elif inside:
         print(f"\nrecall inside the million: {inside}")
     LOAD.report()
     print(f"\nwhole run {time.perf_counter() - run_started:.0f} s; load average now {os.getloadavg()}")
