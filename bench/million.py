@@ -435,8 +435,8 @@ def grow(target: int, sources: list[Source], vocabulary: list[str], layout: Layo
         connections.close_all()
         bounds = [first + (last - first) * i // LOADERS for i in range(LOADERS + 1)]
         context = multiprocessing.get_context("fork")
+        _SHARED = (sources, vocabulary, layout)  # inherited by the forked loaders, not pickled
         with context.Pool(LOADERS) as pool:
-            _SHARED = (sources, vocabulary, layout)  # inherited by the forked loaders, not pickled
             pool.map(_copy_share, [(bounds[i], bounds[i + 1]) for i in range(LOADERS)])
     else:
         copy_emails(first, last, sources, vocabulary, layout)
@@ -726,7 +726,23 @@ def recall(pairs: list[dict]) -> dict[str, dict[str, float]]:
     def vector_ranking(rows, query, depth):
         return embedding.rank_vector(rows, embedder.embed_query(query), profile, depth)
 
-    records, seconds = retrieval.collect(CORPUS_ACCOUNT, pairs, vector_ranking)
+    if RECALL_PROCESSES > 1:
+        # The pairs in interleaved shares, one process each (their own sessions and embedders).
+        from django.db import connections
+
+        connections.close_all()
+        context = multiprocessing.get_context("fork")
+        shares = [pairs[i::RECALL_PROCESSES] for i in range(RECALL_PROCESSES)]
+        with context.Pool(RECALL_PROCESSES) as pool:
+            parts = pool.map(_collect_share, shares)
+        records, seconds = [], {"lexical": 0.0, "vector": 0.0}
+        for index in range(len(pairs)):  # back in the pairs' order
+            records.append(parts[index % RECALL_PROCESSES][0][index // RECALL_PROCESSES])
+        for _, part_seconds in parts:
+            for key in seconds:
+                seconds[key] += part_seconds[key]
+    else:
+        records, seconds = retrieval.collect(CORPUS_ACCOUNT, pairs, vector_ranking)
     fusion = search.Fusion.for_model(profile.model)
     figures = {
         "lexical": retrieval.metrics(
@@ -742,6 +758,22 @@ def recall(pairs: list[dict]) -> dict[str, dict[str, float]]:
     figures["lexical"]["s/query"] = seconds["lexical"] / len(pairs)
     figures["vector"]["s/query"] = seconds["vector"] / len(pairs)
     return figures
+
+
+RECALL_PROCESSES = 1  # --recall-processes
+
+
+def _collect_share(pairs: list[dict]) -> tuple[list, dict[str, float]]:
+    from mailbox.services import embedding
+    from mailfathom.providers import get_embedder
+
+    set_provider(HYBRID_PROVIDER)
+    embedder, profile = get_embedder(), embedding.active_profile()
+
+    def vector_ranking(rows, query, depth):
+        return embedding.rank_vector(rows, embedder.embed_query(query), profile, depth)
+
+    return retrieval.collect(CORPUS_ACCOUNT, pairs, vector_ranking)
 
 
 def print_recall(alone: dict, inside: dict, emails: int) -> None:
@@ -786,7 +818,7 @@ def print_build(label: str, timings: dict[str, float]) -> None:
 
 
 def main() -> None:
-    global CORPUS, LOADERS
+    global CORPUS, LOADERS, RECALL_PROCESSES
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -800,6 +832,9 @@ def main() -> None:
     )
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument(
+        "--recall-processes", type=int, default=1, help="processes ranking the reply pairs at once"
+    )
     parser.add_argument("--loaders", type=int, default=LOADERS, help="processes COPYing at once")
     parser.add_argument(
         "--keep", action="store_true", help="reuse the scratch database and leave it in place"
@@ -814,6 +849,7 @@ def main() -> None:
     CORPUS = args.corpus
     retrieval.CORPUS = args.corpus
     LOADERS = args.loaders
+    RECALL_PROCESSES = args.recall_processes
 
     setup_django(DATABASE)
     from django.conf import settings
