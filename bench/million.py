@@ -626,14 +626,16 @@ def vector_sql(candidates, vector: list[float], profile, depth: int, form: str) 
     dims = int(profile.dimensions)
     bind = Params()
     distance = f"p.embedding::vector({dims}) <=> {bind(str(vector))}::vector({dims})"
-    if form == "exists":
-        visited = candidates.extra(where=["mailbox_email.id = p.email_id"])
-        condition = f"EXISTS ({bind.query(visited.order_by().values('id'))} OFFSET 0)"
-    else:
-        condition = f"p.email_id IN ({bind.query(candidates.values('id'))})"
+    visited = candidates.extra(where=["mailbox_email.id = p.email_id"])
+
+    def condition() -> str:  # called where it stands in the statement, so its values bind in order
+        if form == "exists":
+            return f"EXISTS ({bind.query(visited.order_by().values('id'))} OFFSET 0)"
+        return f"p.email_id IN ({bind.query(candidates.values('id'))})"
+
     inner = f"""
         SELECT p.email_id::text AS found, {distance} AS distance FROM mailbox_passage p
-        WHERE p.profile_id = {bind(profile.pk)} AND {condition}
+        WHERE p.profile_id = {bind(profile.pk)} AND {condition()}
     """
     if form == "exact":
         return f"SELECT * FROM ({inner} OFFSET 0) s ORDER BY distance LIMIT {bind(2 * depth)}", bind.values
