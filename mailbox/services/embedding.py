@@ -16,6 +16,7 @@ own, mailbox.services.reembedding (`manage.py reembed`).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -316,35 +317,100 @@ class VectorHit:
     distance: float
 
 
+# How the vector ranking reads a selection (docs/benchmarks.md, "Search at a million
+# emails"). A selection of at most EXACT_WITHIN emails is ranked exactly: the distance to
+# each of its own passages, read through the passage table's email index, which costs
+# about what an iterative HNSW scan costs to find enough of its passages among a large
+# mailbox's and is never wrong. A larger one is ranked by the profile's HNSW index with
+# pgvector's iterative scan, the selection checked on each passage the scan visits; the
+# scan may visit up to HNSW_MAX_SCAN_TUPLES passages, so a selection of a few percent of
+# the mailbox still fills the ranking. Left to itself the planner chose between the two by
+# its estimate of the selection's size, which was wrong both ways (116 rows estimated for
+# an account of 7,685; a whole-mailbox scope read through the email index and sorted).
+EXACT_WITHIN = 20_000
+HNSW_EF_SEARCH = 100
+HNSW_MAX_SCAN_TUPLES = 100_000
+# The selection's size is counted (up to EXACT_WITHIN + 1) once per selection and reused
+# for this long: it only decides which of two correct plans runs.
+SIZE_SECONDS = 60.0
+_sizes: dict[tuple[str, tuple[object, ...]], tuple[float, int]] = {}
+_sizes_lock = threading.Lock()
+
+
+def _selection_size(candidates: EmailQuerySet, cap: int) -> int:
+    """How many emails `candidates` holds, counted up to `cap` + 1 (more is reported as cap + 1)."""
+    sql, params = candidates.order_by().values("id").query.sql_with_params()
+    key = (sql, tuple(str(value) for value in params))
+    now = time.monotonic()
+    with _sizes_lock:
+        cached = _sizes.get(key)
+    if cached is not None and now - cached[0] < SIZE_SECONDS:
+        return cached[1]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM ({sql} LIMIT {int(cap) + 1}) AS s", params)
+        size = int(cursor.fetchone()[0])
+    with _sizes_lock:
+        if len(_sizes) > 1000:
+            _sizes.clear()
+        _sizes[key] = (now, size)
+    return size
+
+
 def rank_vector(
     candidates: EmailQuerySet, query_vector: list[float], profile: EmbeddingProfile, limit: int
 ) -> list[VectorHit]:
     """Nearest emails of `candidates` to the query, closest first.
 
-    Filters narrow the candidates before ranking; pgvector 0.8's iterative scan keeps the
-    HNSW index useful under a narrow filter (it continues the scan until `limit` rows pass).
-    Candidates empty by construction (a scope whose folders leave nothing) are nearest to nothing.
+    A small selection is ranked exactly over its own passages; a larger one through the
+    HNSW index, pgvector 0.8's iterative scan continuing until enough visited passages
+    belong to the selection (see EXACT_WITHIN). Candidates empty by construction (a scope
+    whose folders leave nothing) are nearest to nothing.
     """
     if selects_nothing(candidates):
         return []
     dims = int(profile.dimensions)
     passage, email_id, embedding = table(Passage), column(Passage, "email"), column(Passage, "embedding")
+    profile_id = column(Passage, "profile")
     bind = Params()
-    # Ordering passages by distance alone lets the HNSW index serve the ORDER BY ... LIMIT;
-    # an email may have two passages (body, attachments), so twice the depth is read and
+    vector = f"{bind(str(query_vector))}::vector({dims})"
+    # An email may have two passages (body, attachments), so twice the depth is read and
     # each email keeps its nearer one.
-    sql = f"""
-        SELECT p.{email_id}::text,
-               p.{embedding}::vector({dims}) <=> {bind(str(query_vector))}::vector({dims}) AS distance
-        FROM {passage} p
-        WHERE p.{column(Passage, "profile")} = {bind(profile.pk)}
-          AND p.{email_id} IN ({bind.query(candidates.values("id"))})
-        ORDER BY distance
-        LIMIT {bind(2 * limit)}
-    """
+    if _selection_size(candidates, EXACT_WITHIN) <= EXACT_WITHIN:
+        # OFFSET 0 keeps the ORDER BY off the HNSW index: every passage of the selection is measured.
+        sql = f"""
+            SELECT found, distance FROM (
+                SELECT p.{email_id}::text AS found, p.{embedding}::vector({dims}) <=> {vector} AS distance
+                FROM {passage} p
+                WHERE p.{profile_id} = {bind(profile.pk)}
+                  AND p.{email_id} IN ({bind.query(candidates.values("id"))})
+                OFFSET 0
+            ) AS measured
+            ORDER BY distance
+            LIMIT {bind(2 * limit)}
+        """
+        settings_sql: list[str] = []
+    else:
+        # The selection is checked per passage the index scan visits (a correlated EXISTS
+        # the planner cannot turn into a join that drives the plan), so ORDER BY distance
+        # LIMIT is served by the HNSW index however the selection's size is estimated.
+        email = table(Email)
+        visited = candidates.extra(where=[f"{email}.{column(Email, 'id')} = p.{email_id}"])  # noqa: S610
+        sql = f"""
+            SELECT p.{email_id}::text, p.{embedding}::vector({dims}) <=> {vector} AS distance
+            FROM {passage} p
+            WHERE p.{profile_id} = {bind(profile.pk)}
+              AND EXISTS ({bind.query(visited.order_by().values("id"))} OFFSET 0)
+            ORDER BY distance
+            LIMIT {bind(2 * limit)}
+        """
+        settings_sql = [
+            "SET LOCAL hnsw.iterative_scan = relaxed_order",
+            f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}",
+            f"SET LOCAL hnsw.max_scan_tuples = {int(HNSW_MAX_SCAN_TUPLES)}",
+        ]
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SET LOCAL hnsw.ef_search = 100")
+        for statement in settings_sql:
+            cursor.execute(statement)
         cursor.execute(sql, bind.values)
         nearest: dict[str, float] = {}
         for found, distance in cursor.fetchall():

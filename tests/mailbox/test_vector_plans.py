@@ -1,0 +1,80 @@
+"""The vector ranking's two plans: exact over a small selection, the HNSW index over a larger one.
+
+Both must rank the same emails of the selection and nothing outside it; which one runs is
+decided by the selection's size (embedding.EXACT_WITHIN), set here to force each.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from django.db import connection
+
+from mailbox.models import Email, EmbeddingProfile, Passage
+from mailbox.services import embedding
+from mailbox.services.selection import select
+from tests.factories import MailAccountFactory
+from tests.mailbox.factories import EmailFactory, mapped_folder
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DIMENSIONS = 8
+
+
+def _vector(angle: float) -> list[float]:
+    return [math.cos(angle), math.sin(angle), *([0.0] * (DIMENSIONS - 2))]
+
+
+@pytest.fixture
+def mailbox():
+    profile = EmbeddingProfile.objects.create(
+        provider="test", model="plans", dimensions=DIMENSIONS, active=True
+    )
+    embedding._ensure_vector_index(profile)
+    chosen = MailAccountFactory(account_id="chosen")
+    other = MailAccountFactory(account_id="other")
+    inbox, archive = mapped_folder(chosen, "inbox", "inbox"), mapped_folder(chosen, "archive", "archive")
+    elsewhere = mapped_folder(other, "inbox", "inbox")
+    emails: dict[str, Email] = {}
+    for step in range(30):
+        folder = (inbox, archive, elsewhere)[step % 3]
+        email = EmailFactory(folder=folder, embedded=True)
+        Passage.objects.create(
+            email=email, profile=profile, position=0, characters=10, embedding=_vector(step / 10)
+        )
+        emails[str(email.pk)] = email
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    embedding._sizes.clear()
+    return profile, emails, inbox
+
+
+@pytest.mark.parametrize("exact_within", [0, 1000], ids=["hnsw", "exact"])
+def test_both_plans_rank_the_selection_alone_nearest_first(mailbox, monkeypatch, exact_within):
+    profile, emails, inbox = mailbox
+    monkeypatch.setattr(embedding, "EXACT_WITHIN", exact_within)
+    embedding._sizes.clear()
+    candidates = Email.objects.in_selection(select(["chosen"], ["inbox"]))
+
+    hits = embedding.rank_vector(candidates, _vector(1.0), profile, 5)
+
+    assert len(hits) == 5
+    assert all(emails[hit.email_id].folder_id == inbox.pk for hit in hits)
+    assert [hit.distance for hit in hits] == sorted(hit.distance for hit in hits)
+    exact = sorted(
+        (
+            1.0 - float(p.embedding[0] * math.cos(1.0) + p.embedding[1] * math.sin(1.0)),
+            str(p.email_id),
+        )
+        for p in Passage.objects.filter(email__folder=inbox)
+    )[:5]
+    assert [hit.email_id for hit in hits] == [email_id for _, email_id in exact]
+
+
+def test_the_size_is_counted_once_per_selection(mailbox, django_assert_num_queries):
+    _, _, _ = mailbox
+    candidates = Email.objects.in_selection(select(["chosen"]))
+    assert embedding._selection_size(candidates, 5) == 6  # 20 emails, counted up to the cap + 1
+    with django_assert_num_queries(0):
+        assert embedding._selection_size(candidates, 5) == 6
