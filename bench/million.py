@@ -508,7 +508,7 @@ def _client(args: tuple[int, list[Query], str, object]) -> list[tuple[str, float
     order = queries[offset:] + queries[:offset]
     for query in order:
         search_emails(query.text, result_limit=RESULT_LIMIT)
-    barrier.wait()  # type: ignore[attr-defined]
+    barrier.wait()  # type: ignore[attr-defined]  # a multiprocessing Barrier, passed as object through the pool
     timed = []
     for query in order:
         started = time.perf_counter()

@@ -291,7 +291,10 @@ def test_no_refusal_or_log_line_carries_the_values_a_caller_sent(mcp_server, api
         "found nothing": ("search_emails", {"queryText": canary}),
         "id": ("get_email_content", {"storedEmailIds": [canary]}),
         "direction": ("list_emails", {"direction": canary}),
-        "argument": ("list_emails", {canary: True}),
+        # An unknown argument's name is named back when it looks like one (issue #28); its
+        # value never is, nor a name that does not look like an argument name.
+        "argument value": ("list_emails", {"limit": canary}),
+        "argument name": ("list_emails", {f"{canary} x": True}),
     }
     results = _many(mcp_server, api_key, calls)
 
