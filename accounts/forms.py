@@ -7,7 +7,14 @@ from typing import Any
 
 from django import forms
 
-from accounts.models import AuthMethod, MailAccount, OAuthGrant, OAuthRegistration, normalize_alias
+from accounts.models import (
+    DEFAULT_PORTS,
+    AuthMethod,
+    MailAccount,
+    OAuthGrant,
+    OAuthRegistration,
+    normalize_alias,
+)
 
 # Binary units, as mail servers and operating systems count storage: 1 MB is 1,048,576 bytes.
 UNITS = {"KB": 1024, "MB": 1024**2, "GB": 1024**3}
@@ -136,8 +143,24 @@ class MailAccountForm(forms.ModelForm):
     def clean_download_bytes_per_day(self) -> int:
         return int(self.cleaned_data.get("download_bytes_per_day") or 0)
 
+    def _port_follows_security(self, cleaned: dict[str, Any]) -> None:
+        """A port left at the other security mode's default takes the chosen mode's default.
+
+        Only when the security changed and the port did not: a port the operator typed is
+        kept, whatever it is. The page's script does the same as the choice is made.
+        """
+        security, port = cleaned.get("security"), cleaned.get("imap_port")
+        if security not in DEFAULT_PORTS or port is None:
+            return
+        if "security" not in self.changed_data or "imap_port" in self.changed_data:
+            return
+        wanted = DEFAULT_PORTS[security]
+        if port != wanted and port in DEFAULT_PORTS.values():
+            cleaned["imap_port"] = wanted
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        self._port_follows_security(cleaned)
         if cleaned.get("auth_method") == AuthMethod.OAUTH2:
             return cleaned  # no password: the sign-in is done from the saved account
         if not self.instance.has_credential and not cleaned.get("credential"):

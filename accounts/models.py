@@ -32,6 +32,10 @@ class Security(models.TextChoices):
     NONE = "none", "None (loopback hosts only)"
 
 
+# The port each security mode's servers listen on unless told otherwise (RFC 8314, RFC 3501).
+DEFAULT_PORTS = {Security.TLS: 993, Security.STARTTLS: 143, Security.NONE: 143}
+
+
 class SyncMode(models.TextChoices):
     POLLING = "polling", "Polling"
     PUSH = "push", "Push (IMAP IDLE)"
