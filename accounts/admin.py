@@ -104,6 +104,8 @@ class MailAccountAdmin(PeopleScoped):
                     "imap_host",
                     "imap_port",
                     "security",
+                    "imap_ca_pem",
+                    "imap_ca_upload",
                     "username",
                     "auth_method",
                     "credential",

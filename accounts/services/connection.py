@@ -131,7 +131,7 @@ class ConnectionReport:
     message: str
     folders: tuple[RemoteFolder, ...] = ()
     kind: str = "ok"  # a key of SENTENCES when not ok
-    code: int | None = None  # for kind "provider_refusal": the Code whose sentence is the message
+    code: int | None = None  # the failure's 61xxx code; for "provider_refusal", the sentence's own
 
 
 # One sentence per kind of failure. None names a host or port: the page shows what was tested.
@@ -160,7 +160,8 @@ SENTENCES = {
     # After a greeting (or a greeting read to prove an IMAP server is there):
     "tls_certificate": (
         "The IMAP server's TLS certificate is not trusted ({detail}); if your own certificate "
-        "authority signed it, set MAILFATHOM_IMAP_CA_FILE to that authority's certificate (PEM)."
+        "authority signed it, give that authority's certificate (PEM) in the account's "
+        '"IMAP server\'s CA certificate" field, or deployment-wide in MAILFATHOM_IMAP_CA_FILE.'
     ),
     "tls_handshake": "The IMAP server answered, but the TLS negotiation after STARTTLS failed.",
     "login_refused": "The server refused the login; check the IMAP user name and the stored password.",
@@ -172,6 +173,20 @@ SENTENCES = {
     # A provider's known refusal or limit, or no access token to be had: the code's sentence
     # (mailfathom.core.errors.Code, 61010-61021), never the server's words.
     "provider_refusal": "{detail}",
+}
+# The synchronization code each kind of failure shares (mailfathom.core.errors.Code), so the
+# test and a folder's last error name one problem with one number.
+KIND_CODES = {
+    "unreachable": Code.CANNOT_CONNECT,
+    "destination_refused": Code.CANNOT_CONNECT,
+    "tls_certificate": Code.TLS_FAILED,
+    "tls_handshake": Code.TLS_FAILED,
+    "starttls_missing": Code.TLS_FAILED,
+    "login_refused": Code.LOGIN_REFUSED,
+    "login_disabled": Code.LOGIN_REFUSED,
+    "timeout": Code.TIMED_OUT,
+    "closed": Code.CONNECTION_LOST,
+    "unexpected": Code.UNEXPECTED_ANSWER,
 }
 # After the greeting, checked in order: the first class an error is an instance of decides.
 _KINDS: list[tuple[type[BaseException], str]] = [
@@ -246,7 +261,7 @@ def _greet(target: MailAccount, timeout: float, context: ssl.SSLContext) -> IMAP
 
 def _list(target: MailAccount, password: str | None, timeout: float) -> list[RemoteFolder]:
     """Log in and list; `password` None presents the (saved OAuth 2.0) account's access token."""
-    context = imap.tls_context()  # the one builder synchronization uses too
+    context = imap.tls_context(target)  # the one builder synchronization uses too
     client = _greet(target, timeout, context)
     try:
         imap.log_in(client, target, password=password, ssl_context=context)
@@ -332,6 +347,7 @@ def test_connection(
         imap_port=endpoint.port,
         security=endpoint.security,
         username=endpoint.username,
+        imap_ca_pem=account.imap_ca_pem,  # the account's own CA: a certificate, no credential
     )
     try:
         secret: str | None
@@ -348,7 +364,8 @@ def test_connection(
     except Exception as error:  # every failure becomes a sentence; the details stay here
         kind = _kind(error)
         refusal = None if isinstance(error, _Failure) else _refusal(error)
-        code = int(refusal) if refusal is not None else None
+        known = refusal if refusal is not None else KIND_CODES.get(kind)
+        code = int(known) if known is not None else None
         logger.info(
             "IMAP connection test failed: account_id=%s kind=%s code=%s", account.account_id, kind, code
         )
