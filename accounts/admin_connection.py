@@ -1,4 +1,9 @@
-"""Admin page "Test connection and map folders" for one mail account.
+"""Admin pages "Test connection and map folders" for one mail account.
+
+The account page's button posts to test_and_map_view: one click tests the saved settings
+and maps INBOX and the server's SPECIAL-USE folders, and the result is a message back on
+the account page. test_connection_view is the page for the rest ("Choose folders by
+hand"): testing settings not saved yet, and picking folders one by one.
 
 GET only shows the connection settings in a form; nothing connects. POST with the
 "Test connection" button logs in (read-only) to the IMAP server those settings name and
@@ -26,7 +31,9 @@ from accounts.services.connection import (
     ENDPOINT_LABELS,
     ConnectionReport,
     Endpoint,
+    MappedFolder,
     apply_suggested_mappings,
+    test_and_map,
     test_connection,
 )
 
@@ -115,6 +122,58 @@ def _initial_rows(account: MailAccount, report: ConnectionReport) -> list[dict[s
     return rows
 
 
+def _change_url(model_admin: admin.ModelAdmin, account: MailAccount) -> str:
+    return reverse(
+        f"admin:{account._meta.app_label}_{account._meta.model_name}_change",
+        args=[quote(account.pk)],
+        current_app=model_admin.admin_site.name,
+    )
+
+
+def _mapped_words(mapped: list[MappedFolder]) -> str:
+    """ "inbox (INBOX, 3 messages), junk (Junk, 1 message, hidden from tools)"."""
+    parts = []
+    for folder in mapped:
+        details = [folder.remote_name]
+        if folder.messages is not None:
+            details.append(f"{folder.messages} message{'' if folder.messages == 1 else 's'}")
+        if not folder.visible_to_tools:
+            details.append("hidden from tools")
+        parts.append(f"{folder.alias} ({', '.join(details)})")
+    return "; ".join(parts)
+
+
+def test_and_map_view(model_admin: admin.ModelAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
+    """One click on the account page: test the saved settings and map the suggested folders.
+
+    POST only (the account page's button); 404 for an unknown account, 403 without change
+    permission. The result is a message on the account page: the folders mapped with their
+    message counts, or the failure's code and sentence. Unsaved edits on that page are not
+    read: the saved settings are tested.
+    """
+    account = model_admin.get_object(request, unquote(object_id))
+    if account is None:
+        raise Http404("No mail account with this identifier.")
+    if not model_admin.has_change_permission(request, account):
+        raise PermissionDenied
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    report, mapped = test_and_map(account)
+    if not report.ok:
+        code = f" ({report.code})" if report.code is not None else ""
+        messages.error(request, f"Connection test failed{code}: {report.message}")
+    elif mapped:
+        noun = "folder" if len(mapped) == 1 else "folders"
+        messages.success(request, f"{report.message} Mapped {len(mapped)} {noun}: {_mapped_words(mapped)}.")
+    else:
+        messages.success(
+            request,
+            f"{report.message} No new folder to map: the server's special folders are mapped "
+            'already. Use "Choose folders by hand" to map others.',
+        )
+    return HttpResponseRedirect(_change_url(model_admin, account))
+
+
 def test_connection_view(model_admin: admin.ModelAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
     """Show the settings (GET); test them (POST with the test button); map ticked folders (POST).
 
@@ -159,12 +218,7 @@ def test_connection_view(model_admin: admin.ModelAdmin, request: HttpRequest, ob
             created = apply_suggested_mappings(account, chosen)
             noun = "mapping" if created == 1 else "mappings"
             messages.success(request, f"{created} folder {noun} created.")
-            change_url = reverse(
-                f"admin:{account._meta.app_label}_{account._meta.model_name}_change",
-                args=[quote(account.pk)],
-                current_app=model_admin.admin_site.name,
-            )
-            return HttpResponseRedirect(change_url)
+            return HttpResponseRedirect(_change_url(model_admin, account))
 
     context = {
         **model_admin.admin_site.each_context(request),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -384,14 +385,32 @@ def test_connection(
 test_connection.__test__ = False  # type: ignore[attr-defined]  # a use case, not a pytest test
 
 
-def apply_suggested_mappings(account: MailAccount, chosen: list[tuple[str, str, str]]) -> int:
-    """Create the folder mappings (remote_name, alias, role) that `account` lacks; return how many.
+# A row of the mapping page: remote name, alias, role, and optionally visible to tools.
+MappingRow = tuple[str, str, str] | tuple[str, str, str, bool]
+
+# Roles mapped hidden from tools unless the operator ticks them: Junk holds mail anyone on the
+# internet wrote (the likeliest carrier of instructions aimed at an assistant), Trash mail
+# someone chose to throw away. docs/operations/accounts.md says so in words.
+HIDDEN_ROLES = frozenset({FolderRole.JUNK.value, FolderRole.TRASH.value})
+
+
+def apply_suggested_mappings(account: MailAccount, chosen: Sequence[MappingRow]) -> int:
+    """Create the folder mappings (remote_name, alias, role[, visible]) `account` lacks; return how many.
 
     A row is skipped when its alias or remote folder is already mapped for the account, when
     its role is already carried by another folder (at most one folder per role), or when it
     does not validate (blank alias, unknown role, ...). All rows are written in one transaction.
+    A row without its fourth element is visible to tools unless its role is in HIDDEN_ROLES.
     """
-    created = 0
+    return len(_create_mappings(account, chosen))
+
+
+def visible_by_default(role: str) -> bool:
+    return role not in HIDDEN_ROLES
+
+
+def _create_mappings(account: MailAccount, chosen: Sequence[MappingRow]) -> list[FolderMapping]:
+    created: list[FolderMapping] = []
     with transaction.atomic():
         locked = MailAccount.objects.select_for_update().get(pk=account.pk)  # one apply at a time
         existing = list(
@@ -400,9 +419,15 @@ def apply_suggested_mappings(account: MailAccount, chosen: list[tuple[str, str, 
         aliases = {alias for alias, _, _ in existing}
         remotes = {remote for _, remote, _ in existing}
         roles = {role for _, _, role in existing if role}
-        for remote_name, alias, role in chosen:
+        for row in chosen:
+            remote_name, alias, role = row[0], row[1], row[2]
+            visible = row[3] if len(row) > 3 else visible_by_default(role)
             mapping = FolderMapping(
-                account=locked, remote_name=remote_name, alias=normalize_alias(alias), role=role
+                account=locked,
+                remote_name=remote_name,
+                alias=normalize_alias(alias),
+                role=role,
+                visible_to_tools=bool(visible),
             )
             if mapping.alias in aliases or remote_name in remotes or (role and role in roles):
                 continue
@@ -415,5 +440,55 @@ def apply_suggested_mappings(account: MailAccount, chosen: list[tuple[str, str, 
             remotes.add(remote_name)
             if role:
                 roles.add(role)
-            created += 1
+            created.append(mapping)
     return created
+
+
+def suggested_rows(account: MailAccount, report: ConnectionReport) -> list[MappingRow]:
+    """The folders to map in one step: INBOX and those with a SPECIAL-USE role, not yet mapped.
+
+    A role the account already maps, a folder already mapped and a folder that holds no mail
+    are left out; Junk and Trash are hidden from tools (HIDDEN_ROLES).
+    """
+    mapped = FolderMapping.objects.filter(account=account)
+    taken_roles = set(mapped.exclude(role="").values_list("role", flat=True))
+    mapped_names = set(mapped.values_list("remote_name", flat=True))
+    rows: list[MappingRow] = []
+    for folder in report.folders:
+        role = folder.suggested_role
+        if not role or role in taken_roles or folder.name in mapped_names or not folder.selectable:
+            continue
+        taken_roles.add(role)
+        rows.append((folder.name, folder.suggested_alias, role, visible_by_default(role)))
+    return rows
+
+
+@dataclass(frozen=True)
+class MappedFolder:
+    alias: str
+    remote_name: str
+    role: str
+    visible_to_tools: bool
+    messages: int | None
+
+
+def test_and_map(
+    account: MailAccount, *, timeout: float = 15.0
+) -> tuple[ConnectionReport, list[MappedFolder]]:
+    """Test the saved settings and, when the login works, map the suggested folders in one step.
+
+    Returns the report and the mappings created (none when the test failed, or when every
+    suggested folder was already mapped).
+    """
+    report = test_connection(account, timeout=timeout)
+    if not report.ok:
+        return report, []
+    counts = {folder.name: folder.messages for folder in report.folders}
+    created = _create_mappings(account, suggested_rows(account, report))
+    return report, [
+        MappedFolder(m.alias, m.remote_name, m.role, m.visible_to_tools, counts.get(m.remote_name))
+        for m in created
+    ]
+
+
+test_and_map.__test__ = False  # type: ignore[attr-defined]  # a use case, not a pytest test
