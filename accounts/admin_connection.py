@@ -35,6 +35,7 @@ from accounts.services.connection import (
     apply_suggested_mappings,
     test_and_map,
     test_connection,
+    visible_by_default,
 )
 
 TEMPLATE = "admin/accounts/mailaccount/test_connection.html"
@@ -84,6 +85,11 @@ class FolderChoiceForm(forms.Form):
     flags = forms.CharField(required=False, widget=forms.HiddenInput)  # shown, never stored
     alias = forms.CharField(max_length=256, required=False, strip=True)
     role = forms.ChoiceField(choices=[("", "(none)"), *FolderRole.choices], required=False)
+    visible_to_tools = forms.BooleanField(
+        label="Visible to tools",
+        required=False,
+        help_text="Unticked: the folder's mail is copied, but no MCP tool or answer reads it.",
+    )
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -116,6 +122,8 @@ def _initial_rows(account: MailAccount, report: ConnectionReport) -> list[dict[s
                 "messages": folder.messages,
                 "alias": folder.suggested_alias,
                 "role": role,
+                # Junk and Trash start hidden (HIDDEN_ROLES); the box is the operator's to tick.
+                "visible_to_tools": visible_by_default(folder.suggested_role),
                 "mapped_as": mapped.get(folder.name, ""),
             }
         )
@@ -211,7 +219,7 @@ def test_connection_view(model_admin: admin.ModelAdmin, request: HttpRequest, ob
         formset = FolderChoiceFormSet(request.POST, prefix="folder")
         if formset.is_valid():
             chosen = [
-                (row["remote_name"], row["alias"], row["role"])
+                (row["remote_name"], row["alias"], row["role"], bool(row.get("visible_to_tools")))
                 for row in formset.cleaned_data
                 if row.get("apply")
             ]

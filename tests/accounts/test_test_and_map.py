@@ -89,3 +89,56 @@ def test_one_click_needs_post_and_change_permission(account, admin_client, clien
     assert admin_client.get(url).status_code == 405
     assert client.post(url).status_code == 302  # to the login page
     assert not FolderMapping.objects.filter(account=account).exists()
+
+
+def test_the_by_hand_page_has_a_visible_to_tools_box_that_is_kept(account, admin_client):
+    url = reverse("admin:accounts_mailaccount_test_connection", args=[account.pk])
+    pressed = admin_client.post(
+        url,
+        {
+            "imap_host": account.imap_host,
+            "imap_port": str(account.imap_port),
+            "security": account.security,
+            "username": account.username,
+            "password": "",
+            "_test_connection": "Test connection",
+        },
+    )
+    assert "Visible to tools" in pressed.content.decode()
+    forms = pressed.context["formset"].forms
+    data = {"folder-TOTAL_FORMS": str(len(forms)), "folder-INITIAL_FORMS": "0"}
+    for index, form in enumerate(forms):
+        row = form.initial
+        data[f"folder-{index}-remote_name"] = row["remote_name"]
+        data[f"folder-{index}-alias"] = row["alias"]
+        data[f"folder-{index}-role"] = row["role"]
+        if row["remote_name"] in {"INBOX", "Junk", "Sent"}:
+            data[f"folder-{index}-apply"] = "on"
+        # The operator ticks Junk visible on purpose and hides Sent.
+        if row["remote_name"] in {"INBOX", "Junk"}:
+            data[f"folder-{index}-visible_to_tools"] = "on"
+
+    assert admin_client.post(url, data).status_code == 302
+    visible = dict(
+        FolderMapping.objects.filter(account=account).values_list("remote_name", "visible_to_tools")
+    )
+    assert visible == {"INBOX": True, "Junk": True, "Sent": False}
+
+
+def test_the_account_page_lists_visible_to_tools_for_each_mapping(account, admin_client):
+    _one_click(admin_client, account)
+    page = admin_client.get(reverse("admin:accounts_mailaccount_change", args=[account.pk])).content.decode()
+    assert "Visible to tools" in page or "visible to tools" in page.lower()
+    junk = FolderMapping.objects.get(account=account, role="junk")
+    index = list(FolderMapping.objects.filter(account=account).order_by("alias")).index(junk)
+    assert f'name="folders-{index}-visible_to_tools"' in page
+
+    def box(name: str) -> str:
+        before, after = page.split(f'name="{name}"', 1)
+        return before.rsplit("<input", 1)[1] + after.split(">", 1)[0]
+
+    assert "checked" not in box(f"folders-{index}-visible_to_tools")
+    inbox = list(FolderMapping.objects.filter(account=account).order_by("alias")).index(
+        FolderMapping.objects.get(account=account, role="inbox")
+    )
+    assert "checked" in box(f"folders-{inbox}-visible_to_tools")
