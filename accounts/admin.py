@@ -17,7 +17,7 @@ from accounts import (
     admin_mcp_oauth,  # noqa: F401  (registers the MCP OAuth clients and connections admin)
     admin_sign_in,
 )
-from accounts.admin_connection import test_connection_view
+from accounts.admin_connection import test_and_map_view, test_connection_view
 from accounts.admin_people import PeopleScoped
 from accounts.forms import FolderMappingFormSet, MailAccountForm, OAuthRegistrationForm
 from accounts.models import (
@@ -104,6 +104,8 @@ class MailAccountAdmin(PeopleScoped):
                     "imap_host",
                     "imap_port",
                     "security",
+                    "imap_ca_pem",
+                    "imap_ca_upload",
                     "username",
                     "auth_method",
                     "credential",
@@ -183,8 +185,18 @@ class MailAccountAdmin(PeopleScoped):
     def connection_link(self, obj: MailAccount) -> str:
         if obj.pk is None:
             return "Save the account first, then test its connection."
-        url = reverse("admin:accounts_mailaccount_test_connection", args=[obj.pk])
-        return format_html('<a class="button" href="{}">Test connection and map folders</a>', url)
+        one_click = reverse("admin:accounts_mailaccount_test_and_map", args=[obj.pk])
+        by_hand = reverse("admin:accounts_mailaccount_test_connection", args=[obj.pk])
+        return format_html(
+            '<button type="submit" class="button" id="test-and-map" formaction="{}" formmethod="post" '
+            'formnovalidate name="_test_and_map">Test connection and map folders</button> '
+            '<a href="{}" id="map-by-hand">Choose folders by hand, or test other settings</a>'
+            '<div class="help">Tests the saved settings and maps Inbox and the folders the server '
+            "marks as Sent, Drafts, Archive, Junk and Trash (Junk and Trash hidden from tools). "
+            "Unsaved changes on this page are not kept: save first.</div>",
+            one_click,
+            by_hand,
+        )
 
     def save_model(self, request: HttpRequest, obj: MailAccount, form: ModelForm, change: bool) -> None:
         super().save_model(request, obj, form, change)
@@ -202,6 +214,13 @@ class MailAccountAdmin(PeopleScoped):
                     lambda request, object_id: test_connection_view(self, request, object_id)
                 ),
                 name="accounts_mailaccount_test_connection",
+            ),
+            path(
+                "<path:object_id>/test-and-map/",
+                self.admin_site.admin_view(
+                    lambda request, object_id: test_and_map_view(self, request, object_id)
+                ),
+                name="accounts_mailaccount_test_and_map",
             ),
             path(
                 "<path:object_id>/sign-in/",

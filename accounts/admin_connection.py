@@ -1,4 +1,9 @@
-"""Admin page "Test connection and map folders" for one mail account.
+"""Admin pages "Test connection and map folders" for one mail account.
+
+The account page's button posts to test_and_map_view: one click tests the saved settings
+and maps INBOX and the server's SPECIAL-USE folders, and the result is a message back on
+the account page. test_connection_view is the page for the rest ("Choose folders by
+hand"): testing settings not saved yet, and picking folders one by one.
 
 GET only shows the connection settings in a form; nothing connects. POST with the
 "Test connection" button logs in (read-only) to the IMAP server those settings name and
@@ -26,8 +31,11 @@ from accounts.services.connection import (
     ENDPOINT_LABELS,
     ConnectionReport,
     Endpoint,
+    MappedFolder,
     apply_suggested_mappings,
+    test_and_map,
     test_connection,
+    visible_by_default,
 )
 
 TEMPLATE = "admin/accounts/mailaccount/test_connection.html"
@@ -77,6 +85,11 @@ class FolderChoiceForm(forms.Form):
     flags = forms.CharField(required=False, widget=forms.HiddenInput)  # shown, never stored
     alias = forms.CharField(max_length=256, required=False, strip=True)
     role = forms.ChoiceField(choices=[("", "(none)"), *FolderRole.choices], required=False)
+    visible_to_tools = forms.BooleanField(
+        label="Visible to tools",
+        required=False,
+        help_text="Unticked: the folder's mail is copied, but no MCP tool or answer reads it.",
+    )
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -109,10 +122,64 @@ def _initial_rows(account: MailAccount, report: ConnectionReport) -> list[dict[s
                 "messages": folder.messages,
                 "alias": folder.suggested_alias,
                 "role": role,
+                # Junk and Trash start hidden (HIDDEN_ROLES); the box is the operator's to tick.
+                "visible_to_tools": visible_by_default(folder.suggested_role),
                 "mapped_as": mapped.get(folder.name, ""),
             }
         )
     return rows
+
+
+def _change_url(model_admin: admin.ModelAdmin, account: MailAccount) -> str:
+    return reverse(
+        f"admin:{account._meta.app_label}_{account._meta.model_name}_change",
+        args=[quote(account.pk)],
+        current_app=model_admin.admin_site.name,
+    )
+
+
+def _mapped_words(mapped: list[MappedFolder]) -> str:
+    """ "inbox (INBOX, 3 messages), junk (Junk, 1 message, hidden from tools)"."""
+    parts = []
+    for folder in mapped:
+        details = [folder.remote_name]
+        if folder.messages is not None:
+            details.append(f"{folder.messages} message{'' if folder.messages == 1 else 's'}")
+        if not folder.visible_to_tools:
+            details.append("hidden from tools")
+        parts.append(f"{folder.alias} ({', '.join(details)})")
+    return "; ".join(parts)
+
+
+def test_and_map_view(model_admin: admin.ModelAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
+    """One click on the account page: test the saved settings and map the suggested folders.
+
+    POST only (the account page's button); 404 for an unknown account, 403 without change
+    permission. The result is a message on the account page: the folders mapped with their
+    message counts, or the failure's code and sentence. Unsaved edits on that page are not
+    read: the saved settings are tested.
+    """
+    account = model_admin.get_object(request, unquote(object_id))
+    if account is None:
+        raise Http404("No mail account with this identifier.")
+    if not model_admin.has_change_permission(request, account):
+        raise PermissionDenied
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    report, mapped = test_and_map(account)
+    if not report.ok:
+        code = f" ({report.code})" if report.code is not None else ""
+        messages.error(request, f"Connection test failed{code}: {report.message}")
+    elif mapped:
+        noun = "folder" if len(mapped) == 1 else "folders"
+        messages.success(request, f"{report.message} Mapped {len(mapped)} {noun}: {_mapped_words(mapped)}.")
+    else:
+        messages.success(
+            request,
+            f"{report.message} No new folder to map: the server's special folders are mapped "
+            'already. Use "Choose folders by hand" to map others.',
+        )
+    return HttpResponseRedirect(_change_url(model_admin, account))
 
 
 def test_connection_view(model_admin: admin.ModelAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
@@ -152,19 +219,14 @@ def test_connection_view(model_admin: admin.ModelAdmin, request: HttpRequest, ob
         formset = FolderChoiceFormSet(request.POST, prefix="folder")
         if formset.is_valid():
             chosen = [
-                (row["remote_name"], row["alias"], row["role"])
+                (row["remote_name"], row["alias"], row["role"], bool(row.get("visible_to_tools")))
                 for row in formset.cleaned_data
                 if row.get("apply")
             ]
             created = apply_suggested_mappings(account, chosen)
             noun = "mapping" if created == 1 else "mappings"
             messages.success(request, f"{created} folder {noun} created.")
-            change_url = reverse(
-                f"admin:{account._meta.app_label}_{account._meta.model_name}_change",
-                args=[quote(account.pk)],
-                current_app=model_admin.admin_site.name,
-            )
-            return HttpResponseRedirect(change_url)
+            return HttpResponseRedirect(_change_url(model_admin, account))
 
     context = {
         **model_admin.admin_site.each_context(request),

@@ -6,8 +6,17 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django import forms
+from django.core.exceptions import ValidationError
 
-from accounts.models import AuthMethod, MailAccount, OAuthGrant, OAuthRegistration, normalize_alias
+from accounts.certificates import MAX_PEM_CHARS, clean_ca_bundle
+from accounts.models import (
+    DEFAULT_PORTS,
+    AuthMethod,
+    MailAccount,
+    OAuthGrant,
+    OAuthRegistration,
+    normalize_alias,
+)
 
 # Binary units, as mail servers and operating systems count storage: 1 MB is 1,048,576 bytes.
 UNITS = {"KB": 1024, "MB": 1024**2, "GB": 1024**3}
@@ -106,6 +115,13 @@ class MailAccountForm(forms.ModelForm):
         ),
     )
 
+    imap_ca_upload = forms.FileField(
+        label="Upload CA certificate",
+        required=False,
+        help_text="A .pem or .crt file in PEM form; it replaces the text above.",
+        widget=forms.ClearableFileInput(attrs={"accept": ".pem,.crt,.cer,application/x-pem-file"}),
+    )
+
     class Meta:
         model = MailAccount
         fields = [
@@ -116,6 +132,7 @@ class MailAccountForm(forms.ModelForm):
             "imap_port",
             "security",
             "username",
+            "imap_ca_pem",
             "auth_method",
             "oauth_registration",
             "sasl_mechanism",
@@ -128,6 +145,7 @@ class MailAccountForm(forms.ModelForm):
             "answering_audit_enabled",
             "answering_audit_retention_days",
         ]
+        widgets = {"imap_ca_pem": forms.Textarea(attrs={"rows": 4, "cols": 70, "spellcheck": "false"})}
 
     # The stored password belongs to the server it was saved for: moving the account to
     # another server must not carry it there (docs/operations/accounts.md).
@@ -136,14 +154,55 @@ class MailAccountForm(forms.ModelForm):
     def clean_download_bytes_per_day(self) -> int:
         return int(self.cleaned_data.get("download_bytes_per_day") or 0)
 
+    def _port_follows_security(self, cleaned: dict[str, Any]) -> None:
+        """A port left at the other security mode's default takes the chosen mode's default.
+
+        Only when the security changed and the port did not: a port the operator typed is
+        kept, whatever it is. The page's script does the same as the choice is made.
+        """
+        security, port = cleaned.get("security"), cleaned.get("imap_port")
+        if security not in DEFAULT_PORTS or port is None:
+            return
+        if "security" not in self.changed_data or "imap_port" in self.changed_data:
+            return
+        wanted = DEFAULT_PORTS[security]
+        if port != wanted and port in DEFAULT_PORTS.values():
+            cleaned["imap_port"] = wanted
+
+    def _clean_ca(self, cleaned: dict[str, Any]) -> None:
+        """The CA bundle, uploaded or pasted, as validated PEM; an upload replaces the text."""
+        upload = cleaned.get("imap_ca_upload")
+        field = "imap_ca_upload" if upload else "imap_ca_pem"
+        text = cleaned.get("imap_ca_pem") or ""
+        if upload:
+            raw = upload.read(MAX_PEM_CHARS + 1)
+            try:
+                text = raw.decode("ascii")
+            except UnicodeDecodeError:
+                text = "not PEM"  # binary (DER, say): refused below as not PEM
+        try:
+            cleaned["imap_ca_pem"] = clean_ca_bundle(text)
+        except ValidationError as error:
+            self.add_error(field, error)
+            cleaned.pop("imap_ca_pem", None)
+
+    def _ca_added(self, cleaned: dict[str, Any]) -> bool:
+        """Whether a CA the account did not trust before is now given (removing one is not)."""
+        new = cleaned.get("imap_ca_pem") or ""
+        return bool(new) and new != self.instance.imap_ca_pem
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        self._port_follows_security(cleaned)
+        self._clean_ca(cleaned)
         if cleaned.get("auth_method") == AuthMethod.OAUTH2:
             return cleaned  # no password: the sign-in is done from the saved account
         if not self.instance.has_credential and not cleaned.get("credential"):
             self.add_error("credential", "A new account needs a credential.")
         elif self.instance.pk and not cleaned.get("credential"):
             moved = [name for name in self.SERVER_FIELDS if name in self.changed_data]
+            if self._ca_added(cleaned):
+                moved.append("imap_ca_pem")
             if moved:
                 labels = ", ".join(str(self.fields[name].label).lower() for name in moved)
                 self.add_error(

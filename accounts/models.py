@@ -32,6 +32,10 @@ class Security(models.TextChoices):
     NONE = "none", "None (loopback hosts only)"
 
 
+# The port each security mode's servers listen on unless told otherwise (RFC 8314, RFC 3501).
+DEFAULT_PORTS = {Security.TLS: 993, Security.STARTTLS: 143, Security.NONE: 143}
+
+
 class SyncMode(models.TextChoices):
     POLLING = "polling", "Polling"
     PUSH = "push", "Push (IMAP IDLE)"
@@ -204,6 +208,15 @@ class MailAccount(models.Model):
     )
     security = models.CharField(max_length=16, choices=Security.choices, default=Security.TLS)
     username = models.CharField("IMAP user name", max_length=320)
+    imap_ca_pem = models.TextField(
+        "IMAP server's CA certificate",
+        blank=True,
+        default="",
+        help_text=(
+            "PEM certificate(s) of the authority that signed the IMAP server's certificate, when "
+            "it is an in-house one; trusted for this account only, besides the system's authorities."
+        ),
+    )
     credential_encrypted = models.TextField(blank=True, default="", editable=False)
     auth_method = models.CharField(
         "authentication", max_length=16, choices=AuthMethod.choices, default=AuthMethod.PASSWORD

@@ -49,6 +49,7 @@ def account_form_data(**overrides: str) -> dict[str, str]:
         "imap_port": "993",
         "security": "tls",
         "username": "billing@example.org",
+        "imap_ca_pem": "",
         "credential": "pa55-word-never-shown",
         "auth_method": "password",
         "sasl_mechanism": "xoauth2",

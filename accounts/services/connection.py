@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -131,7 +132,7 @@ class ConnectionReport:
     message: str
     folders: tuple[RemoteFolder, ...] = ()
     kind: str = "ok"  # a key of SENTENCES when not ok
-    code: int | None = None  # for kind "provider_refusal": the Code whose sentence is the message
+    code: int | None = None  # the failure's 61xxx code; for "provider_refusal", the sentence's own
 
 
 # One sentence per kind of failure. None names a host or port: the page shows what was tested.
@@ -160,7 +161,8 @@ SENTENCES = {
     # After a greeting (or a greeting read to prove an IMAP server is there):
     "tls_certificate": (
         "The IMAP server's TLS certificate is not trusted ({detail}); if your own certificate "
-        "authority signed it, set MAILFATHOM_IMAP_CA_FILE to that authority's certificate (PEM)."
+        "authority signed it, give that authority's certificate (PEM) in the account's "
+        '"IMAP server\'s CA certificate" field, or deployment-wide in MAILFATHOM_IMAP_CA_FILE.'
     ),
     "tls_handshake": "The IMAP server answered, but the TLS negotiation after STARTTLS failed.",
     "login_refused": "The server refused the login; check the IMAP user name and the stored password.",
@@ -172,6 +174,20 @@ SENTENCES = {
     # A provider's known refusal or limit, or no access token to be had: the code's sentence
     # (mailfathom.core.errors.Code, 61010-61021), never the server's words.
     "provider_refusal": "{detail}",
+}
+# The synchronization code each kind of failure shares (mailfathom.core.errors.Code), so the
+# test and a folder's last error name one problem with one number.
+KIND_CODES = {
+    "unreachable": Code.CANNOT_CONNECT,
+    "destination_refused": Code.CANNOT_CONNECT,
+    "tls_certificate": Code.TLS_FAILED,
+    "tls_handshake": Code.TLS_FAILED,
+    "starttls_missing": Code.TLS_FAILED,
+    "login_refused": Code.LOGIN_REFUSED,
+    "login_disabled": Code.LOGIN_REFUSED,
+    "timeout": Code.TIMED_OUT,
+    "closed": Code.CONNECTION_LOST,
+    "unexpected": Code.UNEXPECTED_ANSWER,
 }
 # After the greeting, checked in order: the first class an error is an instance of decides.
 _KINDS: list[tuple[type[BaseException], str]] = [
@@ -246,7 +262,7 @@ def _greet(target: MailAccount, timeout: float, context: ssl.SSLContext) -> IMAP
 
 def _list(target: MailAccount, password: str | None, timeout: float) -> list[RemoteFolder]:
     """Log in and list; `password` None presents the (saved OAuth 2.0) account's access token."""
-    context = imap.tls_context()  # the one builder synchronization uses too
+    context = imap.tls_context(target)  # the one builder synchronization uses too
     client = _greet(target, timeout, context)
     try:
         imap.log_in(client, target, password=password, ssl_context=context)
@@ -332,6 +348,7 @@ def test_connection(
         imap_port=endpoint.port,
         security=endpoint.security,
         username=endpoint.username,
+        imap_ca_pem=account.imap_ca_pem,  # the account's own CA: a certificate, no credential
     )
     try:
         secret: str | None
@@ -348,7 +365,8 @@ def test_connection(
     except Exception as error:  # every failure becomes a sentence; the details stay here
         kind = _kind(error)
         refusal = None if isinstance(error, _Failure) else _refusal(error)
-        code = int(refusal) if refusal is not None else None
+        known = refusal if refusal is not None else KIND_CODES.get(kind)
+        code = int(known) if known is not None else None
         logger.info(
             "IMAP connection test failed: account_id=%s kind=%s code=%s", account.account_id, kind, code
         )
@@ -367,14 +385,32 @@ def test_connection(
 test_connection.__test__ = False  # type: ignore[attr-defined]  # a use case, not a pytest test
 
 
-def apply_suggested_mappings(account: MailAccount, chosen: list[tuple[str, str, str]]) -> int:
-    """Create the folder mappings (remote_name, alias, role) that `account` lacks; return how many.
+# A row of the mapping page: remote name, alias, role, and optionally visible to tools.
+MappingRow = tuple[str, str, str] | tuple[str, str, str, bool]
+
+# Roles mapped hidden from tools unless the operator ticks them: Junk holds mail anyone on the
+# internet wrote (the likeliest carrier of instructions aimed at an assistant), Trash mail
+# someone chose to throw away. docs/operations/accounts.md says so in words.
+HIDDEN_ROLES = frozenset({FolderRole.JUNK.value, FolderRole.TRASH.value})
+
+
+def apply_suggested_mappings(account: MailAccount, chosen: Sequence[MappingRow]) -> int:
+    """Create the folder mappings (remote_name, alias, role[, visible]) `account` lacks; return how many.
 
     A row is skipped when its alias or remote folder is already mapped for the account, when
     its role is already carried by another folder (at most one folder per role), or when it
     does not validate (blank alias, unknown role, ...). All rows are written in one transaction.
+    A row without its fourth element is visible to tools unless its role is in HIDDEN_ROLES.
     """
-    created = 0
+    return len(_create_mappings(account, chosen))
+
+
+def visible_by_default(role: str) -> bool:
+    return role not in HIDDEN_ROLES
+
+
+def _create_mappings(account: MailAccount, chosen: Sequence[MappingRow]) -> list[FolderMapping]:
+    created: list[FolderMapping] = []
     with transaction.atomic():
         locked = MailAccount.objects.select_for_update().get(pk=account.pk)  # one apply at a time
         existing = list(
@@ -383,9 +419,15 @@ def apply_suggested_mappings(account: MailAccount, chosen: list[tuple[str, str, 
         aliases = {alias for alias, _, _ in existing}
         remotes = {remote for _, remote, _ in existing}
         roles = {role for _, _, role in existing if role}
-        for remote_name, alias, role in chosen:
+        for row in chosen:
+            remote_name, alias, role = row[0], row[1], row[2]
+            visible = row[3] if len(row) > 3 else visible_by_default(role)
             mapping = FolderMapping(
-                account=locked, remote_name=remote_name, alias=normalize_alias(alias), role=role
+                account=locked,
+                remote_name=remote_name,
+                alias=normalize_alias(alias),
+                role=role,
+                visible_to_tools=bool(visible),
             )
             if mapping.alias in aliases or remote_name in remotes or (role and role in roles):
                 continue
@@ -398,5 +440,55 @@ def apply_suggested_mappings(account: MailAccount, chosen: list[tuple[str, str, 
             remotes.add(remote_name)
             if role:
                 roles.add(role)
-            created += 1
+            created.append(mapping)
     return created
+
+
+def suggested_rows(account: MailAccount, report: ConnectionReport) -> list[MappingRow]:
+    """The folders to map in one step: INBOX and those with a SPECIAL-USE role, not yet mapped.
+
+    A role the account already maps, a folder already mapped and a folder that holds no mail
+    are left out; Junk and Trash are hidden from tools (HIDDEN_ROLES).
+    """
+    mapped = FolderMapping.objects.filter(account=account)
+    taken_roles = set(mapped.exclude(role="").values_list("role", flat=True))
+    mapped_names = set(mapped.values_list("remote_name", flat=True))
+    rows: list[MappingRow] = []
+    for folder in report.folders:
+        role = folder.suggested_role
+        if not role or role in taken_roles or folder.name in mapped_names or not folder.selectable:
+            continue
+        taken_roles.add(role)
+        rows.append((folder.name, folder.suggested_alias, role, visible_by_default(role)))
+    return rows
+
+
+@dataclass(frozen=True)
+class MappedFolder:
+    alias: str
+    remote_name: str
+    role: str
+    visible_to_tools: bool
+    messages: int | None
+
+
+def test_and_map(
+    account: MailAccount, *, timeout: float = 15.0
+) -> tuple[ConnectionReport, list[MappedFolder]]:
+    """Test the saved settings and, when the login works, map the suggested folders in one step.
+
+    Returns the report and the mappings created (none when the test failed, or when every
+    suggested folder was already mapped).
+    """
+    report = test_connection(account, timeout=timeout)
+    if not report.ok:
+        return report, []
+    counts = {folder.name: folder.messages for folder in report.folders}
+    created = _create_mappings(account, suggested_rows(account, report))
+    return report, [
+        MappedFolder(m.alias, m.remote_name, m.role, m.visible_to_tools, counts.get(m.remote_name))
+        for m in created
+    ]
+
+
+test_and_map.__test__ = False  # type: ignore[attr-defined]  # a use case, not a pytest test

@@ -1,7 +1,7 @@
 """Open an authenticated IMAP session for an account, as its security setting says.
 
 Shared by the connection test and synchronization so both reach a server the same way:
-one TLS context builder (system trust plus MAILFATHOM_IMAP_CA_FILE), and one address rule
+one TLS context builder (system trust, the account's own CA, MAILFATHOM_IMAP_CA_FILE), and one address rule
 (the host is resolved once, link-local, unspecified and multicast addresses are refused,
 and the checked address is the one connected). See docs/operations/accounts.md.
 """
@@ -27,9 +27,16 @@ from mailfathom.core.errors import Code
 Address = tuple[int, tuple[Any, ...]]  # (address family, socket address)
 
 
-def tls_context() -> ssl.SSLContext:
-    """Return the TLS context for IMAP: system trust plus MAILFATHOM_IMAP_CA_FILE if set."""
+def tls_context(account: MailAccount | None = None) -> ssl.SSLContext:
+    """Return the TLS context for IMAP: system trust, `account`'s own CA, MAILFATHOM_IMAP_CA_FILE.
+
+    The account's CA (MailAccount.imap_ca_pem, validated PEM) is trusted for that account's
+    connections only; the deployment-wide file, when set, for every account.
+    """
     context = ssl.create_default_context()
+    own = account.imap_ca_pem if account is not None else ""
+    if own:
+        context.load_verify_locations(cadata=own)
     extra = settings.MAILFATHOM.imap_ca_file
     if extra:
         context.load_verify_locations(cafile=extra)
@@ -156,7 +163,7 @@ def connect(
         addresses=addresses,
         port=account.imap_port,
         ssl=implicit_tls,
-        ssl_context=(ssl_context or tls_context()) if implicit_tls else None,
+        ssl_context=(ssl_context or tls_context(account)) if implicit_tls else None,
         timeout=timeout,
     )
 
@@ -204,7 +211,7 @@ def log_in(
     """
     try:
         if account.security == Security.STARTTLS:
-            client.starttls(ssl_context or tls_context())
+            client.starttls(ssl_context or tls_context(account))
         if account.auth_method == AuthMethod.OAUTH2 and password is None:
             _log_in_with_token(client, account)
             return
@@ -270,7 +277,7 @@ def open_client(
     `password` defaults to the account's stored credential. Raises DestinationRefused,
     LoginDisabled, or the socket, ssl and imapclient exceptions as they come.
     """
-    context = ssl_context or tls_context()
+    context = ssl_context or tls_context(account)
     client = connect(account, timeout=timeout, ssl_context=context)
     log_in(client, account, password=password, ssl_context=context)
     return client

@@ -389,8 +389,10 @@ def test_admin_page_shows_the_folders_and_pre_ticks_unmapped_special_folders(dov
     }
     assert rows["Junk"]["role"] == "" and rows["Sent"]["role"] == "sent"
     assert rows["Sent"]["mapped_as"] == "outbox"
-    assert content.count('type="checkbox"') == len(SERVER_FOLDERS)
-    assert content.count("checked") == 4
+    # Two boxes a row: Map, and Visible to tools (unticked for Junk and Trash).
+    assert content.count('type="checkbox"') == 2 * len(SERVER_FOLDERS)
+    assert {name for name, row in rows.items() if not row["visible_to_tools"]} == {"Junk", "Trash"}
+    assert content.count("checked") == 4 + len(SERVER_FOLDERS) - 2
     assert 'name="folder-0-alias"' in content and 'name="folder-0-role"' in content
     assert 'name="csrfmiddlewaretoken"' in content
 
@@ -422,16 +424,18 @@ def test_admin_post_creates_the_ticked_mappings_and_redirects_to_the_account(dov
         data[f"folder-{index}-remote_name"] = row["remote_name"]
         data[f"folder-{index}-alias"] = "work" if row["remote_name"] == "Projects/Café" else row["alias"]
         data[f"folder-{index}-role"] = row["role"]
+        if row["visible_to_tools"]:
+            data[f"folder-{index}-visible_to_tools"] = "on"
 
     response = admin_client.post(page_url(account), data)
 
     assert response.status_code == 302
     assert response.url == reverse("admin:accounts_mailaccount_change", args=[account.pk])
     assert [str(m) for m in get_messages(response.wsgi_request)] == ["3 folder mappings created."]
-    assert set(account.folders.values_list("remote_name", "alias", "role")) == {
-        ("INBOX", "inbox", "inbox"),
-        ("Junk", "junk", "junk"),
-        ("Projects/Café", "work", ""),
+    assert set(account.folders.values_list("remote_name", "alias", "role", "visible_to_tools")) == {
+        ("INBOX", "inbox", "inbox", True),
+        ("Junk", "junk", "junk", False),  # as the page offered it: junk is hidden by default
+        ("Projects/Café", "work", "", True),
     }
 
 

@@ -88,12 +88,10 @@ def test_first_hour(page, operator: Operator, screenshots: Screenshots, app, wor
     account_pk = steps.save_account(page)
     screenshots.take(page, "account-added")
 
-    offered = steps.run_connection_test(page)
-    assert {"INBOX", "Sent", "Drafts", "Junk", "Trash"} <= set(offered)
-    screenshots.take(page, "connection-tested")
-
-    assert steps.apply_mappings(page) >= 5  # INBOX, Sent, Drafts, Junk, Trash (and Archive)
-    screenshots.take(page, "mappings-applied")
+    # One click: the test, then INBOX and the SPECIAL-USE folders mapped (Junk, Trash hidden).
+    mapped = steps.test_and_map(page)
+    assert {"inbox", "sent", "drafts", "junk", "trash"} <= set(mapped), mapped
+    screenshots.take(page, "folders-mapped")
 
     # The operator keeps the status page open in a tab of its own: the account has folders
     # mapped and has never synchronized.
