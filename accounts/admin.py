@@ -48,6 +48,8 @@ class DraftingExampleInline(admin.StackedInline):
     extra = 0
     fields = ["position", "incoming", "reply"]
     verbose_name = "drafting example (few-shot)"
+    # Without it Django appends an "s" to the whole name: "drafting example (few-shot)s".
+    verbose_name_plural = "drafting examples (few-shot)"
 
 
 PUSH_TAKES_EFFECT = (
