@@ -11,6 +11,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext_lazy as _
 
 from accounts import (
     admin_mcp,  # noqa: F401  (registers the MCP key admin)
@@ -52,12 +53,12 @@ class DraftingExampleInline(admin.StackedInline):
     verbose_name_plural = "drafting examples (few-shot)"
 
 
-PUSH_TAKES_EFFECT = (
+PUSH_TAKES_EFFECT = _(
     "Push mode takes effect within a minute of the account's first synchronization: beat "
     "starts an IMAP IDLE watcher per mapped folder every 60 seconds (the push worker runs "
     "them). Polling goes on beside it."
 )
-POLLING_TAKES_EFFECT = (
+POLLING_TAKES_EFFECT = _(
     "Polling only from now on: running IDLE watchers end within 20 minutes and are not restarted."
 )
 
@@ -153,9 +154,9 @@ class MailAccountAdmin(PeopleScoped):
             fields.append("account_id")  # immutable once saved: every result reports it
         return fields
 
-    @admin.display(description="Credential")
+    @admin.display(description=_("Credential"))
     def credential_status(self, obj: MailAccount) -> str:
-        return "stored (encrypted)" if obj.has_credential else "none stored"
+        return _("stored (encrypted)") if obj.has_credential else _("none stored")
 
     @admin.display(description="Sign-in")
     def sign_in_status(self, obj: MailAccount) -> str:
@@ -181,12 +182,12 @@ class MailAccountAdmin(PeopleScoped):
             )
         return format_html_join_lines(lines)
 
-    @admin.display(description="Connection")
+    @admin.display(description=_("Connection"))
     def connection_link(self, obj: MailAccount) -> str:
         if obj.pk is None:
-            return "Save the account first, then test its connection."
+            return _("Save the account first, then test its connection.")
         url = reverse("admin:accounts_mailaccount_test_connection", args=[obj.pk])
-        return format_html('<a class="button" href="{}">Test connection and map folders</a>', url)
+        return format_html('<a class="button" href="{}">{}</a>', url, _("Test connection and map folders"))
 
     def save_model(self, request: HttpRequest, obj: MailAccount, form: ModelForm, change: bool) -> None:
         super().save_model(request, obj, form, change)
