@@ -11,6 +11,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts import (
@@ -156,7 +157,7 @@ class MailAccountAdmin(PeopleScoped):
 
     @admin.display(description=_("Credential"))
     def credential_status(self, obj: MailAccount) -> str:
-        return _("stored (encrypted)") if obj.has_credential else _("none stored")
+        return gettext("stored (encrypted)") if obj.has_credential else gettext("none stored")
 
     @admin.display(description="Sign-in")
     def sign_in_status(self, obj: MailAccount) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -51,7 +52,7 @@ class TimeZoneMiddleware:
             timezone.deactivate()
 
 
-class TimeZoneForm(forms.ModelForm):
+class TimeZoneForm(forms.ModelForm):  # type: ignore[type-arg]  # the generic parameter is the model
     class Meta:
         model = UserPreference
         fields = ["time_zone"]
@@ -60,6 +61,8 @@ class TimeZoneForm(forms.ModelForm):
 
 def time_zone_page(request: HttpRequest) -> HttpResponse:
     """Any staff person's own time zone (wrapped in admin.site.admin_view by the URLconf)."""
+    if request.user.pk is None:  # admin_view lets only signed-in staff through
+        raise PermissionDenied
     preference, _created = UserPreference.objects.get_or_create(user_id=request.user.pk)
     form = TimeZoneForm(request.POST or None, instance=preference)
     if request.method == "POST" and form.is_valid():

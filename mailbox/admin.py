@@ -11,8 +11,8 @@ from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 
 from accounts.admin_people import PeopleScoped
 from accounts.services import people
@@ -94,7 +94,7 @@ class FolderAdmin(PeopleScoped, ReadOnlyAdmin):
     def lease_held(self, obj: Folder) -> str:
         # Words, not admin's ✓/✗ icons: a free folder is the normal state, not an error.
         held = obj.lease_expires_at is not None and obj.lease_expires_at > timezone.now()
-        return _("in use by a run") if held else _("free")
+        return gettext("in use by a run") if held else gettext("free")
 
     @admin.display(description="interrupted run")
     def interrupted(self, obj: Folder) -> str:

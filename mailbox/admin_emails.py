@@ -26,6 +26,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import filesizeformat
 from django.utils import formats, timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.admin_people import PeopleScoped
@@ -149,8 +150,8 @@ class EmailAdmin(PeopleScoped, ReadOnlyAdmin):
     def get_fieldsets(self, request: HttpRequest, obj: Email | None = None) -> _FieldsetSpec:
         main = CONTENT_FIELDS + METADATA_FIELDS if may_read_content(request) else list(METADATA_FIELDS)
         return [
-            (None, {"fields": main}),
-            (_("Technical details"), {"classes": ["collapse"], "fields": TECHNICAL_FIELDS}),
+            (None, {"fields": tuple(main)}),
+            (_("Technical details"), {"classes": ["collapse"], "fields": tuple(TECHNICAL_FIELDS)}),
         ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Email | None = None) -> list[str]:
@@ -278,7 +279,7 @@ class EmailAdmin(PeopleScoped, ReadOnlyAdmin):
 
     @admin.display(description=_("TNEF attachment (winmail.dat) left unexpanded"))
     def tnef_shown(self, obj: Email) -> str:
-        return _("yes") if obj.unexpanded_tnef else _("no")
+        return gettext("yes") if obj.unexpanded_tnef else gettext("no")
 
     @admin.display(description=_("parse defects"))
     def defects_shown(self, obj: Email) -> str:
