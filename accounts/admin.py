@@ -11,6 +11,8 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from accounts import (
     admin_mcp,  # noqa: F401  (registers the MCP key admin)
@@ -48,14 +50,16 @@ class DraftingExampleInline(admin.StackedInline):
     extra = 0
     fields = ["position", "incoming", "reply"]
     verbose_name = "drafting example (few-shot)"
+    # Without it Django appends an "s" to the whole name: "drafting example (few-shot)s".
+    verbose_name_plural = "drafting examples (few-shot)"
 
 
-PUSH_TAKES_EFFECT = (
+PUSH_TAKES_EFFECT = _(
     "Push mode takes effect within a minute of the account's first synchronization: beat "
     "starts an IMAP IDLE watcher per mapped folder every 60 seconds (the push worker runs "
     "them). Polling goes on beside it."
 )
-POLLING_TAKES_EFFECT = (
+POLLING_TAKES_EFFECT = _(
     "Polling only from now on: running IDLE watchers end within 20 minutes and are not restarted."
 )
 
@@ -153,9 +157,9 @@ class MailAccountAdmin(PeopleScoped):
             fields.append("account_id")  # immutable once saved: every result reports it
         return fields
 
-    @admin.display(description="Credential")
+    @admin.display(description=_("Credential"))
     def credential_status(self, obj: MailAccount) -> str:
-        return "stored (encrypted)" if obj.has_credential else "none stored"
+        return gettext("stored (encrypted)") if obj.has_credential else gettext("none stored")
 
     @admin.display(description="Sign-in")
     def sign_in_status(self, obj: MailAccount) -> str:
@@ -181,21 +185,25 @@ class MailAccountAdmin(PeopleScoped):
             )
         return format_html_join_lines(lines)
 
-    @admin.display(description="Connection")
+    @admin.display(description=_("Connection"))
     def connection_link(self, obj: MailAccount) -> str:
         if obj.pk is None:
-            return "Save the account first, then test its connection."
+            return _("Save the account first, then test its connection.")
         one_click = reverse("admin:accounts_mailaccount_test_and_map", args=[obj.pk])
         by_hand = reverse("admin:accounts_mailaccount_test_connection", args=[obj.pk])
         return format_html(
             '<button type="submit" class="button" id="test-and-map" formaction="{}" formmethod="post" '
-            'formnovalidate name="_test_and_map">Test connection and map folders</button> '
-            '<a href="{}" id="map-by-hand">Choose folders by hand, or test other settings</a>'
-            '<div class="help">Tests the saved settings and maps Inbox and the folders the server '
-            "marks as Sent, Drafts, Archive, Junk and Trash (Junk and Trash hidden from tools). "
-            "Unsaved changes on this page are not kept: save first.</div>",
+            'formnovalidate name="_test_and_map">{}</button> '
+            '<a href="{}" id="map-by-hand">{}</a><div class="help">{}</div>',
             one_click,
+            _("Test connection and map folders"),
             by_hand,
+            _("Choose folders by hand, or test other settings"),
+            _(
+                "Tests the saved settings and maps Inbox and the folders the server marks as Sent, "
+                "Drafts, Archive, Junk and Trash (Junk and Trash hidden from tools). Unsaved changes "
+                "on this page are not kept: save first."
+            ),
         )
 
     def save_model(self, request: HttpRequest, obj: MailAccount, form: ModelForm, change: bool) -> None:

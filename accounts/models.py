@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zoneinfo
 from typing import Any
 
 from django.conf import settings
@@ -10,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Lower
+from django.utils.translation import gettext_lazy as _
 
 from accounts import crypto
 from accounts.mcp_oauth_models import (  # the MCP authorization server's models, re-exported
@@ -625,6 +627,43 @@ class AccountMembership(models.Model):
     def __str__(self) -> str:
         who = self.user.get_username() if self.user else f"group {self.group}"
         return f"{who} ({self.get_role_display().split(':')[0].lower()})"
+
+
+TIME_ZONES = frozenset(zoneinfo.available_timezones())
+
+
+def validate_time_zone(value: str) -> None:
+    """An IANA zone name this Python knows (zoneinfo), or empty for the deployment's own."""
+    if value and value not in TIME_ZONES:
+        raise ValidationError(
+            _("Unknown time zone: give an IANA name such as Europe/Berlin."), code="invalid"
+        )
+
+
+class UserPreference(models.Model):
+    """What one person chose for how the admin shows things to them: for now, their time zone."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mailfathom_preference"
+    )
+    time_zone = models.CharField(
+        _("time zone"),
+        max_length=64,
+        blank=True,
+        default="",
+        validators=[validate_time_zone],
+        help_text=_(
+            "Times in the admin are shown in this zone, e.g. Europe/Berlin. Leave it empty for the "
+            "deployment's own (the TIME_ZONE setting)."
+        ),
+    )
+
+    class Meta:
+        verbose_name = _("user preference")
+        verbose_name_plural = _("user preferences")
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.time_zone or settings.TIME_ZONE})"
 
 
 # People's notification preferences and what they were told, defined beside these models.

@@ -11,7 +11,8 @@ from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
-from django.utils.translation import ngettext
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from accounts.admin_people import PeopleScoped
 from accounts.services import people
@@ -89,9 +90,11 @@ class FolderAdmin(PeopleScoped, ReadOnlyAdmin):
     def message_count(self, obj: Folder) -> int:
         return obj.message_count  # type: ignore[attr-defined]  # annotated by get_queryset (Count of emails)
 
-    @admin.display(description="lease held", boolean=True)
-    def lease_held(self, obj: Folder) -> bool:
-        return obj.lease_expires_at is not None and obj.lease_expires_at > timezone.now()
+    @admin.display(description=_("synchronization"))
+    def lease_held(self, obj: Folder) -> str:
+        # Words, not admin's ✓/✗ icons: a free folder is the normal state, not an error.
+        held = obj.lease_expires_at is not None and obj.lease_expires_at > timezone.now()
+        return gettext("in use by a run") if held else gettext("free")
 
     @admin.display(description="interrupted run")
     def interrupted(self, obj: Folder) -> str:

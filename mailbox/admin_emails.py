@@ -26,6 +26,8 @@ from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import filesizeformat
 from django.utils import formats, timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from accounts.admin_people import PeopleScoped
 from accounts.services import people
@@ -36,7 +38,7 @@ from mailbox.signals import mail_content_shown
 from mailfathom.core.errors import MailFathomError
 
 if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
-    from django.contrib.admin.options import _FieldGroups, _ListDisplayT
+    from django.contrib.admin.options import _FieldGroups, _FieldsetSpec, _ListDisplayT
     from django.db.models.query import _OrderByFieldName
     from django.utils.datastructures import _ListOrTuple
 
@@ -65,9 +67,7 @@ METADATA_LIST = [
 CONTENT_LIST = ["received", "folder_alias", "subject_line", "sender", "account", "size", "flag_names"]
 METADATA_FIELDS = [
     "account",
-    "folder",
-    "uidvalidity",
-    "uid",
+    "folder_name",
     "received_at",
     "sent_at",
     "size_bytes",
@@ -81,11 +81,11 @@ METADATA_FIELDS = [
     "attachment_total_bytes",
     "encrypted",
     "unverified_signature",
-    "unexpanded_tnef",
-    "parse_defects",
     "synced_at",
 ]
-CONTENT_FIELDS = ["subject", "sender", "recipients", "message_id", "body"]
+# Where the copy came from on the server and how parsing went: folded away on the page.
+TECHNICAL_FIELDS = ["remote_folder", "uidvalidity_shown", "uid_shown", "tnef_shown", "defects_shown"]
+CONTENT_FIELDS = ["subject", "from_shown", "recipients", "message_id", "body"]
 
 
 def may_read_content(request: HttpRequest) -> bool:
@@ -141,10 +141,18 @@ class EmailAdmin(PeopleScoped, ReadOnlyAdmin):
 
     @staticmethod
     def _field_names(request: HttpRequest) -> list[str]:
-        return CONTENT_FIELDS + METADATA_FIELDS if may_read_content(request) else list(METADATA_FIELDS)
+        shown = CONTENT_FIELDS + METADATA_FIELDS if may_read_content(request) else list(METADATA_FIELDS)
+        return shown + TECHNICAL_FIELDS
 
     def get_fields(self, request: HttpRequest, obj: Email | None = None) -> _FieldGroups:
         return [*self._field_names(request)]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Email | None = None) -> _FieldsetSpec:
+        main = CONTENT_FIELDS + METADATA_FIELDS if may_read_content(request) else list(METADATA_FIELDS)
+        return [
+            (None, {"fields": tuple(main)}),
+            (_("Technical details"), {"classes": ["collapse"], "fields": tuple(TECHNICAL_FIELDS)}),
+        ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Email | None = None) -> list[str]:
         return self._field_names(request)
@@ -250,7 +258,41 @@ class EmailAdmin(PeopleScoped, ReadOnlyAdmin):
             shown = obj.sender_name or obj.sender_address
         return format_html('<span title="{}">{}</span>', shown, _cut(shown, SENDER_CHARACTERS) or "-")
 
+    # --- the page ------------------------------------------------------------------------
+
+    @admin.display(description=_("folder"))
+    def folder_name(self, obj: Email) -> str:
+        mapping = obj.folder.mapping
+        return mapping.alias if mapping is not None else obj.folder.remote_name
+
+    @admin.display(description=_("folder on the server"))
+    def remote_folder(self, obj: Email) -> str:
+        return f"{obj.folder.remote_name} (#{obj.folder_id})"
+
+    @admin.display(description="UIDVALIDITY")
+    def uidvalidity_shown(self, obj: Email) -> int:
+        return obj.uidvalidity
+
+    @admin.display(description="UID")
+    def uid_shown(self, obj: Email) -> int:
+        return obj.uid
+
+    @admin.display(description=_("TNEF attachment (winmail.dat) left unexpanded"))
+    def tnef_shown(self, obj: Email) -> str:
+        return gettext("yes") if obj.unexpanded_tnef else gettext("no")
+
+    @admin.display(description=_("parse defects"))
+    def defects_shown(self, obj: Email) -> str:
+        return ", ".join(obj.parse_defects) or "-"
+
     # --- content on the page (only in CONTENT_FIELDS) ------------------------------------
+
+    @admin.display(description=_("from"))
+    def from_shown(self, obj: Email) -> str:
+        """The whole sender, name and address, never cut (the list cuts it to one line)."""
+        if obj.sender_name and obj.sender_address:
+            return f"{obj.sender_name} <{obj.sender_address}>"
+        return obj.sender_name or obj.sender_address or "-"
 
     @admin.display(description="recipients")
     def recipients(self, obj: Email) -> str:

@@ -9,7 +9,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from accounts import admin_sign_in
+from accounts import admin_sign_in, time_zones
 from mailfathom import views
 from mailfathom.login_throttle import ThrottledAdminLoginForm
 from mailfathom.status import views as status_views
@@ -30,6 +30,7 @@ urlpatterns = [
     # Before admin.site.urls, whose catch-all would answer these paths first.
     path("admin/status/", admin.site.admin_view(status_views.status_page), name="system-status"),
     path("admin/status/live/", admin.site.admin_view(status_views.status_live), name="system-status-live"),
+    path("admin/time-zone/", admin.site.admin_view(time_zones.time_zone_page), name="time-zone"),
     path("admin/", admin.site.urls),
     # The redirect URI registered at OAuth providers (docs/operations/mailbox-providers.md).
     path(

@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import never_cache
 
 from accounts.services import people
@@ -40,7 +41,7 @@ def status_page(request: HttpRequest) -> HttpResponse:
     _require_permission(request)
     context = {
         **admin.site.each_context(request),
-        "title": "System status",
+        "title": _("System status"),
         "refresh_url": reverse("system-status-live"),
         "refresh_seconds": REFRESH_SECONDS,
         **_context(system_status(people.reviewable_accounts(request.user))),

@@ -124,3 +124,12 @@ def test_moving_an_account_with_the_password_typed_again_saves_both(admin_client
 
 def test_admin_login_page_and_static_files_are_served(client):
     assert client.get("/admin/login/").status_code == 200
+
+
+def test_drafting_examples_heading_reads_as_a_plural(admin_client):
+    account = MailAccountFactory()
+
+    page = admin_client.get(reverse("admin:accounts_mailaccount_change", args=[account.pk])).content.decode()
+
+    assert "Drafting examples (few-shot)" in page
+    assert "(few-shot)s" not in page

@@ -188,6 +188,29 @@ def test_with_the_permission_the_page_shows_subject_sender_recipients_and_body(r
     assert f"{BODY} (0)." in page
 
 
+def test_the_page_folds_technical_fields_away_and_shows_the_folder_and_sender_in_full(reader):
+    folder = _folder("inbox")
+    long_sender = "someone.with.a.rather.long.mailbox.name@departments.example.org"
+    (email,) = _store(folder, [_raw(0, sender=long_sender)])
+
+    page = reader.get(reverse("admin:mailbox_email_change", args=[email.pk])).content.decode()
+
+    # The From whole, never cut with an ellipsis as the list's narrow column is.
+    from_row = re.search(r'field-from_shown.*?<div class="readonly">(.*?)</div>', page, re.S)
+    assert from_row is not None and from_row.group(1) == f"Chief &lt;{long_sender}&gt;"
+    # The folder by its alias, not "<account pk>:INBOX".
+    folder_row = re.search(r'field-folder_name.*?<div class="readonly">(.*?)</div>', page, re.S)
+    assert folder_row is not None and folder_row.group(1) == "inbox"
+    assert f"{folder.account_id}:INBOX" not in page
+    # UIDVALIDITY, UID, TNEF and defects live in one collapsed fieldset at the end.
+    main, technical = page.split("Technical details", 1)
+    assert "collapse" in main.rsplit("<fieldset", 1)[1]
+    for name in ("remote_folder", "uidvalidity_shown", "uid_shown", "tnef_shown", "defects_shown"):
+        assert f"field-{name}" in technical and f"field-{name}" not in main
+    for unreadable in ("Uidvalidity", "Unexpanded tnef"):
+        assert unreadable not in page
+
+
 def test_superusers_hold_the_permission(admin_client):
     folder = _folder("inbox")
     _store(folder, [_raw(0)])
