@@ -31,12 +31,35 @@ if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
 _SHOWN_ONCE = """{% extends "admin/base_site.html" %}
 {% block extrastyle %}{{ block.super }}<style>
   .mcp-client-config { margin: 1.5em 0; }
-  .mcp-client-config pre { background: var(--darkened-bg); padding: 10px; overflow-x: auto; }
-</style>{% endblock %}
+  .mcp-client-config pre { background: var(--darkened-bg); padding: 10px; white-space: pre-wrap;
+    overflow-wrap: anywhere; }
+  .mcp-copy { margin-left: .5em; }
+</style>
+<script>
+// One button per secret-bearing text: copies it without selecting by hand. The clipboard API
+// needs a secure context (HTTPS or localhost); elsewhere the text is selected for Ctrl-C.
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest(".mcp-copy");
+  if (!button) return;
+  const target = document.getElementById(button.dataset.copyTarget);
+  const text = target.value !== undefined ? target.value : target.textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = "Copied";
+  } catch (refused) {
+    const range = document.createRange();
+    range.selectNodeContents(target);
+    window.getSelection().removeAllRanges();
+    window.getSelection().addRange(range);
+    button.textContent = "Selected: press Ctrl-C";
+  }
+});
+</script>{% endblock %}
 {% block content %}
 <p>Key <strong>{{ name }}</strong> was created. Copy it now: MailFathom stores only a hash
 and cannot show it again, and the configurations below hold it.</p>
-<p><input type="text" readonly size="60" value="{{ key }}" onclick="this.select()" id="mcp-key"></p>
+<p><input type="text" readonly size="60" value="{{ key }}" onclick="this.select()" id="mcp-key">
+<button type="button" class="button mcp-copy" data-copy-target="mcp-key">Copy</button></p>
 <p>Clients send it as <code>Authorization: Bearer {{ prefix }}…</code> to
 <code id="mcp-endpoint-url">{{ url }}</code>.</p>
 {% if not enabled %}<p class="errornote">The endpoint answers 404 until
@@ -47,6 +70,7 @@ and cannot show it again, and the configurations below hold it.</p>
   <h3>{{ config.title }}</h3>
   <p>{{ config.where }}</p>
   <pre id="{{ config.element_id }}">{{ config.text }}</pre>
+  <button type="button" class="button mcp-copy" data-copy-target="{{ config.element_id }}">Copy</button>
   {% if config.note %}<p class="help">{{ config.note }}</p>{% endif %}
 </div>
 {% endfor %}
