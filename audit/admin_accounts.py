@@ -20,12 +20,10 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
-from django.utils import timezone
 
 from accounts.models import MailAccount
-from audit.models import MutationKind, MutationOutcome, RequesterKind
 from audit.services.holds import refuse_held_account_deletion
-from audit.services.mutations import Mutation, record_mutation
+from audit.services.mutations import record_account_deleted
 from mailfathom.core.errors import MailFathomError
 
 
@@ -45,7 +43,7 @@ class HeldAccountDeletion(admin.ModelAdmin):  # a mixin of MailAccount's admin (
     def delete_model(self, request: HttpRequest, obj: MailAccount) -> None:
         refuse_held_account_deletion(obj)  # the delete page checked already; this is the last word
         with transaction.atomic():
-            _record_deletion(request, obj)
+            record_account_deleted(obj, request.user.get_username())
             super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[MailAccount]) -> None:
@@ -53,7 +51,7 @@ class HeldAccountDeletion(admin.ModelAdmin):  # a mixin of MailAccount's admin (
             refuse_held_account_deletion(account)
         with transaction.atomic():
             for account in queryset:
-                _record_deletion(request, account)
+                record_account_deleted(account, request.user.get_username())
             super().delete_queryset(request, queryset)
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
@@ -62,22 +60,6 @@ class HeldAccountDeletion(admin.ModelAdmin):  # a mixin of MailAccount's admin (
         if entry is not None:
             actions["delete_selected"] = (_delete_unheld, entry[1], entry[2])
         return actions
-
-
-def _record_deletion(request: HttpRequest, account: MailAccount) -> None:
-    now = timezone.now()
-    record_mutation(
-        Mutation(
-            kind=MutationKind.ACCOUNT_MAIL_DELETED,
-            requester=request.user.get_username(),
-            requester_kind=RequesterKind.USER,
-            account_pk=account.pk,
-            requested_at=now,
-            completed_at=now,
-            outcome=MutationOutcome.PERFORMED,
-            counts={"emails": account.emails.count(), "folders": account.synced_folders.count()},
-        )
-    )
 
 
 def _delete_unheld(

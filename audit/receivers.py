@@ -5,12 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.utils import timezone
-
 from accounts.services.caller import person
-from audit.models import MutationKind, MutationOutcome, RequesterKind
+from audit.services import mutations
 from audit.services.access_trail import AccessChannel, record_access
-from audit.services.mutations import Mutation, record_mutation
 
 
 def record_admin_read(sender: Any, user: Any, page: str, email_ids: Sequence[object], **_: Any) -> None:
@@ -20,17 +17,4 @@ def record_admin_read(sender: Any, user: Any, page: str, email_ids: Sequence[obj
 
 def record_folder_reset(sender: Any, account_pk: int, folder_alias: str, emails: int, **_: Any) -> None:
     """mailbox.signals.folder_mail_deleted: synchronization dropped a folder's mail (new UIDVALIDITY)."""
-    now = timezone.now()
-    record_mutation(
-        Mutation(
-            kind=MutationKind.FOLDER_MAIL_DELETED,
-            requester="synchronization (new UIDVALIDITY)",
-            requester_kind=RequesterKind.TASK,
-            account_pk=account_pk,
-            requested_at=now,
-            completed_at=now,
-            outcome=MutationOutcome.PERFORMED,
-            folder_alias=folder_alias[:200],
-            counts={"emails": emails},
-        )
-    )
+    mutations.record_folder_reset(account_pk, folder_alias, emails)

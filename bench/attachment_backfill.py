@@ -40,7 +40,6 @@ import platform
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -59,6 +58,7 @@ from sync import (
     drop_database,
     process_cpu,
     recreate_database,
+    run_script_child,
     seed_user,
     setup_django,
     warm_up,
@@ -233,16 +233,7 @@ def child_main(spec: dict) -> None:
 
 
 def run_child(spec: dict) -> dict:
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
-    done = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE, text=True, check=False)
-    lines = done.stdout.splitlines()
-    for line in lines:
-        if not line.startswith(RESULT_MARKER):
-            print(line)
-    results = [line for line in lines if line.startswith(RESULT_MARKER)]
-    if done.returncode != 0 or not results:
-        raise SystemExit(f"the child failed (exit {done.returncode}); see its output above")
-    return json.loads(results[-1][len(RESULT_MARKER) :])
+    return run_script_child(Path(__file__).resolve(), spec)
 
 
 # --- report -----------------------------------------------------------------------------

@@ -222,7 +222,12 @@ def run_anchor(server, user: str, password: str, batch: int) -> Rate:
 
 def run_backfill_child(spec: dict) -> dict:
     """Start this script as a child that backfills one account; return its result."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
+    return run_script_child(Path(__file__).resolve(), spec)
+
+
+def run_script_child(script: Path, spec: dict) -> dict:
+    """Run `script --child SPEC` in a fresh process, pass its output through, return its result line."""
+    command = [sys.executable, str(script), "--child", json.dumps(spec)]
     done = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE, text=True, check=False)
     lines = done.stdout.splitlines()
     for line in lines:
@@ -230,7 +235,7 @@ def run_backfill_child(spec: dict) -> dict:
             print(line)
     results = [line for line in lines if line.startswith(RESULT_MARKER)]
     if done.returncode != 0 or not results:
-        raise SystemExit(f"the backfill child failed (exit {done.returncode}); see its output above")
+        raise SystemExit(f"the child {script.name} failed (exit {done.returncode}); see its output above")
     return json.loads(results[-1][len(RESULT_MARKER) :])
 
 

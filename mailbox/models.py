@@ -8,7 +8,7 @@ are derived on read from the raw MIME.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -235,6 +235,22 @@ class EmailQuerySet(models.QuerySet["Email"]):
         return rows
 
 
+_EmailManagerBase = models.Manager.from_queryset(EmailQuerySet)
+
+
+class EmailManager(_EmailManagerBase["Email"]):
+    """Every email query leaves attachment_text out unless it names it.
+
+    The column holds up to 2,000,000 characters per email (mailbox.services.attachment_text);
+    listing, searching and summarizing never need it, and reading it whole for every row of a
+    page would move megabytes per call. A row that does read it loads it on first access.
+    """
+
+    def get_queryset(self) -> EmailQuerySet:
+        # defer() keeps the queryset's class; django-stubs types it as the plain QuerySet.
+        return cast(EmailQuerySet, super().get_queryset().defer("attachment_text"))
+
+
 class Email(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="emails")
@@ -306,7 +322,7 @@ class Email(models.Model):
     )
     synced_at = models.DateTimeField(auto_now_add=True)
 
-    objects = EmailQuerySet.as_manager()
+    objects = EmailManager()
 
     class Meta:
         # Viewing an email's row shows metadata only; its subject, addresses and body are

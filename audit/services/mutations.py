@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.utils import timezone
+
 from accounts.models import MailAccount
 from audit.models import MutationEntry, MutationKind, MutationOutcome, RequesterKind
 
@@ -89,3 +91,38 @@ def _checked_counts(counts: Mapping[str, int]) -> dict[str, int]:
             raise ValueError("a count is a whole number, 0 or more")
         checked[name] = value
     return checked
+
+
+def record_account_deleted(account: MailAccount, requester: str) -> MutationEntry | None:
+    """Record, before the row goes, that a person deleted `account` with its stored mail."""
+    now = timezone.now()
+    return record_mutation(
+        Mutation(
+            kind=MutationKind.ACCOUNT_MAIL_DELETED,
+            requester=requester,
+            requester_kind=RequesterKind.USER,
+            account_pk=account.pk,
+            requested_at=now,
+            completed_at=now,
+            outcome=MutationOutcome.PERFORMED,
+            counts={"emails": account.emails.count(), "folders": account.synced_folders.count()},
+        )
+    )
+
+
+def record_folder_reset(account_pk: int, folder_alias: str, emails: int) -> MutationEntry | None:
+    """Record that synchronization dropped a folder's mail because the server voided its UIDs."""
+    now = timezone.now()
+    return record_mutation(
+        Mutation(
+            kind=MutationKind.FOLDER_MAIL_DELETED,
+            requester="synchronization (new UIDVALIDITY)",
+            requester_kind=RequesterKind.TASK,
+            account_pk=account_pk,
+            requested_at=now,
+            completed_at=now,
+            outcome=MutationOutcome.PERFORMED,
+            folder_alias=folder_alias[:200],
+            counts={"emails": emails},
+        )
+    )

@@ -160,7 +160,8 @@ def extract_email(email: Email, kinds: frozenset[str]) -> list[AttachmentText]:
     """Extract every attachment of one email and record them with the email's marker, at once.
 
     Edge cases: a damaged stored copy gives no rows (a repair is requested by the read) and
-    the email is marked done; an email erased meanwhile is left alone.
+    the email is marked done until the repair stores new content (store.fill_content puts it
+    back in the queue); an email erased meanwhile is left alone.
     """
     now = timezone.now()
     raw = stored_raw(email)

@@ -21,7 +21,15 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from accounts.models import FolderRole
-from mailbox.models import Availability, Direction, Email, Folder, Participant, RawMessage
+from mailbox.models import (
+    AttachmentExtraction,
+    Availability,
+    Direction,
+    Email,
+    Folder,
+    Participant,
+    RawMessage,
+)
 from mailbox.parsing import ParsedMessage, is_bulk, is_list_mail, parse_envelope, parse_message
 from mailbox.services import suppression, threads
 from mailbox.services.copy_rows import copy_rows
@@ -272,6 +280,9 @@ def fill_content(email: Email, raw: bytes) -> bool:
         locked.save()
         locked.participants.all().delete()
         Participant.objects.bulk_create(_participants(locked, parsed))
+        # New content (a repair, or content held back for headroom): its attachments are read
+        # again, since a pass that met the damaged copy recorded the email done with nothing.
+        AttachmentExtraction.objects.filter(email=locked).delete()
     return True
 
 

@@ -245,8 +245,8 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "participant, or the email has no indexed body text.",
         "matchKind": "How the email matched: exact (the query's words), stemmed (forms of them), "
         "or semantic (embedding similarity only).",
-        "attachmentMatches": "The attachments whose text holds the query's words, at most "
-        "three; empty when none does.",
+        "attachmentMatches": "The attachments whose text holds the query's words, first "
+        "attachment first; empty when none does.",
     },
     "AttachmentMatch": {
         "": "An attachment of the email whose text, read from the file, holds the query's words.",

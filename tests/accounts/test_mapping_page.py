@@ -17,8 +17,8 @@ def _message(n: int) -> bytes:
     return (headers + "\r\nbody\r\n").encode()
 
 
-@pytest.fixture
-def account(dovecot):
+def account_with_mail(dovecot):
+    """An account on a fresh Dovecot user with three messages in INBOX and one in Junk."""
     user = add_user(dovecot)
     user.append("INBOX", [_message(n) for n in range(3)])
     user.append("Junk", [_message(9)])
@@ -26,6 +26,11 @@ def account(dovecot):
     account.set_credential(user.password)
     account.save()
     return account
+
+
+@pytest.fixture
+def account(dovecot):
+    return account_with_mail(dovecot)
 
 
 def test_the_connection_test_counts_each_selectable_folder(account):

@@ -6,26 +6,15 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import FolderMapping, Security
+from tests.accounts.test_mapping_page import account_with_mail
 from tests.factories import FolderMappingFactory, MailAccountFactory
-from tests.mailbox.imap_support import add_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.dovecot]
 
 
-def _message(n: int) -> bytes:
-    headers = f"From: a@example.org\r\nSubject: m{n}\r\nMessage-ID: <one-click-{n}@example.org>\r\n"
-    return (headers + "\r\nbody\r\n").encode()
-
-
 @pytest.fixture
 def account(dovecot):
-    user = add_user(dovecot)
-    user.append("INBOX", [_message(n) for n in range(3)])
-    user.append("Junk", [_message(9)])
-    account = MailAccountFactory(imap_port=dovecot.imap_port, username=user.name)
-    account.set_credential(user.password)
-    account.save()
-    return account
+    return account_with_mail(dovecot)
 
 
 def _one_click(admin_client, account):

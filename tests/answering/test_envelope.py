@@ -9,6 +9,7 @@ characters XML 1.0 cannot carry at all come back as U+FFFD (stored mail cannot h
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from hypothesis import HealthCheck, given, settings
@@ -110,6 +111,24 @@ def test_a_message_closing_the_envelope_arrives_inert():
     assert len(list(root)) == 1
     assert root.find("message/extract").text == forged
     assert "</retrieved-mail>" in forged and document.count("</retrieved-mail>") == 1
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=hostile_text, text=hostile_text)
+def test_an_attachments_name_and_text_written_by_the_sender_stay_inside_their_element(name, text):
+    """A file's name and contents are the sender's too: neither may open, close or forge an element."""
+    attached = replace(passage("Invoice", "See attached."), attachment_name=name, attachment_extract=text)
+    root = parse(write_envelope("hybrid", [attached]))
+    (message,) = list(root)
+    assert [child.tag for child in message] == ["subject", "extract", "attachment"]
+    (element,) = message.findall("attachment")
+    assert element.attrib == {"name": xml_safe(name)}
+    assert (element.text or "") == xml_safe(text) and not list(element)
+
+
+def test_a_passage_without_an_attachment_match_has_no_attachment_element():
+    (message,) = list(parse(write_envelope("hybrid", [passage("Invoice", "See attached.")])))
+    assert message.find("attachment") is None
 
 
 def test_several_passages_keep_their_order():

@@ -134,3 +134,46 @@ def test_an_erased_email_takes_its_attachment_text_with_it(folder):
     email.delete()
     assert not AttachmentText.objects.exists()
     assert not AttachmentExtraction.objects.exists()
+
+
+def test_listing_and_searching_never_read_the_attachment_text_column(folder):
+    """The column may hold megabytes per email: only the reads that need it select it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from mailbox.services.lexical_search import refresh_term_stats
+    from mailbox.services.search import search_emails
+    from mailbox.services.timeline import list_emails
+
+    email = store(folder, message(("invoice.pdf", "application", "pdf")))
+    attachment_text.extract_pending()
+    refresh_term_stats()
+    column = '"mailbox_email"."attachment_text"'
+
+    with CaptureQueriesContext(connection) as listed:
+        assert [str(e.stored_email_id) for e in list_emails().emails] == [str(email.pk)]
+    with CaptureQueriesContext(connection) as searched:
+        assert search_emails("Rechnung").matches
+    assert not [q["sql"] for q in (*listed.captured_queries, *searched.captured_queries) if column in q["sql"]]
+    # A row that does need it still reads it, on first access.
+    assert "08152" in Email.objects.get(pk=email.pk).attachment_text
+
+
+def test_a_copy_repaired_after_the_pass_met_it_damaged_has_its_attachments_read_again(folder):
+    """Nothing is lost to a damaged copy: the repair puts the email back in the pass's queue."""
+    from mailbox.models import RawMessage, RepairRequest
+    from mailbox.services.store import fill_content
+
+    msg = message(("invoice.pdf", "application", "pdf"))
+    email = store(folder, msg)
+    RawMessage.objects.filter(email=email).update(sha256="0" * 64)  # the stored copy fails its check
+    attachment_text.extract_pending()
+    assert RepairRequest.objects.filter(email=email).exists()
+    assert AttachmentExtraction.objects.filter(email=email).exists()  # done, with nothing read
+    assert not AttachmentText.objects.filter(email=email).exists()
+
+    assert fill_content(Email.objects.get(pk=email.pk), msg.as_bytes())  # the next sync's repair
+
+    assert list(attachment_text.pending_emails()) == [email]
+    attachment_text.extract_pending()
+    assert "08152" in Email.objects.get(pk=email.pk).attachment_text
