@@ -154,7 +154,9 @@ def test_listing_and_searching_never_read_the_attachment_text_column(folder):
         assert [str(e.stored_email_id) for e in list_emails().emails] == [str(email.pk)]
     with CaptureQueriesContext(connection) as searched:
         assert search_emails("Rechnung").matches
-    assert not [q["sql"] for q in (*listed.captured_queries, *searched.captured_queries) if column in q["sql"]]
+    assert not [
+        q["sql"] for q in (*listed.captured_queries, *searched.captured_queries) if column in q["sql"]
+    ]
     # A row that does need it still reads it, on first access.
     assert "08152" in Email.objects.get(pk=email.pk).attachment_text
 
