@@ -243,7 +243,8 @@ class EmailManager(_EmailManagerBase["Email"]):
 
     The column holds up to 2,000,000 characters per email (mailbox.services.attachment_text);
     listing, searching and summarizing never need it, and reading it whole for every row of a
-    page would move megabytes per call. A row that does read it loads it on first access.
+    page would move megabytes per call. A row that does read it loads it on first access; a
+    row copied by clearing its pk and saving must be read with .defer(None) first.
     """
 
     def get_queryset(self) -> EmailQuerySet:
