@@ -70,17 +70,17 @@ METADATA_FIELDS = [
     "folder_name",
     "received_at",
     "sent_at",
-    "size_bytes",
+    "size",
     "flags",
     "flags_observed_at",
     "availability",
     "direction",
-    "is_bulk",
+    "bulk_shown",
     "attachment_count",
     "inline_count",
     "attachment_total_bytes",
-    "encrypted",
-    "unverified_signature",
+    "encrypted_shown",
+    "signature_shown",
     "synced_at",
 ]
 # Where the copy came from on the server and how parsing went: folded away on the page.
@@ -280,6 +280,20 @@ class EmailAdmin(PeopleScoped, ReadOnlyAdmin):
     @admin.display(description=_("TNEF attachment (winmail.dat) left unexpanded"))
     def tnef_shown(self, obj: Email) -> str:
         return gettext("yes") if obj.unexpanded_tnef else gettext("no")
+
+    # Yes/no in words on the page: admin's red ✗ for False reads as an error, and "not bulk"
+    # or "not encrypted" is the ordinary state of a letter.
+    @admin.display(description=_("bulk mail (a list or a newsletter)"))
+    def bulk_shown(self, obj: Email) -> str:
+        return gettext("yes") if obj.is_bulk else gettext("no")
+
+    @admin.display(description=_("encrypted"))
+    def encrypted_shown(self, obj: Email) -> str:
+        return gettext("yes, not readable locally") if obj.encrypted else gettext("no")
+
+    @admin.display(description=_("signature"))
+    def signature_shown(self, obj: Email) -> str:
+        return gettext("signed, not verified") if obj.unverified_signature else gettext("none")
 
     @admin.display(description=_("parse defects"))
     def defects_shown(self, obj: Email) -> str:

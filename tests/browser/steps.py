@@ -13,6 +13,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
@@ -32,6 +33,7 @@ class AccountSettings:
     security: str  # a value of accounts.models.Security
     username: str
     password: str
+    ca_file: Path | None = None  # the server's in-house CA, uploaded with the account
 
 
 def log_in(page: Page, username: str, password: str) -> None:
@@ -53,6 +55,23 @@ def fill_account_form(page: Page, account: AccountSettings) -> None:
     page.select_option("#id_security", account.security)
     page.fill("#id_username", account.username)
     page.fill("#id_credential", account.password)
+    if account.ca_file is not None:
+        page.set_input_files("#id_imap_ca_upload", str(account.ca_file))
+
+
+def expect_port_to_follow_security(page: Page) -> None:
+    """On "Add mail account": the port moves with the security choice while the operator has
+    not typed one (993 for implicit TLS, 143 for STARTTLS), and a typed port stays."""
+    page.goto("/admin/accounts/mailaccount/add/")
+    port = page.locator("#id_imap_port")
+    expect(port).to_have_value("993")
+    page.select_option("#id_security", "starttls")
+    expect(port).to_have_value("143")
+    page.select_option("#id_security", "tls")
+    expect(port).to_have_value("993")
+    port.fill("10993")
+    page.select_option("#id_security", "starttls")
+    expect(port).to_have_value("10993")
 
 
 def save_account(page: Page) -> int:
@@ -169,6 +188,36 @@ def wait_for_folder_counts(page: Page, account_pk: int, expected: dict[str, int]
     )
 
 
+def expect_folder_states_in_words(page: Page, account_pk: int) -> None:
+    """The folder list says whether a run holds each folder in words; no red icons."""
+    open_folder_list(page, account_pk)
+    states = page.locator("#result_list td.field-lease_held").all_inner_texts()
+    assert states and set(states) <= {"free", "in use by a run"}, states
+    expect(page.locator("#result_list img[src*='icon-no']")).to_have_count(0)
+
+
+def open_email(page: Page, subject: str) -> None:
+    """From the email list, open the email with this subject (as a person clicks its line)."""
+    page.goto("/admin/mailbox/email/")
+    page.locator("#result_list").get_by_role("link", name=subject, exact=True).click()
+    expect(page.locator(".field-subject")).to_contain_text(subject)
+
+
+def expect_email_page_for_people(page: Page, *, sender: str, folder_alias: str) -> None:
+    """An email's page shows what a person reads: the whole sender, the folder by its alias,
+    and the server's bookkeeping (UIDVALIDITY, UID, TNEF) folded under "Technical details"."""
+    expect(page.locator(".field-from_shown .readonly")).to_have_text(sender)
+    expect(page.locator(".field-folder_name .readonly")).to_have_text(folder_alias)
+    expect(page.locator(".field-bulk_shown .readonly")).to_have_text("no")
+    expect(page.locator(".field-encrypted_shown .readonly")).to_have_text("no")
+    expect(page.locator("fieldset img[src*='icon-no']")).to_have_count(0)  # no red ✗ for "no"
+    technical = page.locator(".field-uidvalidity_shown")
+    expect(technical).to_be_hidden()
+    page.get_by_text("Technical details", exact=True).click()
+    expect(technical).to_be_visible()
+    expect(page.locator(".field-uid_shown")).to_be_visible()
+
+
 def synchronize_from_folder_list(page: Page, account_pk: int) -> None:
     """Select every folder of the account and run the list's "Synchronize now" action."""
     open_folder_list(page, account_pk)
@@ -190,6 +239,16 @@ def create_mcp_key(page: Page, name: str) -> str:
 
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode")
+
+
+def copy_from_key_page(page: Page, target: str) -> str:
+    """Press the Copy button beside `target` (an element id); return what the clipboard holds.
+
+    The page's browser context must have been granted clipboard access."""
+    button = page.locator(f"button.mcp-copy[data-copy-target={target}]")
+    button.click()
+    expect(button).to_have_text("Copied")
+    return page.evaluate("navigator.clipboard.readText()")
 
 
 def client_snippets(page: Page) -> tuple[str, dict[str, str]]:

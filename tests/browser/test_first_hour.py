@@ -1,16 +1,23 @@
 """An operator's first hour, in Chromium: from the login form to an MCP client reading the mail.
 
 The app (uvicorn), the worker (Celery) and the IMAP server (Dovecot, STARTTLS, signed by the
-session's own CA, which the app and the worker trust through MAILFATHOM_IMAP_CA_FILE) are all
-real; so is the synchronization the account page starts, which the status page, open in a
-tab of its own, shows by refreshing itself. The mailbox holds only messages this module
-writes, so the screenshots show no corpus mail. Each step saves a screenshot under
-var/screenshots/first_hour/; docs/operations/first-hour.md shows them.
+session's own CA) are all real. Neither process is told about that CA: the operator uploads
+it with the account, as one does for a server with an in-house authority, and both the
+connection test and the synchronization trust it from there. The synchronization the account
+page starts is real too, and the status page, open in a tab of its own, shows it by
+refreshing itself. On the way the walk checks each rough edge a newcomer once hit (issue 28):
+the port following the security choice, one click to test and map with Junk and Trash hidden
+from tools, folder states in words, an email page for people, the status charts, copy
+buttons. The mailbox holds only messages this module writes, so the screenshots show no
+corpus mail. Each step saves a screenshot under var/screenshots/first_hour/ (a CI artifact);
+docs/operations/first-hour.md shows them.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from email.message import EmailMessage
@@ -18,14 +25,16 @@ from email.utils import format_datetime, make_msgid
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from accounts.models import Security
 from mailbox.models import Folder
 from tests.browser import steps
 from tests.browser.conftest import Operator, Screenshots
+from tests.celery_worker import Worker
 from tests.mailbox.imap_support import MailUser, add_user
 from tests.mcp.conftest import call_tool, payload
-from tests.mcp.servers import Server
+from tests.mcp.servers import TEST_KEYRING, Server, start_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot, pytest.mark.slow]
 
@@ -52,6 +61,26 @@ def message(subject: str, sender: str, day: int) -> bytes:
     return mail.as_bytes()
 
 
+@pytest.fixture(scope="module")
+def app(django_db_setup, tmp_path_factory) -> Iterator[Server]:
+    """The browser tests' app, but trusting only the system's authorities (no CA setting)."""
+    server = start_server(tmp_path_factory.mktemp("first-hour-app") / "server.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup, tmp_path_factory) -> Iterator[Worker]:
+    """The browser tests' worker, without a CA setting either: the account carries its CA."""
+    started = Worker(
+        tmp_path_factory.mktemp("first-hour-worker") / "worker.log",
+        MAILFATHOM_KEYRING=TEST_KEYRING,
+        MAILFATHOM_EMBEDDING_PROVIDER="none",
+    )
+    yield started
+    started.stop()
+
+
 @pytest.fixture
 def mailbox_user(dovecot) -> MailUser:
     """A Dovecot user with a little mail in INBOX and Sent before the operator arrives."""
@@ -72,6 +101,7 @@ def test_first_hour(page, operator: Operator, screenshots: Screenshots, app, wor
     steps.log_in(page, operator.username, operator.password)
     screenshots.take(page, "logged-in")
 
+    steps.expect_port_to_follow_security(page)
     steps.fill_account_form(
         page,
         steps.AccountSettings(
@@ -82,6 +112,7 @@ def test_first_hour(page, operator: Operator, screenshots: Screenshots, app, wor
             security=Security.STARTTLS,
             username=mailbox_user.name,
             password=mailbox_user.password,
+            ca_file=dovecot.ca_path,
         ),
     )
     screenshots.take(page, "account-form")
@@ -91,6 +122,13 @@ def test_first_hour(page, operator: Operator, screenshots: Screenshots, app, wor
     # One click: the test, then INBOX and the SPECIAL-USE folders mapped (Junk, Trash hidden).
     mapped = steps.test_and_map(page)
     assert {"inbox", "sent", "drafts", "junk", "trash"} <= set(mapped), mapped
+    mapping_message = page.locator(".messagelist li").first.inner_text()
+    for hidden in ("junk (Junk", "trash (Trash"):
+        assert re.search(re.escape(hidden) + r"[^)]*hidden from tools\)", mapping_message), mapping_message
+    assert not re.search(r"inbox \(INBOX[^)]*hidden", mapping_message), mapping_message
+    # The drafting examples' heading is a plural people can read.
+    expect(page.get_by_role("heading", name="Drafting examples (few-shot)")).to_have_count(1)
+    expect(page.get_by_text("(few-shot)s")).to_have_count(0)
     screenshots.take(page, "folders-mapped")
 
     # The operator keeps the status page open in a tab of its own: the account has folders
@@ -131,9 +169,16 @@ def test_first_hour(page, operator: Operator, screenshots: Screenshots, app, wor
     steps.synchronize_from_folder_list(page, account_pk)
     screenshots.take(page, "synchronization-queued-from-folder-list")
     steps.wait_for_folder_counts(page, account_pk, {"INBOX": len(INBOX_SUBJECTS) + len(LATER_SUBJECTS)})
+    steps.expect_folder_states_in_words(page, account_pk)
     screenshots.take(page, "synchronized-again")
 
+    steps.open_email(page, "Invoice 1043")
+    steps.expect_email_page_for_people(page, sender="colleague@example.org", folder_alias="inbox")
+    screenshots.take(page, "email-page-technical-details-opened")
+
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=app.base)
     key = steps.create_mcp_key(page, "Claude Desktop")
+    assert steps.copy_from_key_page(page, "mcp-key") == key
     url, snippets = steps.client_snippets(page)
     assert url == app.url  # the full URL, scheme, host and port included
     assert all(url in snippet for snippet in snippets.values()), snippets
@@ -145,6 +190,7 @@ def test_first_hour(page, operator: Operator, screenshots: Screenshots, app, wor
     }
     assert json.loads(snippets["vscode"])["servers"]["mailfathom"]["url"] == url
     assert key in snippets["claude-code"]
+    assert steps.copy_from_key_page(page, "mcp-client-config-claude-desktop") == snippets["claude-desktop"]
     # Every snippet holding the key has it painted over (VS Code's asks for it instead).
     assert steps.wrap_the_key_for_masking(page, key) == 3
     screenshots.take(page, "mcp-key-and-client-configuration", hide=steps.KEY_ON_THE_PAGE)
