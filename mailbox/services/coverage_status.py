@@ -1,9 +1,10 @@
 """How much of the local copy is embedded, how fast the backlog shrinks, and mail stored per day.
 
-Coverage over time comes from CoverageSample rows, one taken every few minutes by
-`record_coverage_sample` (the beat task `mailbox.sample_coverage`); the rate the backlog
-shrinks at is measured between the oldest sample of the last RATE_WINDOW that is at least
-RATE_MIN_SPAN old and the counts of now. Counts only, never content.
+Coverage is one figure, `coverage_fraction`, read from the counts of now by the status page
+and /health alike. Coverage over time comes from CoverageSample rows, one taken every few
+minutes by `record_coverage_sample` (the beat task `mailbox.sample_coverage`); the rate the
+backlog shrinks at is measured between the oldest sample of the last RATE_WINDOW that is at
+least RATE_MIN_SPAN old and the counts of now. Counts only, never content.
 """
 
 from __future__ import annotations
@@ -29,6 +30,17 @@ RATE_MIN_SPAN = timedelta(minutes=4)
 HISTORY = timedelta(days=14)
 
 
+def coverage_fraction(embedded: int, embeddable: int) -> float | None:
+    """Embedding coverage: embedded emails of those whose content is stored, to four places.
+
+    The one figure the status page, its chart and /health show. Mail whose content is not
+    stored cannot be embedded and is in neither count. None while nothing is embeddable.
+    """
+    if embeddable <= 0:
+        return None
+    return round(max(0, min(embedded, embeddable)) / embeddable, 4)
+
+
 @dataclass(frozen=True)
 class Counts:
     emails: int
@@ -41,7 +53,7 @@ class Counts:
 
     @property
     def coverage(self) -> float | None:
-        return self.embedded / self.embeddable if self.embeddable else None
+        return coverage_fraction(self.embedded, self.embeddable)
 
 
 @dataclass(frozen=True)
@@ -200,18 +212,16 @@ def forget_past_days() -> None:
 @dataclass(frozen=True)
 class Backlog:
     pending: int
-    sampled_coverage: float | None  # from the latest sample; None before the first
+    coverage: float | None  # coverage_fraction of the counts of now, as the status page shows it
 
 
 def backlog() -> Backlog:
-    """The embedding backlog, cheaply: for /health, which load balancers call often.
+    """The embedding backlog and coverage for /health, from the counts the status page reads.
 
-    The partial index email_pending_embedding keeps the count as small as the backlog;
-    coverage comes from the latest sample rather than from a scan of every email.
+    Coverage is not taken from the latest sample: a sample is up to SAMPLE_SECONDS old, and
+    as old as beat's last run when beat is down, so it disagreed with the page. The counts
+    are read from indexes (current_counts): emails per folder index-only, the backlog and
+    the mail without content from their partial indexes.
     """
-    pending = Email.objects.filter(embedded=False, availability=Availability.AVAILABLE).count()
-    sample = CoverageSample.objects.order_by("-taken_at").first()
-    coverage = None
-    if sample is not None and sample.embeddable:
-        coverage = round(sample.embedded / sample.embeddable, 4)
-    return Backlog(pending=pending, sampled_coverage=coverage)
+    counts = current_counts()
+    return Backlog(pending=counts.pending, coverage=counts.coverage)

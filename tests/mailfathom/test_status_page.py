@@ -178,7 +178,12 @@ def test_embedding_backlog_shows_coverage_rate_and_when_it_completes(admin_clien
 
     page = _page(admin_client)
 
-    assert _row(page, "status-embedding") == {"embedded": "10", "embeddable": "40", "pending": "30"}
+    assert _row(page, "status-embedding") == {
+        "embedded": "10",
+        "embeddable": "40",
+        "pending": "30",
+        "coverage": "0.25",
+    }
     assert "(25 %)" in page
     assert re.search(r"in about \d+ min( \d+ s)? at this rate", page)
     progress = coverage_status.embedding_progress(now=sample.taken_at + timedelta(minutes=10))
