@@ -13,7 +13,7 @@ from datetime import datetime
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from mailbox.services.coverage_status import CoverageHistory, DayCount
+from mailbox.services.coverage_status import SAMPLE_SECONDS, CoverageHistory, CoveragePoint, DayCount
 from mailfathom.templatetags.instants import percent
 
 WIDTH, HEIGHT = 420, 160
@@ -97,6 +97,18 @@ def _minute(at: datetime) -> str:
     return at.strftime("%Y-%m-%d %H:%M")
 
 
+def _runs(points: list[CoveragePoint], coords: list[tuple[float, float]]) -> list[list[tuple[float, float]]]:
+    """The coordinates cut where samples are missing (beat stopped), each run of two or more."""
+    runs: list[list[tuple[float, float]]] = []
+    previous: datetime | None = None
+    for point, xy in zip(points, coords, strict=True):
+        if previous is None or (point.at - previous).total_seconds() > 3 * SAMPLE_SECONDS:
+            runs.append([])
+        runs[-1].append(xy)
+        previous = point.at
+    return [run for run in runs if len(run) > 1]
+
+
 def coverage_chart(history: CoverageHistory) -> SafeString:
     """A line of embedding coverage (0 to 100 %) across the history's whole window.
 
@@ -107,7 +119,7 @@ def coverage_chart(history: CoverageHistory) -> SafeString:
     span = max(1.0, end - start)
     hours = round(span / 3600)
     body = _frame(
-        f"Last {hours} hours (UTC), a sample every 5 minutes",
+        f"Last {hours} hours (UTC), a sample every {SAMPLE_SECONDS // 60} minutes",
         "",
         "coverage",
         _minute(history.start),
@@ -130,16 +142,21 @@ def coverage_chart(history: CoverageHistory) -> SafeString:
         )
         for p in drawn
     ]
-    if len(coords) > 1:
-        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
+    for run in _runs(drawn, coords):
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in run)
         body.append(f'<polyline points="{path}" fill="none" stroke="{COLOUR}" stroke-width="1.5"/>')
-    radius = 2.0 if len(coords) > 1 else 4.0
-    for point, (x, y) in zip(drawn, coords, strict=True):
+    # A day of points is sent on every refresh, so each says only what is its own; only the
+    # latest has a tooltip.
+    radius = 2 if len(coords) > 1 else 4
+    body.append(f'<g class="coverage-points" fill="{COLOUR}">')
+    for n, (point, (x, y)) in enumerate(zip(drawn, coords, strict=True)):
+        at = escape(point.at.isoformat(timespec="seconds"))
+        tip = f"<title>{escape(_minute(point.at))}: {escape(percent(point.coverage))}</title>"
         body.append(
-            f'<circle class="coverage-point" cx="{x:.1f}" cy="{y:.1f}" r="{radius}" fill="{COLOUR}" '
-            f'data-at="{escape(point.at.isoformat())}" data-coverage="{point.coverage}">'
-            f"<title>{escape(_minute(point.at))}: {escape(percent(point.coverage))}</title></circle>"
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}" data-at="{at}" data-coverage="{point.coverage}"'
+            + (f">{tip}</circle>" if n == len(drawn) - 1 else "/>")
         )
+    body.append("</g>")
     if len(coords) == 1:
         (point,), ((x, y),) = drawn, coords
         label = f"{percent(point.coverage)} at {point.at:%H:%M}, the only sample so far"
@@ -156,7 +173,7 @@ def coverage_chart(history: CoverageHistory) -> SafeString:
         )
     elif not coords:
         message = (
-            "No sample in this window yet: beat takes one every 5 minutes."
+            f"No sample in this window yet: beat takes one every {SAMPLE_SECONDS // 60} minutes."
             if not history.points
             else "Nothing was embeddable in this window."
         )

@@ -148,7 +148,7 @@ def _frame(chart: ET.Element) -> tuple[float, float, float, float]:
 
 def _points_inside(chart: ET.Element) -> list[ET.Element]:
     left, top, right, bottom = _frame(chart)
-    points = [c for c in chart.iter(f"{SVG}circle") if c.get("class") == "coverage-point"]
+    points = [c for c in chart.iter(f"{SVG}circle") if c.get("data-at")]
     for point in points:
         cx, cy, r = (float(point.get(a) or 0) for a in ("cx", "cy", "r"))
         assert left <= cx - r and cx + r <= right and top <= cy - r and cy + r <= bottom, point.attrib
@@ -183,8 +183,25 @@ def test_a_day_of_samples_is_drawn_inside_labelled_axes(admin_client):
     assert len(points) == 288 == int(chart.get("data-samples") or 0)
     assert points[-1].get("data-coverage") == "1.0"
     assert points[0].get("data-coverage") == str(round((1000 - 3 * 287) / 1000, 4))
-    assert datetime.fromisoformat(points[0].get("data-at") or "") == samples[287].taken_at
+    assert datetime.fromisoformat(points[0].get("data-at") or "") == samples[287].taken_at.replace(
+        microsecond=0
+    )
     assert chart.find(f"{SVG}polyline") is not None
+
+
+def test_the_line_breaks_where_beat_took_no_sample(admin_client):
+    now = timezone.now()
+    minutes = (180, 175, 170, 10, 5, 0)  # beat stopped for two and a half hours
+    CoverageSample.objects.bulk_create(
+        CoverageSample(taken_at=now - timedelta(minutes=m), emails=10, embeddable=10, embedded=5)
+        for m in minutes
+    )
+
+    chart = _svg(_page(admin_client), "chart-coverage")
+
+    lines = [line.get("points", "").split() for line in chart.iter(f"{SVG}polyline")]
+    assert [len(points) for points in lines] == [3, 3]
+    assert len(_points_inside(chart)) == 6
 
 
 def test_a_lone_sample_is_labelled_with_its_figure_and_time(admin_client):
