@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from django.db import connection, transaction
 from django.db.models import Count
@@ -188,9 +188,9 @@ def count_mail(*, now: datetime | None = None, days: int = MAIL_DAYS) -> MailCou
     from the synced_at index. So the status page stays within its budget at 20 accounts and
     200 folders (bench/status.py).
     """
-    now = now or timezone.now()
+    now = (now or timezone.now()).astimezone(UTC)
     per_folder = stored_per_folder()
-    midnight = datetime.combine(now.date(), datetime.min.time(), tzinfo=now.tzinfo)
+    midnight = datetime.combine(now.date(), datetime.min.time(), tzinfo=UTC)
     return MailCounts(
         per_folder=per_folder,
         per_day=_per_day(now, days),
@@ -206,19 +206,21 @@ _past_days_lock = threading.Lock()
 
 def _dated_between(start: datetime, end: datetime) -> dict[date, int]:
     rows = Email.objects.dated_between(start, end).order_by()
-    by_day = rows.annotate(day=TruncDate(mail_date())).values("day").annotate(n=Count("id"))
+    # UTC days, as the chart says, whatever zone the person reading has activated.
+    by_day = rows.annotate(day=TruncDate(mail_date(), tzinfo=UTC)).values("day").annotate(n=Count("id"))
     return dict(by_day.values_list("day", "n"))
 
 
 def _per_day(now: datetime, days: int) -> list[DayCount]:
+    now = now.astimezone(UTC)
     today = now.date()
     first = today - timedelta(days=days - 1)
-    midnight = datetime.combine(today, datetime.min.time(), tzinfo=now.tzinfo)
+    midnight = datetime.combine(today, datetime.min.time(), tzinfo=UTC)
     key = (connection.settings_dict.get("NAME") or "", today, days)
     with _past_days_lock:
         cached = _past_days.get(key)
     if cached is None or time.monotonic() - cached[0] > DAYS_KEPT_SECONDS:
-        start = datetime.combine(first, datetime.min.time(), tzinfo=now.tzinfo)
+        start = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
         cached = (time.monotonic(), _dated_between(start, midnight))
         with _past_days_lock:
             _past_days.clear()  # one entry: yesterday's key is never asked again

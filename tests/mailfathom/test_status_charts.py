@@ -20,6 +20,7 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.models import UserPreference
 from mailbox.models import CoverageSample, Email, Folder
 from mailbox.services import coverage_status
 from mailbox.services.store import IncomingMessage, store_messages
@@ -128,6 +129,18 @@ def test_mail_of_many_days_stored_in_one_moment_makes_a_bar_for_each_of_its_days
     assert _texts(chart, "chart-y-peak") == ["2"]
     assert _texts(chart, "chart-x-first") == [first.isoformat()]
     assert _texts(chart, "chart-x-last") == [today.isoformat()]
+
+
+def test_the_days_are_utc_days_whatever_zone_the_person_chose(admin_client, admin_user):
+    UserPreference.objects.create(user=admin_user, time_zone="Pacific/Kiritimati")  # UTC+14
+    _store(_folder(), [(_noon(2), None)])  # 02:00 of the next day in that zone
+
+    chart = _svg(_page(admin_client), "chart-stored-per-day")
+
+    dated = {
+        bar.get("data-day") for bar in chart.iter(f"{SVG}rect") if bar.get("data-stored") not in (None, "0")
+    }
+    assert dated == {_noon(2).date().isoformat()}
 
 
 def test_a_range_of_mail_dates_is_read_from_its_index():
