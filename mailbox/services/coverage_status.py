@@ -1,9 +1,10 @@
-"""How much of the local copy is embedded, how fast the backlog shrinks, and mail stored per day.
+"""How much of the local copy is embedded, how fast the backlog shrinks, and mail per day.
 
-Coverage over time comes from CoverageSample rows, one taken every few minutes by
-`record_coverage_sample` (the beat task `mailbox.sample_coverage`); the rate the backlog
-shrinks at is measured between the oldest sample of the last RATE_WINDOW that is at least
-RATE_MIN_SPAN old and the counts of now. Counts only, never content.
+Coverage is one figure, `coverage_fraction`, read from the counts of now by the status page
+and /health alike, and from each CoverageSample for the chart. Samples are taken every few
+minutes by `record_coverage_sample` (the beat task `mailbox.sample_coverage`); the rate the
+backlog shrinks at is measured between the oldest sample of the last RATE_WINDOW that is at
+least RATE_MIN_SPAN old and the counts of now. Counts only, never content.
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Count, Max
-from django.db.models.functions import TruncDate, TruncHour
+from django.db.models import Count
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from mailbox.models import Availability, CoverageSample, Email
+from mailbox.models import Availability, CoverageSample, Email, mail_date
 from mailbox.services.sync_status import stored_per_folder
 from mailfathom.core.resettable import forgotten_when_changed
 
@@ -26,7 +27,20 @@ SAMPLE_SECONDS = 300
 SAMPLES_KEPT = timedelta(days=30)
 RATE_WINDOW = timedelta(hours=1)
 RATE_MIN_SPAN = timedelta(minutes=4)
-HISTORY = timedelta(days=14)
+HISTORY = timedelta(days=1)  # the coverage chart: every sample of the last day
+HISTORY_POINTS = 400  # at most this many drawn, whatever the sampling rate (beat's gives 288)
+MAIL_DAYS = 30  # the chart of mail per day, by each email's own date
+
+
+def coverage_fraction(embedded: int, embeddable: int) -> float | None:
+    """Embedding coverage: embedded emails of those whose content is stored, to four places.
+
+    The one figure the status page, its chart and /health show. Mail whose content is not
+    stored cannot be embedded and is in neither count. None while nothing is embeddable.
+    """
+    if embeddable <= 0:
+        return None
+    return round(max(0, min(embedded, embeddable)) / embeddable, 4)
 
 
 @dataclass(frozen=True)
@@ -41,13 +55,22 @@ class Counts:
 
     @property
     def coverage(self) -> float | None:
-        return self.embedded / self.embeddable if self.embeddable else None
+        return coverage_fraction(self.embedded, self.embeddable)
 
 
 @dataclass(frozen=True)
 class CoveragePoint:
     at: datetime
-    coverage: float  # 0..1 of the embeddable mail
+    coverage: float | None  # coverage_fraction of the sample; None when nothing was embeddable
+
+
+@dataclass(frozen=True)
+class CoverageHistory:
+    """The samples of a window, oldest first, with the window itself (a chart draws all of it)."""
+
+    start: datetime
+    end: datetime
+    points: tuple[CoveragePoint, ...]
 
 
 @dataclass(frozen=True)
@@ -56,13 +79,13 @@ class EmbeddingProgress:
     per_minute: float | None  # measured; None without two samples far enough apart
     measured_since: datetime | None
     remaining_seconds: float | None  # None when nothing is pending or no progress is measured
-    history: tuple[CoveragePoint, ...]
+    history: CoverageHistory
 
 
 @dataclass(frozen=True)
 class DayCount:
-    day: date
-    stored: int
+    day: date  # UTC, by the email's own date (mailbox.models.mail_date)
+    stored: int  # emails of the local copy dated that day
 
 
 def current_counts(per_folder: dict[int, int] | None = None) -> Counts:
@@ -93,21 +116,25 @@ def record_coverage_sample(now: datetime | None = None) -> CoverageSample:
     return sample
 
 
-def _history(since: datetime) -> tuple[CoveragePoint, ...]:
-    """One point per hour (its last sample's figures: counts only grow within an hour but for
-    erasures), so fourteen days are at most 336 points whatever the sampling rate."""
-    rows = (
-        CoverageSample.objects.filter(taken_at__gte=since)
-        .annotate(hour=TruncHour("taken_at"))
-        .values("hour")
-        .annotate(at=Max("taken_at"), embeddable=Max("embeddable"), embedded=Max("embedded"))
-        .order_by("hour")
-        .values_list("at", "embeddable", "embedded")
+def coverage_history(end: datetime, span: timedelta = HISTORY) -> CoverageHistory:
+    """Every sample of the `span` before `end` (the unique index on taken_at reads the range).
+
+    Beat samples every SAMPLE_SECONDS, so a day is 288 points; were samples taken faster,
+    they are thinned evenly to HISTORY_POINTS, the latest always kept.
+    """
+    rows = list(
+        CoverageSample.objects.filter(taken_at__gte=end - span, taken_at__lte=end)
+        .order_by("taken_at")
+        .values_list("taken_at", "embeddable", "embedded")
     )
-    return tuple(
-        CoveragePoint(at=at, coverage=(embedded / embeddable) if embeddable else 1.0)
+    if len(rows) > HISTORY_POINTS:
+        step = -(-len(rows) // HISTORY_POINTS)
+        rows = rows[::-1][::step][::-1]
+    points = tuple(
+        CoveragePoint(at=at, coverage=coverage_fraction(embedded, embeddable))
         for at, embeddable, embedded in rows
     )
+    return CoverageHistory(start=end - span, end=end, points=points)
 
 
 def embedding_progress(*, now: datetime | None = None, counts: Counts | None = None) -> EmbeddingProgress:
@@ -133,31 +160,43 @@ def embedding_progress(*, now: datetime | None = None, counts: Counts | None = N
         per_minute=per_minute,
         measured_since=since,
         remaining_seconds=remaining,
-        history=_history(now - HISTORY),
+        history=coverage_history(now),
     )
 
 
 @dataclass(frozen=True)
 class MailCounts:
-    """Everything the status page counts over the emails, read in one scan."""
+    """Everything the status page counts over the emails."""
 
     per_folder: dict[int, int]  # emails held per folder
-    per_day: list[DayCount]  # stored on each of the last days, oldest first
+    per_day: list[DayCount]  # emails dated on each of the last days (UTC), oldest first
+    stored_today: int  # emails MailFathom stored since midnight (UTC), whatever their date
     totals: Counts
 
 
-def count_mail(*, now: datetime | None = None, days: int = 14) -> MailCounts:
-    """Emails per folder, stored per day over the last `days` (UTC), and the coverage totals.
+def count_mail(*, now: datetime | None = None, days: int = MAIL_DAYS) -> MailCounts:
+    """Emails per folder, emails per day by their own date over the last `days` (UTC), the
+    emails stored today, and the coverage totals.
 
-    Each figure is read from an index: emails per folder from the folder index (index-only),
-    the backlog and the emails without content from their partial indexes, the days from
-    the synced_at index, where days before today are kept for DAYS_KEPT_SECONDS in this
-    process (they change only by erasure). So the status page stays within its budget at 20
-    accounts and 200 folders (bench/status.py).
+    An email's day is its own date (mailbox.models.mail_date: the Date header, else when
+    its server received it), so an import of years of mail spreads over the days it was
+    written on instead of making one bar of the day it was stored; mail dated outside the
+    window (older, or ahead of today by a wrong clock) is in no bar. Each figure is read
+    from an index: emails per folder from the folder index (index-only), the backlog and the
+    emails without content from their partial indexes, the days from the mail date index,
+    where days before today are kept for DAYS_KEPT_SECONDS in this process, stored today
+    from the synced_at index. So the status page stays within its budget at 20 accounts and
+    200 folders (bench/status.py).
     """
-    now = now or timezone.now()
+    now = (now or timezone.now()).astimezone(UTC)
     per_folder = stored_per_folder()
-    return MailCounts(per_folder=per_folder, per_day=_per_day(now, days), totals=current_counts(per_folder))
+    midnight = datetime.combine(now.date(), datetime.min.time(), tzinfo=UTC)
+    return MailCounts(
+        per_folder=per_folder,
+        per_day=_per_day(now, days),
+        stored_today=Email.objects.filter(synced_at__gte=midnight).count(),
+        totals=current_counts(per_folder),
+    )
 
 
 DAYS_KEPT_SECONDS = 600
@@ -165,28 +204,28 @@ _past_days: dict[tuple[str, date, int], tuple[float, dict[date, int]]] = {}
 _past_days_lock = threading.Lock()
 
 
-def _stored_since(start: datetime, end: datetime | None = None) -> dict[date, int]:
-    rows = Email.objects.filter(synced_at__gte=start)
-    if end is not None:
-        rows = rows.filter(synced_at__lt=end)
-    by_day = rows.order_by().annotate(day=TruncDate("synced_at")).values("day").annotate(n=Count("id"))
+def _dated_between(start: datetime, end: datetime) -> dict[date, int]:
+    rows = Email.objects.dated_between(start, end).order_by()
+    # UTC days, as the chart says, whatever zone the person reading has activated.
+    by_day = rows.annotate(day=TruncDate(mail_date(), tzinfo=UTC)).values("day").annotate(n=Count("id"))
     return dict(by_day.values_list("day", "n"))
 
 
 def _per_day(now: datetime, days: int) -> list[DayCount]:
+    now = now.astimezone(UTC)
     today = now.date()
     first = today - timedelta(days=days - 1)
-    midnight = datetime.combine(today, datetime.min.time(), tzinfo=now.tzinfo)
+    midnight = datetime.combine(today, datetime.min.time(), tzinfo=UTC)
     key = (connection.settings_dict.get("NAME") or "", today, days)
     with _past_days_lock:
         cached = _past_days.get(key)
     if cached is None or time.monotonic() - cached[0] > DAYS_KEPT_SECONDS:
-        start = datetime.combine(first, datetime.min.time(), tzinfo=now.tzinfo)
-        cached = (time.monotonic(), _stored_since(start, midnight))
+        start = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
+        cached = (time.monotonic(), _dated_between(start, midnight))
         with _past_days_lock:
             _past_days.clear()  # one entry: yesterday's key is never asked again
             _past_days[key] = cached
-    found = {**cached[1], **_stored_since(midnight)}
+    found = {**cached[1], **_dated_between(midnight, midnight + timedelta(days=1))}
     wanted = [first + timedelta(days=n) for n in range(days)]
     return [DayCount(day=day, stored=found.get(day, 0)) for day in wanted]
 
@@ -200,18 +239,16 @@ def forget_past_days() -> None:
 @dataclass(frozen=True)
 class Backlog:
     pending: int
-    sampled_coverage: float | None  # from the latest sample; None before the first
+    coverage: float | None  # coverage_fraction of the counts of now, as the status page shows it
 
 
 def backlog() -> Backlog:
-    """The embedding backlog, cheaply: for /health, which load balancers call often.
+    """The embedding backlog and coverage for /health, from the counts the status page reads.
 
-    The partial index email_pending_embedding keeps the count as small as the backlog;
-    coverage comes from the latest sample rather than from a scan of every email.
+    Coverage is not taken from the latest sample: a sample is up to SAMPLE_SECONDS old, and
+    as old as beat's last run when beat is down, so it disagreed with the page. The counts
+    are read from indexes (current_counts): emails per folder index-only, the backlog and
+    the mail without content from their partial indexes.
     """
-    pending = Email.objects.filter(embedded=False, availability=Availability.AVAILABLE).count()
-    sample = CoverageSample.objects.order_by("-taken_at").first()
-    coverage = None
-    if sample is not None and sample.embeddable:
-        coverage = round(sample.embedded / sample.embeddable, 4)
-    return Backlog(pending=pending, sampled_coverage=coverage)
+    counts = current_counts()
+    return Backlog(pending=counts.pending, coverage=counts.coverage)

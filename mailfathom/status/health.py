@@ -198,8 +198,15 @@ def _mailbox_sign_in(detailed: bool) -> Part:
 
 
 def _embedding_backlog() -> Part:
+    """The embedding backlog and the coverage the status page shows (one function computes both).
+
+    sampledCoverage is kept, equal to coverage, for readers of the earlier shape; it once
+    held the latest sample's figure, which lagged the page.
+    """
     found = coverage_status.backlog()
-    return Part(OK, detail={"pending": found.pending, "sampledCoverage": found.sampled_coverage})
+    return Part(
+        OK, detail={"pending": found.pending, "coverage": found.coverage, "sampledCoverage": found.coverage}
+    )
 
 
 def _attachment_text_backlog() -> Part:

@@ -150,7 +150,8 @@ class SystemStatus:
     embedding_switch: ProfileSwitch | None  # the model changed and reembed has not run
     attachment_text: AttachmentTextProgress
     answering: PeriodUse
-    stored_per_day: list[DayCount]
+    mail_per_day: list[DayCount]  # by each email's own date
+    stored_today: int  # emails stored since midnight (UTC), whatever their date
     drafting: DraftingStatus  # its own section: templates/admin/status/drafting.html
     sign_in: dict[int, SignIn]  # by account primary key: how each account authenticates
 
@@ -214,7 +215,8 @@ def system_status(account_pks: Collection[int] | None = None) -> SystemStatus:
         embedding_switch=embedding.pending_switch(),
         attachment_text=attachment_text_progress(now),
         answering=read_period_use(),
-        stored_per_day=counts.per_day,
+        mail_per_day=counts.per_day,
+        stored_today=counts.stored_today,
         drafting=drafting_status(now, account_pks),
         sign_in=sign_in_states(account_pks),
     )

@@ -26,7 +26,7 @@ REFRESH_SECONDS = 5
 def _context(status: SystemStatus) -> dict[str, object]:
     return {
         "status": status,
-        "stored_chart": charts.stored_per_day_chart(status.stored_per_day),
+        "stored_chart": charts.mail_per_day_chart(status.mail_per_day, status.stored_today),
         "coverage_chart": charts.coverage_chart(status.embedding.history),
     }
 
