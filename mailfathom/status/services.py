@@ -21,7 +21,7 @@ from mailbox.services.embedding import ProfileSwitch
 from mailbox.services.sync_status import AccountStatus, account_statuses
 from mailfathom.core import heartbeat
 from mailfathom.core.capability import CapabilityState
-from mailfathom.providers import EMBEDDING_ROLE
+from mailfathom.providers import EMBEDDING_ROLE, get_embedder
 from mailfathom.providers.health import failure_advice, read_health
 
 logger = logging.getLogger(__name__)
@@ -146,6 +146,7 @@ class SystemStatus:
     processes: list[ProcessSeen] | None  # None when Redis cannot be read
     embedding: EmbeddingProgress
     semantic_search: CapabilityState
+    embedder_configured: bool  # False: no provider is set, so nothing will ever be embedded
     embedding_failure: ProviderFailure | None  # why semantic search is degraded, when a failure is why
     embedding_switch: ProfileSwitch | None  # the model changed and reembed has not run
     attachment_text: AttachmentTextProgress
@@ -211,6 +212,7 @@ def system_status(account_pks: Collection[int] | None = None) -> SystemStatus:
         processes=processes_seen(now.timestamp()),
         embedding=coverage_status.embedding_progress(now=now, counts=counts.totals),
         semantic_search=semantic_search,
+        embedder_configured=get_embedder() is not None,
         embedding_failure=embedding_failure(semantic_search),
         embedding_switch=embedding.pending_switch(),
         attachment_text=attachment_text_progress(now),

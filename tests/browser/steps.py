@@ -165,6 +165,31 @@ def expect_status_row(
     expect(row).to_have_attribute("data-server", "" if server is None else str(server), timeout=timeout)
 
 
+def expect_mail_per_day(status: Page, days: dict[str, int], *, stored_today: int) -> None:
+    """The status page's mail chart has a bar on each mail date in `days` with its count (an
+    import is not one bar on the day it was stored), and says how much was stored today."""
+    chart = status.locator("svg#chart-stored-per-day")
+    expect(chart.locator(".chart-window")).to_contain_text("By each email's date")
+    expect(chart).to_have_attribute("data-stored-today", str(stored_today))
+    shown = {
+        bar.get_attribute("data-day"): int(bar.get_attribute("data-stored") or 0)
+        for bar in chart.locator("rect.chart-bar").all()
+    }
+    assert {day: count for day, count in shown.items() if count} == days, shown
+
+
+def expect_coverage_chart_axes(status: Page) -> None:
+    """The coverage chart labels its own axes: 0, 50 and 100 % up the side, and a time window
+    whose two ends differ along the bottom."""
+    chart = status.locator("svg#chart-coverage")
+    assert chart.locator(".chart-y-label").all_text_contents() == ["100 %", "50 %", "0 %"]
+    first, last = (
+        chart.locator(".chart-x-first").text_content(),
+        chart.locator(".chart-x-last").text_content(),
+    )
+    assert first and last and first != last, (first, last)
+
+
 def open_folder_list(page: Page, account_pk: int) -> None:
     page.goto(f"/admin/mailbox/folder/?account__id__exact={account_pk}")
 

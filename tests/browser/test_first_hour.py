@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 from typing import Any
@@ -50,15 +50,29 @@ SENT_SUBJECTS = ["Re: Printer repair quote", "Re: Team lunch on Friday"]
 LATER_SUBJECTS = ["Printer repaired", "Minutes of the planning meeting"]
 
 
-def message(subject: str, sender: str, day: int) -> bytes:
+def sent_on(days_ago: int) -> datetime:
+    """A morning `days_ago` days back in UTC: inside the status chart's 30 days whenever the test runs."""
+    return datetime.now(UTC).replace(hour=9, minute=30, second=0, microsecond=0) - timedelta(days=days_ago)
+
+
+INBOX_DAYS_AGO = [20, 19, 18, 17, 16, 15]
+SENT_DAYS_AGO = [12, 11]
+LATER_DAYS_AGO = [3, 2]
+
+
+def message(subject: str, sender: str, days_ago: int) -> bytes:
     mail = EmailMessage()
     mail["From"] = sender
     mail["To"] = "operator@example.org"
     mail["Subject"] = subject
     mail["Message-ID"] = make_msgid(domain="example.org")
-    mail["Date"] = format_datetime(datetime(2026, 11, day, 9, 30).astimezone())
+    mail["Date"] = format_datetime(sent_on(days_ago))
     mail.set_content(f"{subject}.\n\nRegards,\nA colleague\n")
     return mail.as_bytes()
+
+
+def messages(subjects: list[str], days_ago: list[int], sender: str) -> list[bytes]:
+    return [message(subject, sender, days) for subject, days in zip(subjects, days_ago, strict=True)]
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +99,8 @@ def worker(django_db_setup, tmp_path_factory) -> Iterator[Worker]:
 def mailbox_user(dovecot) -> MailUser:
     """A Dovecot user with a little mail in INBOX and Sent before the operator arrives."""
     user = add_user(dovecot)
-    user.append("INBOX", [message(s, "colleague@example.org", n + 1) for n, s in enumerate(INBOX_SUBJECTS)])
-    user.append("Sent", [message(s, "operator@example.org", n + 10) for n, s in enumerate(SENT_SUBJECTS)])
+    user.append("INBOX", messages(INBOX_SUBJECTS, INBOX_DAYS_AGO, "colleague@example.org"))
+    user.append("Sent", messages(SENT_SUBJECTS, SENT_DAYS_AGO, "operator@example.org"))
     return user
 
 
@@ -156,6 +170,13 @@ def test_first_hour(page, operator: Operator, screenshots: Screenshots, app, wor
             steps.status_folder_row(status, folders[alias]), state="idle", stored=count, server=count
         )
     assert steps.still_the_same_document(status), "the status page was reloaded"
+    # The mail chart counts each email on its own date, not on the day it was stored.
+    steps.expect_mail_per_day(
+        status,
+        {sent_on(d).date().isoformat(): 1 for d in INBOX_DAYS_AGO + SENT_DAYS_AGO},
+        stored_today=len(INBOX_SUBJECTS) + len(SENT_SUBJECTS),
+    )
+    steps.expect_coverage_chart_axes(status)
     screenshots.take(status, "status-after-first-synchronization")
     status.close()
 
@@ -163,9 +184,7 @@ def test_first_hour(page, operator: Operator, screenshots: Screenshots, app, wor
     steps.wait_for_folder_counts(
         page, account_pk, {"INBOX": len(INBOX_SUBJECTS), "Sent": len(SENT_SUBJECTS), "Junk": 0}
     )
-    mailbox_user.append(
-        "INBOX", [message(s, "colleague@example.org", 20 + n) for n, s in enumerate(LATER_SUBJECTS)]
-    )
+    mailbox_user.append("INBOX", messages(LATER_SUBJECTS, LATER_DAYS_AGO, "colleague@example.org"))
     steps.synchronize_from_folder_list(page, account_pk)
     screenshots.take(page, "synchronization-queued-from-folder-list")
     steps.wait_for_folder_counts(page, account_pk, {"INBOX": len(INBOX_SUBJECTS) + len(LATER_SUBJECTS)})

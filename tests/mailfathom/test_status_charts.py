@@ -280,3 +280,17 @@ def test_measured_rate_leaves_the_page_once_nothing_waits(admin_client):
     assert 'id="status-embedding-rate"' in waiting and "Measured rate" in waiting
     assert 'id="status-embedding-rate"' not in done and "Measured rate" not in done
     assert '<dd id="status-embedding-eta">nothing is waiting</dd>' in done
+
+
+def test_mail_stored_after_the_page_was_read_shows_on_its_own_day_at_once():
+    """The past days are kept for minutes, but not across a run that stored mail: an operator
+    who opened the status page before the first synchronization sees its mail on the next
+    refresh, not ten minutes later."""
+    folder = _folder()
+    before = coverage_status.count_mail()
+    assert all(day.stored == 0 for day in before.per_day)
+
+    _store(folder, [(_noon(5), None), (_noon(5), None), (_noon(9), None)])
+
+    after = {day.day: day.stored for day in coverage_status.count_mail().per_day if day.stored}
+    assert after == {_noon(5).date(): 2, _noon(9).date(): 1}

@@ -14,6 +14,8 @@ import pytest
 from django.urls import reverse
 
 from mailbox.models import EmbeddingProfile
+from mailbox.services.store import IncomingMessage, store_messages
+from mailbox.sync.folder_state import ensure_folders
 from mailfathom.providers import EMBEDDING_ROLE
 from mailfathom.providers.errors import (
     BAD_RESPONSE,
@@ -28,6 +30,7 @@ from mailfathom.providers.errors import (
 from mailfathom.providers.health import failure_advice, record_failure, record_success
 from mailfathom.providers.local import USE_MODEL
 from tests.configure import configure, scripted_embeddings
+from tests.factories import FolderMappingFactory, MailAccountFactory
 from tests.support import isolated_provider_health
 
 pytestmark = pytest.mark.django_db
@@ -143,3 +146,25 @@ def test_every_recorded_kind_has_advice_naming_no_placeholder(provider):
         advice = failure_advice(EMBEDDING_ROLE, kind, provider)
         assert advice and "{" not in advice and advice.endswith(".")
     assert failure_advice(EMBEDDING_ROLE, None, provider).endswith(".")
+
+
+def test_without_a_provider_the_page_says_so_and_promises_no_embedding(admin_client, settings):
+    """No embedder: "inactive" names the missing provider, and the backlog is not given a
+    rate or a completion time it will never have."""
+    configure(settings, embedding_provider="none")
+    mapping = FolderMappingFactory(account=MailAccountFactory(), alias="inbox")
+    folder = next(f for f in ensure_folders(mapping.account) if f.mapping_id == mapping.pk)
+    raw = b"From: a@example.org\r\nSubject: waiting\r\nMessage-ID: <w@example.org>\r\n\r\nwaiting\r\n"
+    store_messages(
+        folder,
+        [IncomingMessage(uidvalidity=1, uid=1, size=len(raw), received_at=None, raw=raw)],
+        advance_to_uid=1,
+    )
+    attributes, text = semantic_line(admin_client)
+    assert attributes == {"state": "inactive", "reason": "no-embedder"}
+    assert "no embedding provider is configured" in text
+    page = admin_client.get(reverse("system-status")).content.decode()
+    assert 'id="status-embedding-rate"' not in page
+    eta = re.search(r'<dd id="status-embedding-eta">(.*?)</dd>', page, re.S)
+    assert eta and eta.group(1) == "not until an embedding provider is configured"
+    assert "1 to embed once a provider is configured" in page

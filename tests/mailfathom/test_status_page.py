@@ -241,6 +241,7 @@ def test_the_page_costs_the_same_queries_for_one_account_or_many(admin_client):
         account = MailAccountFactory()
         for alias in ("inbox", "sent"):
             _store(_folder(account, alias), 1, start=10 * n)
+    _page(admin_client)  # the stored mail makes the past days be counted again, once
     with CaptureQueriesContext(connection) as many:
         _page(admin_client)
 
