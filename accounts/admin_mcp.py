@@ -19,6 +19,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
 from django.utils.html import format_html
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import McpApiKey
 from accounts.services.mcp_clients import CLIENTS, client_configs, mcp_url
@@ -89,10 +91,10 @@ class McpApiKeyForm(forms.ModelForm):
         data = super().clean() or {}
         chosen = data.get("accounts")
         if not data.get("limited") and chosen:
-            self.add_error("limited", "Tick this to limit the key to the accounts chosen.")
+            self.add_error("limited", gettext("Tick this to limit the key to the accounts chosen."))
         elif data.get("limited") and not chosen:
             # A key that reads nothing is a mistake, not a scope: say so rather than store it.
-            self.add_error("accounts", "Choose at least one account, or untick the limit.")
+            self.add_error("accounts", gettext("Choose at least one account, or untick the limit."))
         return data
 
 
@@ -116,24 +118,26 @@ class McpApiKeyAdmin(admin.ModelAdmin):
     filter_horizontal = ["accounts"]
     actions = ["revoke_keys"]
 
-    @admin.display(description="Status")
+    @admin.display(description=_("Status"))
     def status(self, obj: McpApiKey) -> str:
-        return "revoked" if obj.is_revoked else "active"
+        return gettext("revoked") if obj.is_revoked else gettext("active")
 
-    @admin.display(description="Connect a client")
+    @admin.display(description=_("Connect a client"))
     def connect_a_client(self, obj: McpApiKey) -> str:
         # The key itself was shown once, when it was created; the snippets hold a placeholder.
         return format_html(
-            "<code>manage.py mcp_client_config CLIENT</code> ({}) prints a client's configuration, "
-            "with a placeholder for the key, which was shown only when it was created.",
-            ", ".join(CLIENTS),
+            gettext(
+                "<code>manage.py mcp_client_config CLIENT</code> ({clients}) prints a client's "
+                "configuration, with a placeholder for the key, which was shown only when it was created."
+            ),
+            clients=", ".join(CLIENTS),
         )
 
-    @admin.display(description="Reads")
+    @admin.display(description=_("Reads"))
     def reads(self, obj: McpApiKey) -> str:
         if not obj.limited:
-            return "every account"
-        return ", ".join(account.account_id for account in obj.accounts.all()) or "no account"
+            return gettext("every account")
+        return ", ".join(account.account_id for account in obj.accounts.all()) or gettext("no account")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[McpApiKey]:
         return super().get_queryset(request).prefetch_related("accounts")
@@ -146,7 +150,8 @@ class McpApiKeyAdmin(admin.ModelAdmin):
             obj.save(update_fields=["name", "limited"])
             self.message_user(
                 request,
-                f"Running servers apply a changed account list within {VERIFIED_KEY_SECONDS:g} seconds.",
+                gettext("Running servers apply a changed account list within %(seconds)s seconds.")
+                % {"seconds": f"{VERIFIED_KEY_SECONDS:g}"},
                 messages.INFO,
             )
             return
@@ -171,7 +176,7 @@ class McpApiKeyAdmin(admin.ModelAdmin):
         url = mcp_url(request.build_absolute_uri("/").rstrip("/"))
         context = {
             **self.admin_site.each_context(request),
-            "title": "MCP API key created",  # admin's page heading, and the window's title
+            "title": gettext("MCP API key created"),  # admin's page heading, and the window's title
             "name": obj.name,
             "key": key,
             "prefix": obj.prefix,
@@ -185,7 +190,11 @@ class McpApiKeyAdmin(admin.ModelAdmin):
         response["Cache-Control"] = "no-store"
         return response
 
-    @admin.action(description="Revoke selected keys")
+    @admin.action(description=_("Revoke selected keys"))
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[McpApiKey]) -> None:
         revoked = sum(revoke(key.pk) for key in queryset)
-        self.message_user(request, f"{revoked} key(s) revoked.", messages.SUCCESS)
+        self.message_user(
+            request,
+            ngettext("%(count)d key revoked.", "%(count)d keys revoked.", revoked) % {"count": revoked},
+            messages.SUCCESS,
+        )
