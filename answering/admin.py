@@ -404,6 +404,7 @@ class DraftAdmin(PeopleScoped):
         for person in email.participants.order_by("role", "position"):
             people[person.role].append(person)
         sources = review_page.sources_of(draft)
+        recipients = review_page.recipients_of(email, people)
         pending = draft.status == DraftStatus.PENDING
         may_approve = _may_approve(request, draft)
         can_edit = draft.status != DraftStatus.DISCARDED
@@ -419,7 +420,10 @@ class DraftAdmin(PeopleScoped):
             "to": people[ParticipantRole.TO],
             "cc": people[ParticipantRole.CC],
             "reply_to": people[ParticipantRole.REPLY_TO],
-            "recipients": review_page.recipients_of(email, people),
+            "recipients": recipients,
+            # Joined here: a sentence to translate holds the list as one placeholder.
+            "reply_addresses": ", ".join(person.address for person in recipients.to),
+            "not_copied_addresses": ", ".join(person.address for person in recipients.not_copied),
             "verdict_badge": verdict_badge_html(draft.verdict, draft.get_verdict_display()),
             "needs_review": draft.verdict != Verdict.READY,
             "reasons": [_reason_text(reason) for reason in draft.reasons or []],
