@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.template import engines
+from django.template.loader import render_to_string
 from django.utils.html import format_html
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
@@ -30,56 +30,7 @@ if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
     from django.contrib.admin.options import _FieldGroups
 
 
-_SHOWN_ONCE = """{% extends "admin/base_site.html" %}
-{% block extrastyle %}{{ block.super }}<style>
-  .mcp-client-config { margin: 1.5em 0; }
-  .mcp-client-config pre { background: var(--darkened-bg); padding: 10px; white-space: pre-wrap;
-    overflow-wrap: anywhere; }
-  .mcp-copy { margin-left: .5em; }
-</style>
-<script>
-// One button per secret-bearing text: copies it without selecting by hand. The clipboard API
-// needs a secure context (HTTPS or localhost); elsewhere the text is selected for Ctrl-C.
-document.addEventListener("click", async (event) => {
-  const button = event.target.closest(".mcp-copy");
-  if (!button) return;
-  const target = document.getElementById(button.dataset.copyTarget);
-  const text = target.value !== undefined ? target.value : target.textContent;
-  try {
-    await navigator.clipboard.writeText(text);
-    button.textContent = "Copied";
-  } catch (refused) {
-    const range = document.createRange();
-    range.selectNodeContents(target);
-    window.getSelection().removeAllRanges();
-    window.getSelection().addRange(range);
-    button.textContent = "Selected: press Ctrl-C";
-  }
-});
-</script>{% endblock %}
-{% block content %}
-<p>Key <strong>{{ name }}</strong> was created. Copy it now: MailFathom stores only a hash
-and cannot show it again, and the configurations below hold it.</p>
-<p><input type="text" readonly size="60" value="{{ key }}" onclick="this.select()" id="mcp-key">
-<button type="button" class="button mcp-copy" data-copy-target="mcp-key">Copy</button></p>
-<p>Clients send it as <code>Authorization: Bearer {{ prefix }}…</code> to
-<code id="mcp-endpoint-url">{{ url }}</code>.</p>
-{% if not enabled %}<p class="errornote">The endpoint answers 404 until
-<code>MAILFATHOM_MCP_ENABLED=true</code> is set (docs/operations/mcp-endpoint.md).</p>{% endif %}
-<h2>Connect a client</h2>
-{% for config in configs %}
-<div class="mcp-client-config">
-  <h3>{{ config.title }}</h3>
-  <p>{{ config.where }}</p>
-  <pre id="{{ config.element_id }}">{{ config.text }}</pre>
-  <button type="button" class="button mcp-copy" data-copy-target="{{ config.element_id }}">Copy</button>
-  {% if config.note %}<p class="help">{{ config.note }}</p>{% endif %}
-</div>
-{% endfor %}
-<p class="help">The same snippets, without the key: <code>manage.py mcp_client_config CLIENT</code>
-({{ clients|join:", " }}).</p>
-<p><a class="button" href="{{ changelist_url }}">Back to MCP API keys</a></p>
-{% endblock %}"""
+KEY_CREATED_TEMPLATE = "admin/accounts/mcpapikey/key_created.html"
 
 
 class McpApiKeyForm(forms.ModelForm):
@@ -172,7 +123,6 @@ class McpApiKeyAdmin(admin.ModelAdmin):
         key = getattr(obj, "_issued_key", None)
         if key is None:
             return super().response_add(request, obj, post_url_continue)
-        template = engines["django"].from_string(_SHOWN_ONCE)
         url = mcp_url(request.build_absolute_uri("/").rstrip("/"))
         context = {
             **self.admin_site.each_context(request),
@@ -186,7 +136,7 @@ class McpApiKeyAdmin(admin.ModelAdmin):
             "clients": CLIENTS,
             "changelist_url": "../",
         }
-        response = HttpResponse(template.render(context, request))
+        response = HttpResponse(render_to_string(KEY_CREATED_TEMPLATE, context, request))
         response["Cache-Control"] = "no-store"
         return response
 

@@ -299,3 +299,45 @@ def test_the_catalog_is_whole_and_compiled():
     compiled_ids = {key if isinstance(key, str) else key[0] for key in german._catalog}  # type: ignore[attr-defined]  # the parsed .mo
     missing = [msgid for msgid, _ in entries if msgid not in compiled_ids]
     assert not missing, missing[:5]
+
+
+def test_the_key_shown_once_in_german(admin_client):
+    page = admin_client.post(reverse("admin:accounts_mcpapikey_add"), {"name": "laptop"}, **GERMAN)
+    page = page.content.decode()
+
+    _speaks(
+        page,
+        german=[
+            "MCP-API-Schlüssel erstellt",
+            "Kopieren Sie ihn jetzt",
+            "Client verbinden",
+            ">Kopieren<",
+            '"Kopiert"',  # what the Copy button says once it copied
+            "Zurück zu den MCP-API-Schlüsseln",
+        ],
+        english=["MCP API key created", "Copy it now", "Connect a client", ">Copy<", "Back to MCP API keys"],
+    )
+    assert re.search(r"mfk_[A-Za-z0-9_-]{43}", page)  # the key itself, once
+
+
+def test_the_draft_review_page_in_german(admin_client, email):
+    draft = DraftFactory(email=email)
+
+    page = _get(admin_client, reverse("admin:answering_draft_change", args=[draft.pk]), **GERMAN)
+
+    _speaks(
+        page,
+        german=[
+            "Entwurf prüfen",
+            "Anliegen / Sprache",
+            "Bestellung",
+            "Die Antwort geht an",
+            "Erstellt aus",
+            "Die beantwortete E-Mail",
+            'value="Genehmigen"',
+            'value="Verwerfen"',
+            "Zurück zur Prüfliste",
+        ],
+        english=["Review draft", "Intent / language", "The reply goes to", "Built from", 'value="Approve"'],
+    )
+    assert "thank you for your order 4711" in page  # the draft's own text stays as written
