@@ -249,6 +249,10 @@ class ReferenceChunk(models.Model):
 # Labels Django derived from the field and model names, the same words made translatable
 # without a migration (mailfathom.core.labels says why).
 label_model(Draft, _("draft"), _("drafts"))
+label_model(ReferenceDocument, _("reference document"), _("reference documents"))
+label_fields(
+    ReferenceDocument, account=_("account"), title=_("title"), text=_("text"), uploaded_at=_("uploaded at")
+)
 label_fields(
     Draft,
     account=_("account"),

@@ -73,6 +73,7 @@ def test_the_account_page_in_german(admin_client, account):
             "Zugriffsprotokoll",
             "Antwortentwürfe",
             "Synchronisierungsstatus",
+            "Noch kein Ordner zugeordnet",
             "Kontokennung",  # field labels, declared and derived
             "Anzeigename",
             "IMAP-Benutzername",
@@ -96,6 +97,7 @@ def test_the_account_page_in_german(admin_client, account):
             "Drafting signatures",
             "Inbox",
             "Not used: this account logs in with a password.",
+            "No folder is mapped yet",
         ],
     )
 
@@ -341,3 +343,21 @@ def test_the_draft_review_page_in_german(admin_client, email):
         english=["Review draft", "Intent / language", "The reply goes to", "Built from", 'value="Approve"'],
     )
     assert "thank you for your order 4711" in page  # the draft's own text stays as written
+
+
+def test_case_exports_and_erasure_requests_in_german(admin_client):
+    start = _get(admin_client, reverse("admin:audit_caseexport_add"), **GERMAN)
+    erasures = _get(admin_client, reverse("admin:audit_erasurerequestrecord_changelist"), **GERMAN)
+
+    _speaks(
+        start,
+        german=[
+            "Fallexport starten",
+            "Aktenzeichen",
+            "Ein Fallexport schreibt",
+            "Export starten",
+            "Empfangen vor",
+        ],
+        english=["Start a case export", "Case reference", "A case export writes", "Start the export"],
+    )
+    _speaks(erasures, german=["Löschanträge"], english=["Erasure requests", "erasure requests"])
