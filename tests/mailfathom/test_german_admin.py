@@ -116,12 +116,13 @@ def test_the_account_list_and_its_actions_in_german(admin_client, account):
     _speaks(
         page,
         german=[
+            "MailFathom-Verwaltung",
             "E-Mail-Konten",
             "Letzte Synchronisierung",
             "Jetzt synchronisieren",
             "Jetzt Entwürfe erstellen",
         ],
-        english=["Mail accounts", "Last sync", "Synchronize now", "Draft now"],
+        english=["MailFathom administration", "Mail accounts", "Last sync", "Synchronize now", "Draft now"],
     )
 
 
