@@ -42,16 +42,18 @@ class DraftingSignatureInline(admin.TabularInline):
     model = DraftingSignature
     extra = 0
     fields = ["language", "text"]
-    verbose_name = "drafting signature"
+    verbose_name = _("drafting signature")
+    # Given, or Django appends an "s" to the translated singular.
+    verbose_name_plural = _("drafting signatures")
 
 
 class DraftingExampleInline(admin.StackedInline):
     model = DraftingExample
     extra = 0
     fields = ["position", "incoming", "reply"]
-    verbose_name = "drafting example (few-shot)"
+    verbose_name = _("drafting example (few-shot)")
     # Without it Django appends an "s" to the whole name: "drafting example (few-shot)s".
-    verbose_name_plural = "drafting examples (few-shot)"
+    verbose_name_plural = _("drafting examples (few-shot)")
 
 
 PUSH_TAKES_EFFECT = _(
@@ -70,8 +72,8 @@ class PeopleInline(admin.TabularInline):
     model = AccountMembership
     extra = 0
     fields = ["user", "group", "role"]
-    verbose_name = "person"
-    verbose_name_plural = "people (owners, delegates and reviewers)"
+    verbose_name = _("person")
+    verbose_name_plural = _("people (owners, delegates and reviewers)")
 
 
 class FolderMappingInline(admin.TabularInline):
@@ -102,7 +104,7 @@ class MailAccountAdmin(PeopleScoped):
     fieldsets = [
         (None, {"fields": ["account_id", "display_name", "served"]}),
         (
-            "IMAP server",
+            _("IMAP server"),
             {
                 "fields": [
                     "imap_host",
@@ -122,7 +124,7 @@ class MailAccountAdmin(PeopleScoped):
             },
         ),
         (
-            "Synchronization",
+            _("Synchronization"),
             {
                 "fields": [
                     "sync_enabled",
@@ -134,11 +136,14 @@ class MailAccountAdmin(PeopleScoped):
                 ]
             },
         ),
-        ("Answering audit trail", {"fields": ["answering_audit_enabled", "answering_audit_retention_days"]}),
-        ("Mutation trail", {"fields": ["mutation_audit_enabled", "mutation_audit_retention_days"]}),
-        ("Access trail", {"fields": ["access_trail_enabled", "access_trail_retention_days"]}),
         (
-            "Reply drafting",
+            _("Answering audit trail"),
+            {"fields": ["answering_audit_enabled", "answering_audit_retention_days"]},
+        ),
+        (_("Mutation trail"), {"fields": ["mutation_audit_enabled", "mutation_audit_retention_days"]}),
+        (_("Access trail"), {"fields": ["access_trail_enabled", "access_trail_retention_days"]}),
+        (
+            _("Reply drafting"),
             {
                 "fields": [
                     "drafting_enabled",
@@ -148,7 +153,7 @@ class MailAccountAdmin(PeopleScoped):
                 ]
             },
         ),
-        ("Record", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
+        (_("Record"), {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
     ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: MailAccount | None = None) -> list[str]:
@@ -161,14 +166,14 @@ class MailAccountAdmin(PeopleScoped):
     def credential_status(self, obj: MailAccount) -> str:
         return gettext("stored (encrypted)") if obj.has_credential else gettext("none stored")
 
-    @admin.display(description="Sign-in")
+    @admin.display(description=_("Sign-in"))
     def sign_in_status(self, obj: MailAccount) -> str:
         """Who signed in, when, with which scopes and until when; never a token."""
         if obj.auth_method != AuthMethod.OAUTH2:
-            return "Not used: this account logs in with a password."
+            return gettext("Not used: this account logs in with a password.")
         registration = obj.oauth_registration
         if obj.pk is None or registration is None:
-            return "Choose an OAuth registration and save the account, then sign in here."
+            return gettext("Choose an OAuth registration and save the account, then sign in here.")
         provider = oauth_providers.provider_of(registration)
         grant = OAuthGrant.objects.filter(account=obj).first()
         lines = [_grant_summary(grant, provider.signs_in_people)]
@@ -177,10 +182,10 @@ class MailAccountAdmin(PeopleScoped):
             lines.append(
                 format_html(
                     '<button type="submit" class="button" formaction="{}" formmethod="post" '
-                    'formnovalidate name="_sign_in">{}</button> <span class="help">Unsaved changes '
-                    "on this page are not kept: save first.</span>",
+                    'formnovalidate name="_sign_in">{}</button> <span class="help">{}</span>',
                     url,
                     provider.sign_in_label,
+                    gettext("Unsaved changes on this page are not kept: save first."),
                 )
             )
         return format_html_join_lines(lines)
@@ -188,7 +193,7 @@ class MailAccountAdmin(PeopleScoped):
     @admin.display(description=_("Connection"))
     def connection_link(self, obj: MailAccount) -> str:
         if obj.pk is None:
-            return _("Save the account first, then test its connection.")
+            return gettext("Save the account first, then test its connection.")
         one_click = reverse("admin:accounts_mailaccount_test_and_map", args=[obj.pk])
         by_hand = reverse("admin:accounts_mailaccount_test_connection", args=[obj.pk])
         return format_html(
@@ -196,10 +201,10 @@ class MailAccountAdmin(PeopleScoped):
             'formnovalidate name="_test_and_map">{}</button> '
             '<a href="{}" id="map-by-hand">{}</a><div class="help">{}</div>',
             one_click,
-            _("Test connection and map folders"),
+            gettext("Test connection and map folders"),
             by_hand,
-            _("Choose folders by hand, or test other settings"),
-            _(
+            gettext("Choose folders by hand, or test other settings"),
+            gettext(
                 "Tests the saved settings and maps Inbox and the folders the server marks as Sent, "
                 "Drafts, Archive, Junk and Trash (Junk and Trash hidden from tools). Unsaved changes "
                 "on this page are not kept: save first."
@@ -243,25 +248,31 @@ class MailAccountAdmin(PeopleScoped):
 
 def _grant_summary(grant: OAuthGrant | None, signs_in_people: bool) -> str:
     if grant is None:
-        return "Not signed in yet." if signs_in_people else "No token fetched yet: the first run fetches one."
+        if signs_in_people:
+            return gettext("Not signed in yet.")
+        return gettext("No token fetched yet: the first run fetches one.")
     if grant.state != GrantState.ACTIVE:
         code = code_of(grant.state_code) or Code.SIGN_IN_NEEDED
         return format_html(
             "<strong>{}</strong> ({}): {}", grant.get_state_display(), int(code), code.sentence
         )
-    who = grant.subject or "an identity the provider did not name"
+    who = grant.subject or gettext("an identity the provider did not name")
+    # One sentence with named places, so a translation may order them as its language needs.
     return format_html(
-        "Signed in as <strong>{}</strong> on {}; scopes granted: {}; access token valid until {}.",
-        who,
-        _when(grant.signed_in_at),
-        grant.scopes or "not stated",
-        _when(grant.access_expires_at),
+        gettext(
+            "Signed in as <strong>{who}</strong> on {signed_in}; scopes granted: {scopes}; "
+            "access token valid until {expires}."
+        ),
+        who=who,
+        signed_in=_when(grant.signed_in_at),
+        scopes=grant.scopes or gettext("not stated"),
+        expires=_when(grant.access_expires_at),
     )
 
 
 def _when(moment: datetime | None) -> str:
     if moment is None:
-        return "unknown"
+        return gettext("unknown")
     return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
 
 
@@ -289,15 +300,17 @@ class OAuthRegistrationAdmin(admin.ModelAdmin):
         "created_at",
     ]
 
-    @admin.display(description="Client secret")
+    @admin.display(description=_("Client secret"))
     def secret_status(self, obj: OAuthRegistration) -> str:
-        return "stored (encrypted)" if obj.has_client_secret else "none stored"
+        return gettext("stored (encrypted)") if obj.has_client_secret else gettext("none stored")
 
-    @admin.display(description="Redirect URI to register at the provider")
+    @admin.display(description=_("Redirect URI to register at the provider"))
     def redirect_uri_hint(self, obj: OAuthRegistration) -> str:
         return format_html(
-            "<code>&lt;your address&gt;/{}</code> (with MAILFATHOM_PUBLIC_BASE_URL set, that address)",
-            admin_sign_in.SIGN_IN_CALLBACK_PATH,
+            gettext(
+                "<code>&lt;your address&gt;/{path}</code> (with MAILFATHOM_PUBLIC_BASE_URL set, that address)"
+            ),
+            path=admin_sign_in.SIGN_IN_CALLBACK_PATH,
         )
 
     def save_model(self, request: HttpRequest, obj: OAuthRegistration, form: ModelForm, change: bool) -> None:

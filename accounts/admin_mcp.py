@@ -17,8 +17,10 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.template import engines
+from django.template.loader import render_to_string
 from django.utils.html import format_html
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import McpApiKey
 from accounts.services.mcp_clients import CLIENTS, client_configs, mcp_url
@@ -28,56 +30,7 @@ if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
     from django.contrib.admin.options import _FieldGroups
 
 
-_SHOWN_ONCE = """{% extends "admin/base_site.html" %}
-{% block extrastyle %}{{ block.super }}<style>
-  .mcp-client-config { margin: 1.5em 0; }
-  .mcp-client-config pre { background: var(--darkened-bg); padding: 10px; white-space: pre-wrap;
-    overflow-wrap: anywhere; }
-  .mcp-copy { margin-left: .5em; }
-</style>
-<script>
-// One button per secret-bearing text: copies it without selecting by hand. The clipboard API
-// needs a secure context (HTTPS or localhost); elsewhere the text is selected for Ctrl-C.
-document.addEventListener("click", async (event) => {
-  const button = event.target.closest(".mcp-copy");
-  if (!button) return;
-  const target = document.getElementById(button.dataset.copyTarget);
-  const text = target.value !== undefined ? target.value : target.textContent;
-  try {
-    await navigator.clipboard.writeText(text);
-    button.textContent = "Copied";
-  } catch (refused) {
-    const range = document.createRange();
-    range.selectNodeContents(target);
-    window.getSelection().removeAllRanges();
-    window.getSelection().addRange(range);
-    button.textContent = "Selected: press Ctrl-C";
-  }
-});
-</script>{% endblock %}
-{% block content %}
-<p>Key <strong>{{ name }}</strong> was created. Copy it now: MailFathom stores only a hash
-and cannot show it again, and the configurations below hold it.</p>
-<p><input type="text" readonly size="60" value="{{ key }}" onclick="this.select()" id="mcp-key">
-<button type="button" class="button mcp-copy" data-copy-target="mcp-key">Copy</button></p>
-<p>Clients send it as <code>Authorization: Bearer {{ prefix }}…</code> to
-<code id="mcp-endpoint-url">{{ url }}</code>.</p>
-{% if not enabled %}<p class="errornote">The endpoint answers 404 until
-<code>MAILFATHOM_MCP_ENABLED=true</code> is set (docs/operations/mcp-endpoint.md).</p>{% endif %}
-<h2>Connect a client</h2>
-{% for config in configs %}
-<div class="mcp-client-config">
-  <h3>{{ config.title }}</h3>
-  <p>{{ config.where }}</p>
-  <pre id="{{ config.element_id }}">{{ config.text }}</pre>
-  <button type="button" class="button mcp-copy" data-copy-target="{{ config.element_id }}">Copy</button>
-  {% if config.note %}<p class="help">{{ config.note }}</p>{% endif %}
-</div>
-{% endfor %}
-<p class="help">The same snippets, without the key: <code>manage.py mcp_client_config CLIENT</code>
-({{ clients|join:", " }}).</p>
-<p><a class="button" href="{{ changelist_url }}">Back to MCP API keys</a></p>
-{% endblock %}"""
+KEY_CREATED_TEMPLATE = "admin/accounts/mcpapikey/key_created.html"
 
 
 class McpApiKeyForm(forms.ModelForm):
@@ -89,10 +42,10 @@ class McpApiKeyForm(forms.ModelForm):
         data = super().clean() or {}
         chosen = data.get("accounts")
         if not data.get("limited") and chosen:
-            self.add_error("limited", "Tick this to limit the key to the accounts chosen.")
+            self.add_error("limited", gettext("Tick this to limit the key to the accounts chosen."))
         elif data.get("limited") and not chosen:
             # A key that reads nothing is a mistake, not a scope: say so rather than store it.
-            self.add_error("accounts", "Choose at least one account, or untick the limit.")
+            self.add_error("accounts", gettext("Choose at least one account, or untick the limit."))
         return data
 
 
@@ -116,24 +69,26 @@ class McpApiKeyAdmin(admin.ModelAdmin):
     filter_horizontal = ["accounts"]
     actions = ["revoke_keys"]
 
-    @admin.display(description="Status")
+    @admin.display(description=_("Status"))
     def status(self, obj: McpApiKey) -> str:
-        return "revoked" if obj.is_revoked else "active"
+        return gettext("revoked") if obj.is_revoked else gettext("active")
 
-    @admin.display(description="Connect a client")
+    @admin.display(description=_("Connect a client"))
     def connect_a_client(self, obj: McpApiKey) -> str:
         # The key itself was shown once, when it was created; the snippets hold a placeholder.
         return format_html(
-            "<code>manage.py mcp_client_config CLIENT</code> ({}) prints a client's configuration, "
-            "with a placeholder for the key, which was shown only when it was created.",
-            ", ".join(CLIENTS),
+            gettext(
+                "<code>manage.py mcp_client_config CLIENT</code> ({clients}) prints a client's "
+                "configuration, with a placeholder for the key, which was shown only when it was created."
+            ),
+            clients=", ".join(CLIENTS),
         )
 
-    @admin.display(description="Reads")
+    @admin.display(description=_("Reads"))
     def reads(self, obj: McpApiKey) -> str:
         if not obj.limited:
-            return "every account"
-        return ", ".join(account.account_id for account in obj.accounts.all()) or "no account"
+            return gettext("every account")
+        return ", ".join(account.account_id for account in obj.accounts.all()) or gettext("no account")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[McpApiKey]:
         return super().get_queryset(request).prefetch_related("accounts")
@@ -146,7 +101,8 @@ class McpApiKeyAdmin(admin.ModelAdmin):
             obj.save(update_fields=["name", "limited"])
             self.message_user(
                 request,
-                f"Running servers apply a changed account list within {VERIFIED_KEY_SECONDS:g} seconds.",
+                gettext("Running servers apply a changed account list within %(seconds)s seconds.")
+                % {"seconds": f"{VERIFIED_KEY_SECONDS:g}"},
                 messages.INFO,
             )
             return
@@ -167,11 +123,10 @@ class McpApiKeyAdmin(admin.ModelAdmin):
         key = getattr(obj, "_issued_key", None)
         if key is None:
             return super().response_add(request, obj, post_url_continue)
-        template = engines["django"].from_string(_SHOWN_ONCE)
         url = mcp_url(request.build_absolute_uri("/").rstrip("/"))
         context = {
             **self.admin_site.each_context(request),
-            "title": "MCP API key created",  # admin's page heading, and the window's title
+            "title": gettext("MCP API key created"),  # admin's page heading, and the window's title
             "name": obj.name,
             "key": key,
             "prefix": obj.prefix,
@@ -181,11 +136,15 @@ class McpApiKeyAdmin(admin.ModelAdmin):
             "clients": CLIENTS,
             "changelist_url": "../",
         }
-        response = HttpResponse(template.render(context, request))
+        response = HttpResponse(render_to_string(KEY_CREATED_TEMPLATE, context, request))
         response["Cache-Control"] = "no-store"
         return response
 
-    @admin.action(description="Revoke selected keys")
+    @admin.action(description=_("Revoke selected keys"))
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[McpApiKey]) -> None:
         revoked = sum(revoke(key.pk) for key in queryset)
-        self.message_user(request, f"{revoked} key(s) revoked.", messages.SUCCESS)
+        self.message_user(
+            request,
+            ngettext("%(count)d key revoked.", "%(count)d keys revoked.", revoked) % {"count": revoked},
+            messages.SUCCESS,
+        )

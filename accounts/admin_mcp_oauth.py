@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import McpConnection, McpOAuthClient
 from accounts.services.mcp_oauth_clients import disable_client
@@ -31,14 +33,18 @@ class McpOAuthClientAdmin(_ReadOnly):
     search_fields = ["client_name", "client_id"]
     actions = ["disable_clients"]
 
-    @admin.display(description="Status")
+    @admin.display(description=_("Status"))
     def status(self, obj: McpOAuthClient) -> str:
-        return "disabled" if obj.is_disabled else "enabled"
+        return gettext("disabled") if obj.is_disabled else gettext("enabled")
 
-    @admin.action(description="Disable selected clients (refused from now on)", permissions=["delete"])
+    @admin.action(description=_("Disable selected clients (refused from now on)"), permissions=["delete"])
     def disable_clients(self, request: HttpRequest, queryset: QuerySet[McpOAuthClient]) -> None:
         done = sum(disable_client(pk) for pk in queryset.values_list("pk", flat=True))
-        self.message_user(request, f"{done} client(s) disabled.", messages.SUCCESS)
+        self.message_user(
+            request,
+            ngettext("%(count)d client disabled.", "%(count)d clients disabled.", done) % {"count": done},
+            messages.SUCCESS,
+        )
 
 
 @admin.register(McpConnection)
@@ -49,14 +55,19 @@ class McpConnectionAdmin(_ReadOnly):
     list_select_related = ["client", "user"]
     actions = ["revoke_connections"]
 
-    @admin.display(description="Reads")
+    @admin.display(description=_("Reads"))
     def reads(self, obj: McpConnection) -> str:
-        return ", ".join(account.account_id for account in obj.accounts.all()) or "no account"
+        return ", ".join(account.account_id for account in obj.accounts.all()) or gettext("no account")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[McpConnection]:
         return super().get_queryset(request).prefetch_related("accounts")
 
-    @admin.action(description="Revoke selected connections", permissions=["delete"])
+    @admin.action(description=_("Revoke selected connections"), permissions=["delete"])
     def revoke_connections(self, request: HttpRequest, queryset: QuerySet[McpConnection]) -> None:
         done = sum(revoke_connection(pk) for pk in queryset.values_list("pk", flat=True))
-        self.message_user(request, f"{done} connection(s) revoked.", messages.SUCCESS)
+        self.message_user(
+            request,
+            ngettext("%(count)d connection revoked.", "%(count)d connections revoked.", done)
+            % {"count": done},
+            messages.SUCCESS,
+        )

@@ -7,6 +7,8 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.translation import get_language, gettext
+from django.utils.translation import gettext_lazy as _
 
 from accounts.certificates import MAX_PEM_CHARS, clean_ca_bundle
 from accounts.models import (
@@ -74,51 +76,55 @@ class ByteSizeField(forms.MultiValueField):
         try:
             size = int(Decimal(number) * UNITS[unit])
         except (InvalidOperation, KeyError, TypeError):
-            raise forms.ValidationError("Enter a number and a unit.") from None
+            raise forms.ValidationError(gettext("Enter a number and a unit.")) from None
         if size < self.minimum:
             low, low_unit = in_units(self.minimum)
             whole = int(low) if low == low.to_integral() else low
-            raise forms.ValidationError(f"Enter at least {whole} {low_unit}.")
+            raise forms.ValidationError(
+                gettext("Enter at least %(amount)s %(unit)s.") % {"amount": whole, "unit": low_unit}
+            )
         return size
 
 
 class MailAccountForm(forms.ModelForm):
     credential = forms.CharField(
-        label="IMAP password or app password",
+        label=_("IMAP password or app password"),
         required=False,
         strip=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Stored encrypted and never shown again. Leave blank to keep the stored one.",
+        help_text=_("Stored encrypted and never shown again. Leave blank to keep the stored one."),
     )
     # A declared field takes no default from the model, so a new account's form states it.
     max_message_bytes = ByteSizeField(
-        label="Per-message size limit",
+        label=_("Per-message size limit"),
         minimum=1024,
         initial=MailAccount._meta.get_field("max_message_bytes").default,
-        help_text="Larger messages are listed but their content is not downloaded. 1 MB = 1,048,576 bytes.",
+        help_text=_(
+            "Larger messages are listed but their content is not downloaded. 1 MB = 1,048,576 bytes."
+        ),
     )
     storage_ceiling_bytes = ByteSizeField(
-        label="Local storage ceiling",
+        label=_("Local storage ceiling"),
         minimum=1024 * 1024,
         initial=MailAccount._meta.get_field("storage_ceiling_bytes").default,
-        help_text="Compressed content this account may hold locally; beyond it, content waits for room.",
+        help_text=_("Compressed content this account may hold locally; beyond it, content waits for room."),
     )
 
     download_bytes_per_day = ByteSizeField(
-        label="Download pace per day",
+        label=_("Download pace per day"),
         minimum=0,
         required=False,
         initial=0,
-        help_text=(
+        help_text=_(
             "Most message bytes synchronization downloads per UTC day; 0 for no pace. For Gmail "
             "stay under 2.3 GB (Gmail locks IMAP for a day at about 2.5 GB)."
         ),
     )
 
     imap_ca_upload = forms.FileField(
-        label="Upload CA certificate",
+        label=_("Upload CA certificate"),
         required=False,
-        help_text="A .pem or .crt file in PEM form; it replaces the text above.",
+        help_text=_("A .pem or .crt file in PEM form; it replaces the text above."),
         widget=forms.ClearableFileInput(attrs={"accept": ".pem,.crt,.cer,application/x-pem-file"}),
     )
 
@@ -198,17 +204,25 @@ class MailAccountForm(forms.ModelForm):
         if cleaned.get("auth_method") == AuthMethod.OAUTH2:
             return cleaned  # no password: the sign-in is done from the saved account
         if not self.instance.has_credential and not cleaned.get("credential"):
-            self.add_error("credential", "A new account needs a credential.")
+            self.add_error("credential", gettext("A new account needs a credential."))
         elif self.instance.pk and not cleaned.get("credential"):
             moved = [name for name in self.SERVER_FIELDS if name in self.changed_data]
             if self._ca_added(cleaned):
                 moved.append("imap_ca_pem")
             if moved:
-                labels = ", ".join(str(self.fields[name].label).lower() for name in moved)
+                # Lower case inside an English sentence; German keeps its nouns capitalized.
+                english = get_language().startswith("en")
+                labels = ", ".join(
+                    str(self.fields[name].label).lower() if english else str(self.fields[name].label)
+                    for name in moved
+                )
                 self.add_error(
                     "credential",
-                    f"Enter the password again: the stored one is sent only to the server it was "
-                    f"saved for, and the {labels} changed.",
+                    gettext(
+                        "Enter the password again: the stored one is sent only to the server it was "
+                        "saved for, and the %(fields)s changed."
+                    )
+                    % {"fields": labels},
                 )
         return cleaned
 
@@ -233,15 +247,15 @@ class MailAccountForm(forms.ModelForm):
 
 class OAuthRegistrationForm(forms.ModelForm):
     client_secret = forms.CharField(
-        label="Client secret",
+        label=_("Client secret"),
         required=False,
         strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Stored encrypted and never shown again. Leave blank to keep the stored one.",
+        help_text=_("Stored encrypted and never shown again. Leave blank to keep the stored one."),
     )
 
     issuer_url = forms.URLField(
-        label="Issuer URL",
+        label=_("Issuer URL"),
         required=False,
         assume_scheme="https",
         max_length=500,
@@ -274,8 +288,8 @@ class FolderMappingFormSet(forms.BaseInlineFormSet):
             alias = normalize_alias(form.cleaned_data.get("alias") or "")
             role = form.cleaned_data.get("role") or ""
             if alias in aliases:
-                raise forms.ValidationError("Two folders of this account have the same alias.")
+                raise forms.ValidationError(gettext("Two folders of this account have the same alias."))
             aliases.add(alias)
             if role and role in roles:
-                raise forms.ValidationError("An account may map at most one folder per role.")
+                raise forms.ValidationError(gettext("An account may map at most one folder per role."))
             roles.add(role)

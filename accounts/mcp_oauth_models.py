@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from mailfathom.core.labels import label_fields
 
 
 class ClientKind(models.TextChoices):
-    REGISTERED = "registered", "Registered itself (dynamic registration)"
-    METADATA_DOCUMENT = "metadata", "Identified by its metadata document (an https client_id)"
+    REGISTERED = "registered", _("Registered itself (dynamic registration)")
+    METADATA_DOCUMENT = "metadata", _("Identified by its metadata document (an https client_id)")
 
 
 class McpOAuthClientQuerySet(models.QuerySet["McpOAuthClient"]):
@@ -41,7 +44,7 @@ class McpOAuthClient(models.Model):
     client_secret_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     fetched_at = models.DateTimeField(
-        null=True, blank=True, editable=False, help_text="When its metadata document was last read."
+        null=True, blank=True, editable=False, help_text=_("When its metadata document was last read.")
     )
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     disabled_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -50,8 +53,8 @@ class McpOAuthClient(models.Model):
 
     class Meta:
         ordering = ["client_name", "pk"]
-        verbose_name = "MCP OAuth client"
-        verbose_name_plural = "MCP OAuth clients"
+        verbose_name = _("MCP OAuth client")
+        verbose_name_plural = _("MCP OAuth clients")
 
     def __str__(self) -> str:
         return self.client_name or self.client_id
@@ -78,10 +81,10 @@ class McpConnection(models.Model):
         "accounts.MailAccount",
         blank=True,
         related_name="mcp_connections",
-        help_text="The accounts the person chose; each call also needs them to still own it.",
+        help_text=_("The accounts the person chose; each call also needs them to still own it."),
     )
     scope = models.CharField(max_length=200)
-    resource = models.CharField(max_length=2048, help_text="The /mcp URL its tokens are for.")
+    resource = models.CharField(max_length=2048, help_text=_("The /mcp URL its tokens are for."))
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -90,8 +93,8 @@ class McpConnection(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        verbose_name = "MCP connection"
-        verbose_name_plural = "MCP connections"
+        verbose_name = _("MCP connection")
+        verbose_name_plural = _("MCP connections")
 
     def __str__(self) -> str:
         return f"{self.client} for {self.user}"
@@ -99,6 +102,26 @@ class McpConnection(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+
+# Labels Django derived from the field names, the same words made translatable without a
+# migration (mailfathom.core.labels says why).
+label_fields(
+    McpOAuthClient,
+    client_id=_("client id"),
+    kind=_("kind"),
+    client_name=_("client name"),
+    created_at=_("created at"),
+    last_used_at=_("last used at"),
+)
+label_fields(
+    McpConnection,
+    client=_("client"),
+    user=_("user"),
+    created_at=_("created at"),
+    last_used_at=_("last used at"),
+    revoked_at=_("revoked at"),
+)
 
 
 class McpAuthorizationCode(models.Model):

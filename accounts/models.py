@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Lower
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts import crypto
@@ -23,15 +24,16 @@ from accounts.mcp_oauth_models import McpOAuthClient as McpOAuthClient
 from accounts.mcp_oauth_models import McpToken as McpToken
 from accounts.signals import drafting_switched_on
 from mailfathom.core.hosts import is_loopback_host
+from mailfathom.core.labels import label_fields, label_model
 from mailfathom.core.text import has_control_character
 
-IDENTIFIER_IMMUTABLE = "The account identifier cannot be changed once saved."
+IDENTIFIER_IMMUTABLE = _("The account identifier cannot be changed once saved.")
 
 
 class Security(models.TextChoices):
-    TLS = "tls", "Implicit TLS (IMAPS)"
+    TLS = "tls", _("Implicit TLS (IMAPS)")
     STARTTLS = "starttls", "STARTTLS"
-    NONE = "none", "None (loopback hosts only)"
+    NONE = "none", _("None (loopback hosts only)")
 
 
 # The port each security mode's servers listen on unless told otherwise (RFC 8314, RFC 3501).
@@ -39,30 +41,30 @@ DEFAULT_PORTS = {Security.TLS: 993, Security.STARTTLS: 143, Security.NONE: 143}
 
 
 class SyncMode(models.TextChoices):
-    POLLING = "polling", "Polling"
-    PUSH = "push", "Push (IMAP IDLE)"
+    POLLING = "polling", _("Polling")
+    PUSH = "push", _("Push (IMAP IDLE)")
 
 
 class DraftAppendMode(models.TextChoices):
     """Which drafts are written to the account's Drafts folder on the mail server."""
 
-    OFF = "off", "Never (drafts stay in MailFathom)"
-    APPROVED = "approved", "Approved drafts"
-    EVERY = "every", "Every draft"
+    OFF = "off", _("Never (drafts stay in MailFathom)")
+    APPROVED = "approved", _("Approved drafts")
+    EVERY = "every", _("Every draft")
 
 
 class FolderRole(models.TextChoices):
-    INBOX = "inbox", "Inbox"
-    SENT = "sent", "Sent"
-    DRAFTS = "drafts", "Drafts"
-    JUNK = "junk", "Junk"
-    ARCHIVE = "archive", "Archive"
-    TRASH = "trash", "Trash"
+    INBOX = "inbox", _("Inbox")
+    SENT = "sent", _("Sent")
+    DRAFTS = "drafts", _("Drafts")
+    JUNK = "junk", _("Junk")
+    ARCHIVE = "archive", _("Archive")
+    TRASH = "trash", _("Trash")
 
 
 class AuthMethod(models.TextChoices):
-    PASSWORD = "password", "Password"
-    OAUTH2 = "oauth2", "OAuth 2.0 (sign in with the provider)"
+    PASSWORD = "password", _("Password")
+    OAUTH2 = "oauth2", _("OAuth 2.0 (sign in with the provider)")
 
 
 class SaslMechanism(models.TextChoices):
@@ -75,17 +77,17 @@ class SaslMechanism(models.TextChoices):
 class ProviderKind(models.TextChoices):
     """The providers accounts.services.oauth_providers declares; the value names the declaration."""
 
-    MICROSOFT = "microsoft", "Microsoft (delegated sign-in)"
-    MICROSOFT_APP = "microsoft_app", "Microsoft app-only (company, client credentials)"
-    GOOGLE = "google", "Google (delegated sign-in)"
-    GENERIC = "generic", "Generic OAuth 2.0 / OpenID Connect (delegated sign-in)"
-    GENERIC_APP = "generic_app", "Generic OAuth 2.0 (client credentials)"
+    MICROSOFT = "microsoft", _("Microsoft (delegated sign-in)")
+    MICROSOFT_APP = "microsoft_app", _("Microsoft app-only (company, client credentials)")
+    GOOGLE = "google", _("Google (delegated sign-in)")
+    GENERIC = "generic", _("Generic OAuth 2.0 / OpenID Connect (delegated sign-in)")
+    GENERIC_APP = "generic_app", _("Generic OAuth 2.0 (client credentials)")
 
 
 class GrantState(models.TextChoices):
-    ACTIVE = "active", "Signed in"
-    NEEDS_SIGN_IN = "needs_sign_in", "Needs sign-in again"
-    REGISTRATION_REFUSED = "registration_refused", "Registration refused by the provider"
+    ACTIVE = "active", _("Signed in")
+    NEEDS_SIGN_IN = "needs_sign_in", _("Needs sign-in again")
+    REGISTRATION_REFUSED = "registration_refused", _("Registration refused by the provider")
 
 
 class OAuthRegistration(models.Model):
@@ -97,36 +99,36 @@ class OAuthRegistration(models.Model):
 
     name = models.CharField(max_length=100, unique=True)
     provider = models.CharField(max_length=32, choices=ProviderKind.choices)
-    client_id = models.CharField("client ID", max_length=300)
+    client_id = models.CharField(_("client ID"), max_length=300)
     client_secret_encrypted = models.TextField(blank=True, default="", editable=False)
     tenant = models.CharField(
         max_length=200,
         blank=True,
         default="",
-        help_text=(
+        help_text=_(
             "Microsoft only: common, organizations, consumers, or the tenant's ID or domain "
             "(app-only needs the tenant's own ID or domain). Blank means common."
         ),
     )
     issuer_url = models.URLField(
-        "issuer URL",
+        _("issuer URL"),
         max_length=500,
         blank=True,
         default="",
-        help_text="Generic providers only: endpoints are read from its discovery document.",
+        help_text=_("Generic providers only: endpoints are read from its discovery document."),
     )
     scopes = models.CharField(
         max_length=500,
         blank=True,
         default="",
-        help_text="Blank: the provider's own (docs/operations/mailbox-providers.md). Separate by spaces.",
+        help_text=_("Blank: the provider's own (docs/operations/mailbox-providers.md). Separate by spaces."),
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["name"]
-        verbose_name = "OAuth registration"
-        verbose_name_plural = "OAuth registrations"
+        verbose_name = _("OAuth registration")
+        verbose_name_plural = _("OAuth registrations")
 
     def __str__(self) -> str:
         return self.name
@@ -145,23 +147,25 @@ class OAuthRegistration(models.Model):
         errors: dict[str, str] = {}
         generic = self.provider in {ProviderKind.GENERIC, ProviderKind.GENERIC_APP}
         if generic and not self.issuer_url:
-            errors["issuer_url"] = "A generic provider needs its issuer URL."
+            errors["issuer_url"] = gettext("A generic provider needs its issuer URL.")
         if self.issuer_url and not generic:
-            errors["issuer_url"] = "Only a generic provider is configured by issuer URL."
+            errors["issuer_url"] = gettext("Only a generic provider is configured by issuer URL.")
         if self.issuer_url and self.issuer_url.startswith("http:"):
             from urllib.parse import urlsplit
 
             if not is_loopback_host(urlsplit(self.issuer_url).hostname or ""):
-                errors["issuer_url"] = "An issuer must be reached over https (http only on a loopback host)."
+                errors["issuer_url"] = gettext(
+                    "An issuer must be reached over https (http only on a loopback host)."
+                )
         if self.provider == ProviderKind.MICROSOFT_APP and self.tenant.casefold() in {
             "",
             "common",
             "organizations",
             "consumers",
         }:
-            errors["tenant"] = "App-only sign-in needs the tenant's own ID or domain."
+            errors["tenant"] = gettext("App-only sign-in needs the tenant's own ID or domain.")
         if self.tenant and self.provider not in {ProviderKind.MICROSOFT, ProviderKind.MICROSOFT_APP}:
-            errors["tenant"] = "Only Microsoft registrations have a tenant."
+            errors["tenant"] = gettext("Only Microsoft registrations have a tenant.")
         if errors:
             raise ValidationError(errors)
 
@@ -193,88 +197,88 @@ def awaiting_someone() -> models.Q:
 
 class MailAccount(models.Model):
     account_id = models.SlugField(
-        "account identifier",
+        _("account identifier"),
         max_length=64,
         unique=True,
-        help_text="The stable name every result reports. Cannot be changed once saved.",
+        help_text=_("The stable name every result reports. Cannot be changed once saved."),
     )
     display_name = models.CharField(max_length=200)
     served = models.BooleanField(
         default=True,
-        help_text="Untick to stop serving this account: its stored mail stays, but no read reaches it.",
+        help_text=_("Untick to stop serving this account: its stored mail stays, but no read reaches it."),
     )
 
-    imap_host = models.CharField("IMAP host", max_length=253)
+    imap_host = models.CharField(_("IMAP host"), max_length=253)
     imap_port = models.PositiveIntegerField(
-        "IMAP port", default=993, validators=[MinValueValidator(1), MaxValueValidator(65535)]
+        _("IMAP port"), default=993, validators=[MinValueValidator(1), MaxValueValidator(65535)]
     )
     security = models.CharField(max_length=16, choices=Security.choices, default=Security.TLS)
-    username = models.CharField("IMAP user name", max_length=320)
+    username = models.CharField(_("IMAP user name"), max_length=320)
     imap_ca_pem = models.TextField(
-        "IMAP server's CA certificate",
+        _("IMAP server's CA certificate"),
         blank=True,
         default="",
-        help_text=(
+        help_text=_(
             "PEM certificate(s) of the authority that signed the IMAP server's certificate, when "
             "it is an in-house one; trusted for this account only, besides the system's authorities."
         ),
     )
     credential_encrypted = models.TextField(blank=True, default="", editable=False)
     auth_method = models.CharField(
-        "authentication", max_length=16, choices=AuthMethod.choices, default=AuthMethod.PASSWORD
+        _("authentication"), max_length=16, choices=AuthMethod.choices, default=AuthMethod.PASSWORD
     )
     oauth_registration = models.ForeignKey(
         OAuthRegistration,
-        verbose_name="OAuth registration",
+        verbose_name=_("OAuth registration"),
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="accounts",
-        help_text="Which registration signs this account in (OAuth 2.0 only).",
+        help_text=_("Which registration signs this account in (OAuth 2.0 only)."),
     )
     sasl_mechanism = models.CharField(
-        "SASL mechanism", max_length=16, choices=SaslMechanism.choices, default=SaslMechanism.XOAUTH2
+        _("SASL mechanism"), max_length=16, choices=SaslMechanism.choices, default=SaslMechanism.XOAUTH2
     )
     download_bytes_per_day = models.PositiveBigIntegerField(
-        "download pace (bytes per day)",
+        _("download pace (bytes per day)"),
         default=0,
-        help_text=(
+        help_text=_(
             "Most message bytes synchronization downloads per UTC day; 0 for no limit. For "
             "Gmail keep it under 2,500,000,000 (Gmail locks IMAP for a day above that)."
         ),
     )
 
-    sync_enabled = models.BooleanField("synchronization enabled", default=True)
+    sync_enabled = models.BooleanField(_("synchronization enabled"), default=True)
     sync_mode = models.CharField(
-        "synchronization mode", max_length=16, choices=SyncMode.choices, default=SyncMode.POLLING
+        _("synchronization mode"), max_length=16, choices=SyncMode.choices, default=SyncMode.POLLING
     )
     poll_interval_seconds = models.PositiveIntegerField(
         default=300, validators=[MinValueValidator(30), MaxValueValidator(86400)]
     )
     max_message_bytes = models.PositiveBigIntegerField(
-        "per-message size limit (bytes)",
+        _("per-message size limit (bytes)"),
         default=50 * 1024 * 1024,
         validators=[MinValueValidator(1024)],
-        help_text="Larger messages are listed but their content is not downloaded.",
+        help_text=_("Larger messages are listed but their content is not downloaded."),
     )
     storage_ceiling_bytes = models.PositiveBigIntegerField(
-        "local storage ceiling (bytes)",
+        _("local storage ceiling (bytes)"),
         default=20 * 1024**3,
         validators=[MinValueValidator(1024 * 1024)],
     )
 
-    answering_audit_enabled = models.BooleanField("answering audit trail enabled", default=False)
+    answering_audit_enabled = models.BooleanField(_("answering audit trail enabled"), default=False)
     answering_audit_retention_days = models.PositiveIntegerField(
-        "answering audit retention (days)",
+        _("answering audit retention (days)"),
         default=30,
         validators=[MinValueValidator(1), MaxValueValidator(3650)],
     )
     # A separate switch from the answering trail: one records what MailFathom changed, the
     # other what a question read, and an operator may hold either without the other
     # (docs/operations/compliance.md).
-    mutation_audit_enabled = models.BooleanField("mutation trail enabled", default=False)
+    mutation_audit_enabled = models.BooleanField(_("mutation trail enabled"), default=False)
     mutation_audit_retention_days = models.PositiveIntegerField(
-        "mutation trail retention (days)",
+        _("mutation trail retention (days)"),
         default=90,
         validators=[MinValueValidator(1), MaxValueValidator(3650)],
     )
@@ -282,28 +286,28 @@ class MailAccount(models.Model):
     # Who read which mail, through MCP, admin or the people pages: a third record with its
     # own switch and window, since it names people and an operator may hold it without the
     # others (docs/operations/compliance.md, Access trail).
-    access_trail_enabled = models.BooleanField("access trail enabled", default=False)
+    access_trail_enabled = models.BooleanField(_("access trail enabled"), default=False)
     access_trail_retention_days = models.PositiveIntegerField(
-        "access trail retention (days)",
+        _("access trail retention (days)"),
         default=90,
         validators=[MinValueValidator(1), MaxValueValidator(3650)],
     )
 
     # Reply drafting (docs/operations/drafting.md): off until an operator switches it on.
-    drafting_enabled = models.BooleanField("reply drafting enabled", default=False)
+    drafting_enabled = models.BooleanField(_("reply drafting enabled"), default=False)
     drafting_window_days = models.PositiveIntegerField(
-        "drafting window (days)",
+        _("drafting window (days)"),
         default=7,
         validators=[MinValueValidator(1), MaxValueValidator(365)],
-        help_text="Only mail received within this many days gets a draft.",
+        help_text=_("Only mail received within this many days gets a draft."),
     )
     drafting_max_per_run = models.PositiveIntegerField(
-        "most drafts per run",
+        _("most drafts per run"),
         default=20,
         validators=[MinValueValidator(1), MaxValueValidator(500)],
     )
     drafting_append_mode = models.CharField(
-        "write drafts to the Drafts folder",
+        _("write drafts to the Drafts folder"),
         max_length=16,
         choices=DraftAppendMode.choices,
         default=DraftAppendMode.OFF,
@@ -393,22 +397,22 @@ class MailAccount(models.Model):
     def clean(self) -> None:
         errors: dict[str, str] = {}
         if self._identifier_changed():
-            errors["account_id"] = IDENTIFIER_IMMUTABLE
+            errors["account_id"] = str(IDENTIFIER_IMMUTABLE)
         if self.security == Security.NONE and not is_loopback_host(self.imap_host):
-            errors["security"] = "Unencrypted IMAP is allowed only for a loopback host."
+            errors["security"] = gettext("Unencrypted IMAP is allowed only for a loopback host.")
         if self.auth_method == AuthMethod.OAUTH2 and self.oauth_registration_id is None:
-            errors["oauth_registration"] = "OAuth 2.0 needs a registration to sign in with."
+            errors["oauth_registration"] = gettext("OAuth 2.0 needs a registration to sign in with.")
         if has_control_character(self.display_name):
             # Callers name an account by its display name; one they cannot type is unreachable.
-            errors["display_name"] = "A display name may not contain control characters."
+            errors["display_name"] = gettext("A display name may not contain control characters.")
         others = type(self).objects.exclude(pk=self.pk)
         if self.display_name and (
             others.filter(display_name__iexact=self.display_name).exists()
             or others.filter(account_id__iexact=self.display_name).exists()
         ):
-            errors["display_name"] = "Another account already answers to this name."
+            errors["display_name"] = gettext("Another account already answers to this name.")
         if self.account_id and others.filter(display_name__iexact=self.account_id).exists():
-            errors["account_id"] = "Another account's display name is already this identifier."
+            errors["account_id"] = gettext("Another account's display name is already this identifier.")
         if errors:
             raise ValidationError(errors)
 
@@ -421,12 +425,12 @@ def normalize_alias(alias: str) -> str:
 class FolderMapping(models.Model):
     account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="folders")
     alias = models.CharField(
-        max_length=256, help_text="MailFathom's name for the folder; stored in lower case."
+        max_length=256, help_text=_("MailFathom's name for the folder; stored in lower case.")
     )
-    remote_name = models.CharField("remote IMAP folder", max_length=1000)
+    remote_name = models.CharField(_("remote IMAP folder"), max_length=1000)
     role = models.CharField(max_length=16, choices=FolderRole.choices, blank=True, default="")
     visible_to_tools = models.BooleanField(
-        default=True, help_text="Untick to keep this folder out of every MCP tool and answer."
+        default=True, help_text=_("Untick to keep this folder out of every MCP tool and answer.")
     )
 
     class Meta:
@@ -437,7 +441,7 @@ class FolderMapping(models.Model):
                 fields=["account", "role"],
                 condition=~models.Q(role=""),
                 name="folder_role_unique_per_account",
-                violation_error_message="An account may map at most one folder per role.",
+                violation_error_message=_("An account may map at most one folder per role."),
             ),
         ]
 
@@ -451,9 +455,9 @@ class FolderMapping(models.Model):
     def clean(self) -> None:
         self.alias = normalize_alias(self.alias)
         if not self.alias:
-            raise ValidationError({"alias": "An alias may not be blank."})
+            raise ValidationError({"alias": gettext("An alias may not be blank.")})
         if has_control_character(self.alias):
-            raise ValidationError({"alias": "An alias may not contain control characters."})
+            raise ValidationError({"alias": gettext("An alias may not contain control characters.")})
 
 
 class McpApiKeyQuerySet(models.QuerySet["McpApiKey"]):
@@ -469,7 +473,7 @@ class McpApiKey(models.Model):
     prefix is its first characters, kept so an operator can tell keys apart in admin.
     """
 
-    name = models.CharField(max_length=100, help_text="Who or what uses this key, for your own records.")
+    name = models.CharField(max_length=100, help_text=_("Who or what uses this key, for your own records."))
     prefix = models.CharField(max_length=16, editable=False)
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -478,23 +482,23 @@ class McpApiKey(models.Model):
     # An explicit flag rather than "some accounts chosen means limited": deleting the one
     # account a limited key was for must leave it reading nothing, not every account.
     limited = models.BooleanField(
-        "limited to the accounts chosen",
+        _("limited to the accounts chosen"),
         default=False,
-        help_text="Tick to let the key read only the accounts chosen below; unticked, it reads all.",
+        help_text=_("Tick to let the key read only the accounts chosen below; unticked, it reads all."),
     )
     accounts = models.ManyToManyField(
         MailAccount,
         blank=True,
         related_name="mcp_keys",
-        help_text="The only accounts the key may read, when it is limited.",
+        help_text=_("The only accounts the key may read, when it is limited."),
     )
 
     objects = McpApiKeyQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
-        verbose_name = "MCP API key"
-        verbose_name_plural = "MCP API keys"
+        verbose_name = _("MCP API key")
+        verbose_name_plural = _("MCP API keys")
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
@@ -508,7 +512,7 @@ class DraftingSignature(models.Model):
     """The signature a draft in one language ends with; the language picks the variant."""
 
     account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="drafting_signatures")
-    language = models.CharField(max_length=2, help_text="ISO 639-1 code, such as en or de.")
+    language = models.CharField(max_length=2, help_text=_("ISO 639-1 code, such as en or de."))
     text = models.TextField()
 
     class Meta:
@@ -525,7 +529,7 @@ class DraftingSignature(models.Model):
     def clean(self) -> None:
         self.language = self.language.strip().lower()
         if len(self.language) != 2 or not self.language.isascii() or not self.language.isalpha():
-            raise ValidationError({"language": "Give a two-letter ISO 639-1 language code."})
+            raise ValidationError({"language": gettext("Give a two-letter ISO 639-1 language code.")})
 
 
 class DraftingExample(models.Model):
@@ -533,7 +537,7 @@ class DraftingExample(models.Model):
 
     account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="drafting_examples")
     position = models.PositiveIntegerField(default=0)
-    incoming = models.TextField("incoming mail")
+    incoming = models.TextField(_("incoming mail"))
     reply = models.TextField()
 
     class Meta:
@@ -555,9 +559,9 @@ class OAuthGrant(models.Model):
     state_code = models.PositiveIntegerField(null=True, blank=True)
     state_since = models.DateTimeField(null=True, blank=True)
     subject = models.CharField(
-        "signed in as", max_length=320, blank=True, default="", help_text="As the provider named them."
+        _("signed in as"), max_length=320, blank=True, default="", help_text=_("As the provider named them.")
     )
-    scopes = models.CharField("scopes granted", max_length=1000, blank=True, default="")
+    scopes = models.CharField(_("scopes granted"), max_length=1000, blank=True, default="")
     signed_in_at = models.DateTimeField(null=True, blank=True)
     access_token_encrypted = models.TextField(blank=True, default="", editable=False)
     access_expires_at = models.DateTimeField(null=True, blank=True)
@@ -565,7 +569,7 @@ class OAuthGrant(models.Model):
     refreshed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        verbose_name = "OAuth sign-in"
+        verbose_name = _("OAuth sign-in")
 
     def __str__(self) -> str:
         return f"{self.account.account_id}: {self.get_state_display()}"
@@ -582,9 +586,9 @@ class OAuthGrant(models.Model):
 
 
 class MembershipRole(models.TextChoices):
-    OWNER = "owner", "Owner: reads, reviews and approves drafts, connects assistants"
-    DELEGATE = "delegate", "Delegate: reads and reviews drafts"
-    REVIEWER = "reviewer", "Reviewer: reviews drafts only"
+    OWNER = "owner", _("Owner: reads, reviews and approves drafts, connects assistants")
+    DELEGATE = "delegate", _("Delegate: reads and reviews drafts")
+    REVIEWER = "reviewer", _("Reviewer: reviews drafts only")
 
 
 class AccountMembership(models.Model):
@@ -611,14 +615,14 @@ class AccountMembership(models.Model):
 
     class Meta:
         ordering = ["account", "role"]
-        verbose_name = "person"
-        verbose_name_plural = "people"
+        verbose_name = _("person")
+        verbose_name_plural = _("people")
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(user__isnull=False, group__isnull=True)
                 | models.Q(user__isnull=True, group__isnull=False),
                 name="membership_user_or_group",
-                violation_error_message="Choose a user or a group, not both.",
+                violation_error_message=_("Choose a user or a group, not both."),
             ),
             models.UniqueConstraint(fields=["account", "user"], name="membership_user_unique"),
             models.UniqueConstraint(fields=["account", "group"], name="membership_group_unique"),
@@ -664,6 +668,52 @@ class UserPreference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} ({self.time_zone or settings.TIME_ZONE})"
+
+
+# Labels Django derived from the field and model names, the same words made translatable
+# without a migration (mailfathom.core.labels says why).
+label_model(MailAccount, _("mail account"), _("mail accounts"))
+label_model(FolderMapping, _("folder mapping"), _("folder mappings"))
+label_model(DraftingSignature, _("drafting signature"), _("drafting signatures"))
+label_model(DraftingExample, _("drafting example"), _("drafting examples"))
+# Declared in Meta; the plural given here, which Django would build by appending an "s".
+label_model(OAuthGrant, _("OAuth sign-in"), _("OAuth sign-ins"))
+label_fields(
+    OAuthRegistration,
+    name=_("name"),
+    provider=_("provider"),
+    tenant=_("tenant"),
+    scopes=_("scopes"),
+    created_at=_("created at"),
+)
+label_fields(
+    MailAccount,
+    display_name=_("display name"),
+    served=_("served"),
+    security=_("security"),
+    poll_interval_seconds=_("poll interval seconds"),
+    created_at=_("created at"),
+    updated_at=_("updated at"),
+)
+label_fields(
+    FolderMapping,
+    account=_("account"),
+    alias=_("alias"),
+    role=_("role"),
+    visible_to_tools=_("visible to tools"),
+)
+label_fields(
+    McpApiKey,
+    name=_("name"),
+    prefix=_("prefix"),
+    created_at=_("created at"),
+    revoked_at=_("revoked at"),
+    last_used_at=_("last used at"),
+    accounts=_("accounts"),
+)
+label_fields(DraftingSignature, language=_("language"), text=_("text"))
+label_fields(DraftingExample, position=_("position"), reply=_("reply"))
+label_fields(AccountMembership, user=_("user"), group=_("group"), role=_("role"))
 
 
 # People's notification preferences and what they were told, defined beside these models.

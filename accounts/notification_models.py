@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from accounts import crypto
 from accounts.models import MailAccount
@@ -97,8 +98,8 @@ class NotificationPreference(models.Model):
 
     class Meta:
         ordering = ["user__username"]
-        verbose_name = "notification preference"
-        verbose_name_plural = "notification preferences"
+        verbose_name = _("notification preference")
+        verbose_name_plural = _("notification preferences")
 
     def __str__(self) -> str:
         return f"Notifications of {self.user.get_username()}"
@@ -137,8 +138,8 @@ class NotificationSent(models.Model):
     sent_at = models.DateTimeField()
 
     class Meta:
-        verbose_name = "notification sent"
-        verbose_name_plural = "notifications sent"
+        verbose_name = _("notification sent")
+        verbose_name_plural = _("notifications sent")
         constraints = [
             models.UniqueConstraint(
                 fields=["user", "account", "kind", "channel"], name="notification_sent_unique"

@@ -34,7 +34,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import formats, timezone
 from django.utils.html import format_html
-from django.utils.translation import ngettext
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from accounts.admin_people import PeopleScoped
 from accounts.models import DraftAppendMode
@@ -66,7 +67,7 @@ EDITS = ("save", "save_and_approve")
 APPROVALS = ("approve", "save_and_approve")
 SUBJECT_CHARACTERS = 80
 SENDER_CHARACTERS = 48
-NO_SUBJECT = "(no subject)"
+NO_SUBJECT = _("(no subject)")
 # The answered mail's columns a queue row never shows (its body, the index) and, without
 # the permission to read mail, those it shows only with it.
 UNSHOWN = ("email__text_body", "email__search_vector", "email__participants_text", "email__references")
@@ -83,7 +84,7 @@ CONTENT_LIST = ["received", "subject", "sender", *METADATA_LIST[1:]]
 
 class ReviewForm(forms.Form):
     body = forms.CharField(
-        label="Draft",
+        label=_("Draft"),
         strip=False,
         max_length=review.MAX_BODY_CHARS,
         widget=forms.Textarea(attrs={"rows": 24, "cols": 80, "spellcheck": "true"}),
@@ -93,14 +94,16 @@ class ReviewForm(forms.Form):
 def server_state(draft: Draft) -> str:
     """Where the draft stands in the Drafts folder, in words for the reviewer."""
     if draft.account.drafting_append_mode == DraftAppendMode.OFF:
-        return "kept in MailFathom (the account's Drafts-folder mode is off)"
+        return gettext("kept in MailFathom (the account's Drafts-folder mode is off)")
     if is_delivered(draft):
-        return f"in the Drafts folder (UID {draft.remote_uid})"
+        return gettext("in the Drafts folder (UID %(uid)s)") % {"uid": draft.remote_uid}
     if wants_copy(draft):
-        return "not in the Drafts folder yet: deliver again"
+        return gettext("not in the Drafts folder yet: deliver again")
     if draft.status == DraftStatus.PENDING and draft.verdict != Verdict.READY:
-        return "not written to the Drafts folder (a draft that needs review goes there only once approved)"
-    return "not written to the Drafts folder (only approved drafts are)"
+        return gettext(
+            "not written to the Drafts folder (a draft that needs review goes there only once approved)"
+        )
+    return gettext("not written to the Drafts folder (only approved drafts are)")
 
 
 def verdict_badge_html(verdict: str, label: str) -> str:
@@ -166,7 +169,9 @@ class DraftAdmin(PeopleScoped):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        return super().changelist_view(request, {"title": "Drafts to review", **(extra_context or {})})
+        return super().changelist_view(
+            request, {"title": gettext("Drafts to review"), **(extra_context or {})}
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -176,18 +181,18 @@ class DraftAdmin(PeopleScoped):
 
     # --- columns ---------------------------------------------------------------------------
 
-    @admin.display(description="received", ordering="email__received_at")
+    @admin.display(description=_("received"), ordering="email__received_at")
     def received(self, draft: Draft) -> str:
         return formats.date_format(timezone.localtime(draft.email.received_at), "Y-m-d H:i")
 
-    @admin.display(description="subject", ordering="email__subject")
+    @admin.display(description=_("subject"), ordering="email__subject")
     def subject(self, draft: Draft) -> str:
         subject = draft.email.subject.strip()
         return format_html(
-            '<span title="{}">{}</span>', subject, _cut(subject, SUBJECT_CHARACTERS) or NO_SUBJECT
+            '<span title="{}">{}</span>', subject, _cut(subject, SUBJECT_CHARACTERS) or str(NO_SUBJECT)
         )
 
-    @admin.display(description="from", ordering="email__sender_address")
+    @admin.display(description=_("from"), ordering="email__sender_address")
     def sender(self, draft: Draft) -> str:
         email = draft.email
         if email.sender_name and email.sender_address:
@@ -196,24 +201,24 @@ class DraftAdmin(PeopleScoped):
             shown = email.sender_name or email.sender_address
         return format_html('<span title="{}">{}</span>', shown, _cut(shown, SENDER_CHARACTERS) or "-")
 
-    @admin.display(description="verdict", ordering="verdict")
+    @admin.display(description=_("verdict"), ordering="verdict")
     def verdict_badge(self, draft: Draft) -> str:
         return verdict_badge_html(draft.verdict, draft.get_verdict_display())
 
-    @admin.display(description="reasons", ordering="reason_total")
+    @admin.display(description=_("reasons"), ordering="reason_total")
     def reason_count(self, draft: Draft) -> int:
         return getattr(draft, "reason_total", len(draft.reasons or []))
 
-    @admin.display(description="Drafts folder")
+    @admin.display(description=_("Drafts folder"))
     def on_server(self, draft: Draft) -> str:
         if draft.account.drafting_append_mode == DraftAppendMode.OFF:
             return "-"
         if is_delivered(draft):
-            return "delivered"
-        return "not yet" if wants_copy(draft) else "-"
+            return gettext("delivered")
+        return gettext("not yet") if wants_copy(draft) else "-"
 
     @admin.action(
-        description="Deliver the selected drafts to the Drafts folder again", permissions=["change"]
+        description=_("Deliver the selected drafts to the Drafts folder again"), permissions=["change"]
     )
     def deliver_again(self, request: HttpRequest, queryset: QuerySet[Draft]) -> None:
         user = request.user
@@ -272,12 +277,12 @@ class DraftAdmin(PeopleScoped):
         try:
             pk = uuid.UUID(unquote(object_id))
         except ValueError:
-            raise Http404("No draft has that identifier.") from None
+            raise Http404(gettext("No draft has that identifier.")) from None
         related = ("account", "email", "email__folder__mapping", "reviewed_by")
         drafts = people.limited(Draft.objects.select_related(*related), self.account_limit(request))
         draft = drafts.filter(pk=pk).first()
         if draft is None:
-            raise Http404("No draft has that identifier.")
+            raise Http404(gettext("No draft has that identifier."))
         return draft
 
     def _review(self, request: HttpRequest, draft: Draft) -> HttpResponse:
@@ -298,7 +303,7 @@ class DraftAdmin(PeopleScoped):
             changed = ReviewForm(request.POST)
             changed.is_valid()
             changed.add_error(
-                None, "The text was changed: use “Save edit” or “Save edit and approve” to keep it."
+                None, gettext("The text was changed: use “Save edit” or “Save edit and approve” to keep it.")
             )
             return self._render(request, draft, changed, acknowledged=acknowledged)
         body = form.cleaned_data["body"] if form is not None else ""
@@ -351,28 +356,36 @@ class DraftAdmin(PeopleScoped):
 
     def _report(self, request: HttpRequest, action: str, result: review.ReviewResult) -> None:
         done = {
-            "approve": "The draft is approved.",
+            "approve": gettext("The draft is approved."),
             "save": _changes(result),
-            "save_and_approve": "The edit is saved and the draft approved.",
-            "discard": "The draft is discarded.",
-            "deliver_again": "The Drafts folder was checked.",
+            "save_and_approve": gettext("The edit is saved and the draft approved."),
+            "discard": gettext("The draft is discarded."),
+            "deliver_again": gettext("The Drafts folder was checked."),
         }[action]
+        # Whole sentences, each translated on its own, joined by a space.
         if result.delivery_error is not None:
-            kept = "" if action == "deliver_again" else f"{done} "
+            failure = gettext(
+                "The Drafts folder was not updated: %(error)s. Use “Deliver again” once the cause is fixed."
+            ) % {"error": result.delivery_error}
             self.message_user(
                 request,
-                f"{kept}The Drafts folder was not updated: {result.delivery_error}. "
-                "Use “Deliver again” once the cause is fixed.",
+                failure if action == "deliver_again" else f"{done} {failure}",
                 messages.ERROR,
             )
             return
         delivery = result.delivery
         if delivery is not None and (delivery.appended or delivery.found_existing):
-            done += f" It is in the Drafts folder (UID {delivery.uid})."
+            done += " " + gettext("It is in the Drafts folder (UID %(uid)s).") % {"uid": delivery.uid}
         if delivery is not None and delivery.removed:
-            done += f" {delivery.removed} earlier copy removed from the Drafts folder."
+            done += " " + ngettext(
+                "%(count)s earlier copy removed from the Drafts folder.",
+                "%(count)s earlier copies removed from the Drafts folder.",
+                delivery.removed,
+            ) % {"count": delivery.removed}
             if not delivery.expunged:
-                done += " The server lacks UIDPLUS: it is marked deleted until the mail client expunges."
+                done += " " + gettext(
+                    "The server lacks UIDPLUS: it is marked deleted until the mail client expunges."
+                )
         needs_review = action == "save" and result.draft.verdict != Verdict.READY
         self.message_user(request, done, messages.WARNING if needs_review else messages.SUCCESS)
 
@@ -391,6 +404,7 @@ class DraftAdmin(PeopleScoped):
         for person in email.participants.order_by("role", "position"):
             people[person.role].append(person)
         sources = review_page.sources_of(draft)
+        recipients = review_page.recipients_of(email, people)
         pending = draft.status == DraftStatus.PENDING
         may_approve = _may_approve(request, draft)
         can_edit = draft.status != DraftStatus.DISCARDED
@@ -400,13 +414,16 @@ class DraftAdmin(PeopleScoped):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
-            "title": "Review draft",
+            "title": gettext("Review draft"),
             "draft": draft,
             "email": email,
             "to": people[ParticipantRole.TO],
             "cc": people[ParticipantRole.CC],
             "reply_to": people[ParticipantRole.REPLY_TO],
-            "recipients": review_page.recipients_of(email, people),
+            "recipients": recipients,
+            # Joined here: a sentence to translate holds the list as one placeholder.
+            "reply_addresses": ", ".join(person.address for person in recipients.to),
+            "not_copied_addresses": ", ".join(person.address for person in recipients.not_copied),
             "verdict_badge": verdict_badge_html(draft.verdict, draft.get_verdict_display()),
             "needs_review": draft.verdict != Verdict.READY,
             "reasons": [_reason_text(reason) for reason in draft.reasons or []],
@@ -434,15 +451,19 @@ def _changes(result: review.ReviewResult) -> str:
     """What a saved edit did to the verdict, by reason code."""
     verdict = result.draft.get_verdict_display()
     if not result.added and not result.cleared:
-        return f"The edit is saved. The verdict stayed the same: {verdict}."
-    parts = []
-    if result.added:
-        parts.append(f"added: {review_page.code_summary(result.added)}")
-    if result.cleared:
-        parts.append(f"cleared: {review_page.code_summary(result.cleared)}")
-    changed = "; ".join(parts)
-    changed = changed[0].upper() + changed[1:]
-    return f"The edit is saved and judged again. {changed}. The verdict is now {verdict}."
+        return gettext("The edit is saved. The verdict stayed the same: %(verdict)s.") % {"verdict": verdict}
+    added = review_page.code_summary(result.added)
+    cleared = review_page.code_summary(result.cleared)
+    if result.added and result.cleared:
+        changed = gettext("Added: %(added)s; cleared: %(cleared)s.") % {"added": added, "cleared": cleared}
+    elif result.added:
+        changed = gettext("Added: %(added)s.") % {"added": added}
+    else:
+        changed = gettext("Cleared: %(cleared)s.") % {"cleared": cleared}
+    return gettext("The edit is saved and judged again. %(changed)s The verdict is now %(verdict)s.") % {
+        "changed": changed,
+        "verdict": verdict,
+    }
 
 
 def _normalized(body: str | None) -> str | None:

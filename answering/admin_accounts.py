@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from accounts.models import MailAccount
@@ -18,7 +19,7 @@ from answering.services.draft_now import queue_drafting, why_not_drafting
 class DraftNowAction(admin.ModelAdmin):  # a mixin of MailAccount's admin (mailfathom.admin)
     """The "Draft now" admin action, for a ModelAdmin of MailAccount."""
 
-    @admin.action(description="Draft now", permissions=["sync"])
+    @admin.action(description=_("Draft now"), permissions=["sync"])
     def draft_now(self, request: HttpRequest, queryset: QuerySet[MailAccount]) -> None:
         """Queue a drafting run for each selected account that would draft; say why not for the rest."""
         ready = []

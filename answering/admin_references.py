@@ -17,6 +17,8 @@ from django import forms
 from django.contrib import admin
 from django.db.models import ForeignKey
 from django.http import HttpRequest
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from accounts.admin_people import PeopleScoped
 from accounts.models import MailAccount
@@ -35,8 +37,8 @@ from mailfathom.core.errors import MailFathomError
 class ReferenceDocumentForm(forms.ModelForm):
     upload = forms.FileField(
         required=False,
-        label="File",
-        help_text=(
+        label=_("File"),
+        help_text=_(
             "A PDF, Word (DOCX), Excel (XLSX), PowerPoint (PPTX), OpenDocument, RTF, HTML, CSV, image or "
             "plain-text file. Its text replaces the text below; the title, if left blank, is "
             "the file's name. Scanned pages and images are read where Tesseract is installed."
@@ -51,7 +53,7 @@ class ReferenceDocumentForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["text"].required = False
         self.fields["title"].required = False
-        self.fields["title"].help_text = "Left blank with a file uploaded, the file's name."
+        self.fields["title"].help_text = _("Left blank with a file uploaded, the file's name.")
         self.source: Source | None = None  # set when the text was read from an uploaded file
         self.stored_text = self.instance.text if self.instance.pk is not None else None
 
@@ -68,11 +70,13 @@ class ReferenceDocumentForm(forms.ModelForm):
             cleaned["title"] = (cleaned.get("title") or "").strip() or read.source.file_name
         text = cleaned.get("text") or ""
         if not text.strip():
-            raise forms.ValidationError({"text": "Give the document's text, or upload a file."})
+            raise forms.ValidationError({"text": gettext("Give the document's text, or upload a file.")})
         if len(text) > MAX_DOCUMENT_CHARACTERS:
-            raise forms.ValidationError({"text": f"At most {MAX_DOCUMENT_CHARACTERS} characters."})
+            raise forms.ValidationError(
+                {"text": gettext("At most %(count)s characters.") % {"count": MAX_DOCUMENT_CHARACTERS}}
+            )
         if not (cleaned.get("title") or "").strip():
-            raise forms.ValidationError({"title": "Give the document a title, or upload a file."})
+            raise forms.ValidationError({"title": gettext("Give the document a title, or upload a file.")})
         return cleaned
 
     def source_to_store(self) -> Source | None:
@@ -103,17 +107,22 @@ class ReferenceDocumentAdmin(PeopleScoped):
             kwargs["queryset"] = people.limited(MailAccount.objects.all(), self.account_limit(request), "pk")
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
-    @admin.display(description="chunks")
+    @admin.display(description=_("chunks"))
     def chunk_count(self, document: ReferenceDocument) -> int:
         return document.chunks.count()
 
-    @admin.display(description="read from")
+    @admin.display(description=_("read from"))
     def source(self, document: ReferenceDocument) -> str:
         recorded = source_of(document)
         if recorded is None:
-            return "pasted text"
-        media_type = recorded.media_type or "no declared type"
-        return f"{recorded.file_name} ({media_type}; {recorded.outcome}, {recorded.characters:,} characters)"
+            return gettext("pasted text")
+        media_type = recorded.media_type or gettext("no declared type")
+        return gettext("%(file)s (%(type)s; %(outcome)s, %(count)s characters)") % {
+            "file": recorded.file_name,
+            "type": media_type,
+            "outcome": recorded.outcome,
+            "count": f"{recorded.characters:,}",
+        }
 
     def save_model(self, request: HttpRequest, obj: ReferenceDocument, form: Any, change: bool) -> None:
         stored = store_reference_document(

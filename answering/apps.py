@@ -1,11 +1,12 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AnsweringConfig(AppConfig):
     """ask_mail (questions answered from the mail a chat model looks up) and reply drafting."""
 
     name = "answering"
-    verbose_name = "Answering"
+    verbose_name = _("Answering")
 
     def ready(self) -> None:
         from accounts.signals import drafting_switched_on

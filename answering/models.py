@@ -13,33 +13,35 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 from pgvector.django import VectorField
 
 from accounts.models import MailAccount
 from mailbox.ids import uuid7
 from mailbox.models import Email, EmbeddingProfile, Folder
+from mailfathom.core.labels import label_fields, label_model
 
 
 class Intent(models.TextChoices):
-    INQUIRY = "inquiry", "Inquiry"
-    REQUEST = "request", "Request"
-    ORDER = "order", "Order"
-    COMPLAINT = "complaint", "Complaint"
-    SCHEDULING = "scheduling", "Scheduling"
-    FOLLOW_UP = "follow-up", "Follow-up"
-    OTHER = "other", "Other"
+    INQUIRY = "inquiry", _("Inquiry")
+    REQUEST = "request", _("Request")
+    ORDER = "order", _("Order")
+    COMPLAINT = "complaint", _("Complaint")
+    SCHEDULING = "scheduling", _("Scheduling")
+    FOLLOW_UP = "follow-up", _("Follow-up")
+    OTHER = "other", _("Other")
 
 
 class Verdict(models.TextChoices):
-    READY = "ready", "Ready"
-    NEEDS_REVIEW = "needs_review", "Needs review"
+    READY = "ready", _("Ready")
+    NEEDS_REVIEW = "needs_review", _("Needs review")
 
 
 class DraftStatus(models.TextChoices):
-    PENDING = "pending", "Pending review"
-    APPROVED = "approved", "Approved"
-    EDITED = "edited", "Edited and approved"
-    DISCARDED = "discarded", "Discarded"
+    PENDING = "pending", _("Pending review")
+    APPROVED = "approved", _("Approved")
+    EDITED = "edited", _("Edited and approved")
+    DISCARDED = "discarded", _("Discarded")
 
 
 class DraftQuerySet(models.QuerySet["Draft"]):
@@ -62,7 +64,7 @@ class Draft(models.Model):
     email = models.OneToOneField(Email, on_delete=models.CASCADE, related_name="draft")
     body = models.TextField()
     intent = models.CharField(max_length=16, choices=Intent.choices)
-    language = models.CharField(max_length=2, help_text="ISO 639-1, as classified.")
+    language = models.CharField(max_length=2, help_text=_("ISO 639-1, as classified."))
     # Email ids the draft was grounded in, in ranking order (plain values: a source erased
     # later must not take the draft with it).
     source_ids = ArrayField(models.UUIDField(), default=list, blank=True)
@@ -71,15 +73,17 @@ class Draft(models.Model):
     thread_ids = ArrayField(models.UUIDField(), default=list, blank=True)
     reference_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
     verdict = models.CharField(max_length=16, choices=Verdict.choices)
-    reasons = models.JSONField(default=list, blank=True, help_text="Why the verdict is not ready.")
+    reasons = models.JSONField(default=list, blank=True, help_text=_("Why the verdict is not ready."))
     # One entry per flagged fact: {"code", "kind", "start", "end", "origins": [email ids]}, so
     # the review page can mark it in the body and link where it came from.
     findings = models.JSONField(default=list, blank=True)
     # Open reasons a reviewer acknowledged when approving: [{"code", "reason", "by", "at"}].
     acknowledgements = models.JSONField(default=list, blank=True)
-    assessed_at = models.DateTimeField(null=True, blank=True, help_text="When the verdict was last computed.")
-    note = models.TextField(blank=True, default="", help_text="What the reviewer should know.")
-    model_alias = models.CharField("drafting endpoint alias", max_length=200)
+    assessed_at = models.DateTimeField(
+        null=True, blank=True, help_text=_("When the verdict was last computed.")
+    )
+    note = models.TextField(blank=True, default="", help_text=_("What the reviewer should know."))
+    model_alias = models.CharField(_("drafting endpoint alias"), max_length=200)
     # {"classify": {"prompt": n, "completion": n}, ...}: counts only.
     tokens = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=DraftStatus.choices, default=DraftStatus.PENDING)
@@ -240,3 +244,23 @@ class ReferenceChunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}:{self.position}"
+
+
+# Labels Django derived from the field and model names, the same words made translatable
+# without a migration (mailfathom.core.labels says why).
+label_model(Draft, _("draft"), _("drafts"))
+label_model(ReferenceDocument, _("reference document"), _("reference documents"))
+label_fields(
+    ReferenceDocument, account=_("account"), title=_("title"), text=_("text"), uploaded_at=_("uploaded at")
+)
+label_fields(
+    Draft,
+    account=_("account"),
+    email=_("email"),
+    intent=_("intent"),
+    verdict=_("verdict"),
+    status=_("status"),
+    created_at=_("created at"),
+    reviewed_at=_("reviewed at"),
+    reviewed_by=_("reviewed by"),
+)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from accounts.admin_people import PeopleScoped
 from accounts.services import people
@@ -33,7 +34,7 @@ class AnsweringRunEmailInline(ReadOnly, admin.TabularInline):
     extra = 0
     can_delete = False
 
-    @admin.display(description="Email")
+    @admin.display(description=_("Email"))
     def email_link(self, row: AnsweringRunEmail) -> str:
         url = reverse("admin:mailbox_email_change", args=[row.email_id])
         return format_html('<a href="{}">{}</a>', url, row.email_id)
@@ -74,7 +75,7 @@ class AnsweringRunEntryAdmin(ReadOnly, PeopleScoped):
     ]
     readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
 
-    @admin.display(description="Emails retrieved")
+    @admin.display(description=_("Emails retrieved"))
     def email_count(self, entry: AnsweringRunEntry) -> int:
         return entry.emails.count()
 
@@ -102,12 +103,14 @@ class MutationEntryAdmin(ReadOnly, PeopleScoped):
 
 class AccessEntryEmailInline(ReadOnly, admin.TabularInline):
     model = AccessEntryEmail
+    # Not the model's plural, which Django makes "email returneds" by appending an "s".
+    verbose_name_plural = _("emails returned")
     fields = ["position", "email_link"]
     readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
     extra = 0
     can_delete = False
 
-    @admin.display(description="Email")
+    @admin.display(description=_("Email"))
     def email_link(self, row: AccessEntryEmail) -> str:
         url = reverse("admin:mailbox_email_change", args=[row.email_id])
         return format_html('<a href="{}">{}</a>', url, row.email_id)

@@ -15,7 +15,9 @@ from django.contrib import admin, messages
 from django.contrib.auth.models import Permission
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.template import engines
+from django.template.loader import render_to_string
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from audit.api_tokens import ApiToken, api_permissions, create_token, refusal, revoke
 
@@ -23,15 +25,7 @@ if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
     from django.contrib.admin.options import _FieldGroups
 
 
-_SHOWN_ONCE = """{% extends "admin/base_site.html" %}
-{% block content %}
-<h1>API token created</h1>
-<p>Token <strong>{{ name }}</strong> was created. Copy it now: MailFathom stores only a hash
-and cannot show it again.</p>
-<p><input type="text" readonly size="60" value="{{ secret }}" onclick="this.select()"></p>
-<p>Scripts send it as <code>Authorization: Bearer {{ prefix }}…</code> to <code>/api/</code>.</p>
-<p><a class="button" href="{{ changelist_url }}">Back to API tokens</a></p>
-{% endblock %}"""
+CREATED_PAGE_TEMPLATE = "audit/api_token_created.html"
 
 
 class ApiTokenAddForm(forms.ModelForm):
@@ -68,13 +62,15 @@ class ApiTokenAdmin(admin.ModelAdmin):
     readonly_fields = ["name", "prefix", "created_by", "granted", "created_at", "last_used_at", "revoked_at"]
     actions = ["revoke_tokens"]
 
-    @admin.display(description="Status")
+    @admin.display(description=_("Status"))
     def status(self, obj: ApiToken) -> str:
-        return "revoked" if obj.is_revoked else "active"
+        return gettext("revoked") if obj.is_revoked else gettext("active")
 
-    @admin.display(description="Permissions")
+    @admin.display(description=_("Permissions"))
     def granted(self, obj: ApiToken) -> str:
-        return ", ".join(sorted(permission.codename for permission in obj.permissions.all())) or "none"
+        return ", ".join(sorted(permission.codename for permission in obj.permissions.all())) or gettext(
+            "none"
+        )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ApiToken]:
         return super().get_queryset(request).select_related("created_by")
@@ -109,20 +105,23 @@ class ApiTokenAdmin(admin.ModelAdmin):
         return super().add_view(request, form_url, extra_context)
 
     def _shown_once(self, request: HttpRequest, record: ApiToken, secret: str) -> HttpResponse:
-        template = engines["django"].from_string(_SHOWN_ONCE)
         context = {
             **self.admin_site.each_context(request),
-            "title": "API token created",
+            "title": gettext("API token created"),
             "name": record.name,
             "secret": secret,
             "prefix": record.prefix,
             "changelist_url": "../",
         }
-        response = HttpResponse(template.render(context, request))
+        response = HttpResponse(render_to_string(CREATED_PAGE_TEMPLATE, context, request))
         response["Cache-Control"] = "no-store"
         return response
 
-    @admin.action(description="Revoke selected tokens")
+    @admin.action(description=_("Revoke selected tokens"))
     def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         revoked = sum(revoke(token.pk) for token in queryset)
-        self.message_user(request, f"{revoked} token(s) revoked.", messages.SUCCESS)
+        self.message_user(
+            request,
+            ngettext("%(count)d token revoked.", "%(count)d tokens revoked.", revoked) % {"count": revoked},
+            messages.SUCCESS,
+        )

@@ -20,8 +20,10 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, Permission, User
 from django.db import models, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from mailfathom.core import credentials
+from mailfathom.core.labels import label_fields, label_model
 
 TOKENS = credentials.Kind("mfa_")
 TOKEN_MARKER = TOKENS.marker
@@ -50,7 +52,7 @@ class ApiToken(models.Model):
 
     name = models.CharField(max_length=MAX_NAME_LENGTH)
     prefix = models.CharField(
-        max_length=PREFIX_LENGTH, help_text="The first characters, to tell tokens apart."
+        max_length=PREFIX_LENGTH, help_text=_("The first characters, to tell tokens apart.")
     )
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
     created_by = models.ForeignKey(
@@ -66,7 +68,7 @@ class ApiToken(models.Model):
     class Meta:
         app_label = "audit"
         ordering = ["-created_at", "-id"]
-        verbose_name = "API token"
+        verbose_name = _("API token")
         permissions = [
             (VIEW_AUDIT, "Can read the audit trails through the compliance API"),
             (EXPORT_AUDIT, "Can export the audit trails through the compliance API"),
@@ -179,3 +181,19 @@ def revoke(token_id: int, user: User | None = None) -> bool:
     if user is not None:
         tokens = tokens.created_by(user)
     return bool(tokens.update(revoked_at=timezone.now()))
+
+
+# Labels Django derived from the field names, the same words made translatable without a
+# migration (mailfathom.core.labels says why); and the plural, which Django would build by
+# appending an "s" to the translated singular.
+label_model(ApiToken, _("API token"), _("API tokens"))
+label_fields(
+    ApiToken,
+    name=_("name"),
+    prefix=_("prefix"),
+    created_by=_("created by"),
+    permissions=_("permissions"),
+    created_at=_("created at"),
+    last_used_at=_("last used at"),
+    revoked_at=_("revoked at"),
+)

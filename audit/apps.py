@@ -1,11 +1,12 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AuditConfig(AppConfig):
     """The audit trails, their retention, erasure requests and the compliance API."""
 
     name = "audit"
-    verbose_name = "Audit"
+    verbose_name = _("Audit")
 
     def ready(self) -> None:
         # Chains every trail: saves and deletes through the ORM append links (audit/services/chain.py).

@@ -24,6 +24,8 @@ from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import MailAccount
 from accounts.services.caller import person
@@ -40,29 +42,38 @@ class CaseExportForm(forms.Form):
     case_reference = forms.CharField(
         max_length=case_export.MAX_CASE_REFERENCE_LENGTH,
         required=False,
-        help_text="Your own reference for the case; written into the manifest.",
+        label=_("Case reference"),
+        help_text=_("Your own reference for the case; written into the manifest."),
     )
     accounts = forms.ModelMultipleChoiceField(
         queryset=MailAccount.objects.order_by("account_id"),
         to_field_name="account_id",
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="None ticked: every account.",
+        label=_("Accounts"),
+        help_text=_("None ticked: every account."),
     )
     addresses = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
         required=False,
         max_length=case_export.MAX_ADDRESSES * (case_export.MAX_ADDRESS_LENGTH + 2),
-        help_text="A person: their addresses, one per line, matched as sender or any recipient. "
-        "Empty: anyone's mail.",
+        label=_("Addresses"),
+        help_text=_(
+            "A person: their addresses, one per line, matched as sender or any recipient. "
+            "Empty: anyone's mail."
+        ),
     )
     received_on_or_after = forms.DateField(
-        required=False, widget=forms.DateInput(attrs={"type": "date"}), help_text="From this day (UTC)."
+        label=_("Received on or after"),
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text=_("From this day (UTC)."),
     )
     received_before = forms.DateField(
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="Up to, not including, this day (UTC).",
+        label=_("Received before"),
+        help_text=_("Up to, not including, this day (UTC)."),
     )
 
     def address_list(self) -> list[str]:
@@ -158,7 +169,7 @@ class CaseExportAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # the generi
 
     # --- Columns -------------------------------------------------------------------------------
 
-    @admin.display(description="Status", ordering="status")
+    @admin.display(description=_("Status"), ordering="status")
     def status_badge(self, record: CaseExport) -> str:
         code = f" ({record.failure_code})" if record.failure_code else ""
         return format_html(
@@ -169,7 +180,7 @@ class CaseExportAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # the generi
             code,
         )
 
-    @admin.display(description="Progress")
+    @admin.display(description=_("Progress"))
     def progress_bar(self, record: CaseExport) -> str:
         return format_html(
             '<progress class="case-export-progress" data-export="{}" value="{}" max="100">{}%</progress> '
@@ -182,24 +193,24 @@ class CaseExportAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # the generi
             record.total_messages,
         )
 
-    @admin.display(description="Exported", ordering="exported_messages")
+    @admin.display(description=_("Exported"), ordering="exported_messages")
     def exported(self, record: CaseExport) -> int:
         return record.exported_messages
 
-    @admin.display(description="Missing", ordering="missing_messages")
+    @admin.display(description=_("Missing"), ordering="missing_messages")
     def missing(self, record: CaseExport) -> int:
         return record.missing_messages
 
-    @admin.display(description="Zip")
+    @admin.display(description=_("Zip"))
     def file_size(self, record: CaseExport) -> str:
         return filesizeformat(record.file_bytes) if record.file_bytes else ""
 
-    @admin.display(description="Download")
+    @admin.display(description=_("Download"))
     def download_link(self, record: CaseExport) -> str:
         if record.status != CaseExportStatus.DONE or not record.file_name:
             return ""
         url = reverse("admin:audit_caseexport_download", args=[record.id])
-        return format_html('<a class="case-export-download" href="{}">Download zip</a>', url)
+        return format_html('<a class="case-export-download" href="{}">{}</a>', url, gettext("Download zip"))
 
     # --- Pages ---------------------------------------------------------------------------------
 
@@ -236,12 +247,12 @@ class CaseExportAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # the generi
                 messages.error(request, str(error))
             else:
                 queue_export(record, list(selection.addresses))
-                messages.success(request, "Case export started; its progress shows below.")
+                messages.success(request, gettext("Case export started; its progress shows below."))
                 return HttpResponseRedirect(reverse("admin:audit_caseexport_changelist"))
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
-            "title": "Start a case export",
+            "title": gettext("Start a case export"),
             "form": form,
             "max_bytes": case_export.max_bytes(),
             "retention_days": case_export.retention_days(),

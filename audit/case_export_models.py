@@ -13,24 +13,27 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from mailfathom.core.labels import label_fields, label_model
 
 EXPORT_PERMISSION = "audit.export_case"
 
 
 class CaseExportStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-    REFUSED = "refused", "Refused"
-    EXPIRED = "expired", "Expired (file deleted)"
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    DONE = "done", _("Done")
+    FAILED = "failed", _("Failed")
+    REFUSED = "refused", _("Refused")
+    EXPIRED = "expired", _("Expired (file deleted)")
 
 
 class CaseExport(models.Model):
     """One case export, from the form that started it to its file's expiry."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    requested_by = models.CharField(max_length=200, help_text="User name of the compliance staff member.")
+    requested_by = models.CharField(max_length=200, help_text=_("User name of the compliance staff member."))
     requested_at = models.DateTimeField()
     case_reference = models.CharField(max_length=200, blank=True, default="")
     # The selection as given, addresses replaced by their keyed hashes (see module docstring).
@@ -48,10 +51,10 @@ class CaseExport(models.Model):
     progress_at = models.DateTimeField(null=True, blank=True)
     exported_messages = models.PositiveIntegerField(default=0)
     missing_messages = models.PositiveIntegerField(default=0)
-    selected_bytes = models.BigIntegerField(default=0, help_text="Stored raw bytes the selection holds.")
-    file_bytes = models.BigIntegerField(default=0, help_text="Size of the zip file.")
+    selected_bytes = models.BigIntegerField(default=0, help_text=_("Stored raw bytes the selection holds."))
+    file_bytes = models.BigIntegerField(default=0, help_text=_("Size of the zip file."))
     manifest_sha256 = models.CharField(max_length=64, blank=True, default="")
-    file_sha256 = models.CharField("zip SHA-256", max_length=64, blank=True, default="")
+    file_sha256 = models.CharField(_("zip SHA-256"), max_length=64, blank=True, default="")
     # The zip's name inside the case export folder (never a path a caller wrote).
     file_name = models.CharField(max_length=200, blank=True, default="")
     expires_at = models.DateTimeField(null=True, blank=True)
@@ -62,7 +65,7 @@ class CaseExport(models.Model):
 
     class Meta:
         app_label = "audit"
-        verbose_name = "case export"
+        verbose_name = _("case export")
         ordering = ["-requested_at"]
         permissions = [("export_case", "Can run and download case exports")]
 
@@ -76,3 +79,33 @@ class CaseExport(models.Model):
         if not self.total_messages:
             return 0
         return min(100, (100 * self.done_messages) // self.total_messages)
+
+
+# Labels Django derived from the field names, the same words made translatable without a
+# migration (mailfathom.core.labels says why); and the plural, which Django would build by
+# appending an "s" to the translated singular.
+label_model(CaseExport, _("case export"), _("case exports"))
+label_fields(
+    CaseExport,
+    id=_("id"),
+    requested_by=_("requested by"),
+    requested_at=_("requested at"),
+    case_reference=_("case reference"),
+    selection=_("selection"),
+    status=_("status"),
+    started_at=_("started at"),
+    finished_at=_("finished at"),
+    failure_code=_("failure code"),
+    total_messages=_("total messages"),
+    done_messages=_("done messages"),
+    exported_messages=_("exported messages"),
+    missing_messages=_("missing messages"),
+    selected_bytes=_("selected bytes"),
+    file_bytes=_("file bytes"),
+    manifest_sha256=_("manifest sha256"),
+    expires_at=_("expires at"),
+    file_deleted_at=_("file deleted at"),
+    downloads=_("downloads"),
+    last_downloaded_at=_("last downloaded at"),
+    last_downloaded_by=_("last downloaded by"),
+)

@@ -19,6 +19,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from audit.erasure_models import ErasureRequesterKind, ErasureRequestRecord, ErasureStatus
 from audit.services.erasure import (
@@ -32,22 +34,34 @@ from mailbox.services.erasure import KINDS, MAX_ADDRESS_LENGTH, MAX_ADDRESSES
 from mailfathom.core.errors import MailFathomError
 
 EXECUTE_PERMISSION = "audit.execute_erasurerequestrecord"
+# The column headings of the preview on the execution page, one per kind of row counted.
+KIND_HEADINGS = {
+    "emails": _("emails"),
+    "raw_messages": _("raw messages"),
+    "attachments": _("attachments"),
+    "participants": _("participants"),
+    "passages": _("passages"),
+    "repair_requests": _("repair requests"),
+}
 
 
 class ExecuteErasureForm(forms.Form):
     addresses = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4, "autocomplete": "off"}),
         max_length=MAX_ADDRESSES * (MAX_ADDRESS_LENGTH + 2),
-        help_text="The same addresses the request was made for, one per line.",
+        label=_("Addresses"),
+        help_text=_("The same addresses the request was made for, one per line."),
     )
     accounts_only = forms.BooleanField(
-        label="Suppress the erased mail only in the accounts it is erased from",
+        label=_("Suppress the erased mail only in the accounts it is erased from"),
         required=False,
-        help_text="Unticked: the erased messages are kept out of every account of the deployment. "
-        "Starts as the request asked.",
+        help_text=_(
+            "Unticked: the erased messages are kept out of every account of the deployment. "
+            "Starts as the request asked."
+        ),
     )
     confirm = forms.BooleanField(
-        label="I understand that the matched mail is erased from MailFathom for good.", required=True
+        label=_("I understand that the matched mail is erased from MailFathom for good."), required=True
     )
 
     def address_list(self) -> list[str]:
@@ -95,29 +109,31 @@ class ErasureRequestRecordAdmin(ReadOnly, admin.ModelAdmin):
             actions.pop("abandon", None)
         return actions
 
-    @admin.display(description="Would erase (preview)")
+    @admin.display(description=_("Would erase (preview)"))
     def preview_table(self, record: ErasureRequestRecord) -> str:
         rows = [
             (counts.account_id, ", ".join(f"{getattr(counts, k)} {k.replace('_', ' ')}" for k in KINDS))
             for counts in preview_counts(record)
         ]
         if not rows:
-            return "No stored email matched."
+            return gettext("No stored email matched.")
         return format_html_join("", "<div>{}: {}</div>", rows)
 
-    @admin.display(description="Statement and execution")
+    @admin.display(description=_("Statement and execution"))
     def links(self, record: ErasureRequestRecord) -> str:
         statement = reverse("audit:erasure-statement", args=[record.id])
         if record.status != ErasureStatus.PREVIEWED:
-            return format_html('<a href="{}">Printable statement</a>', statement)
+            return format_html('<a href="{}">{}</a>', statement, gettext("Printable statement"))
         execute = reverse("admin:audit_erasurerequestrecord_execute", args=[record.id])
         return format_html(
-            '<a href="{}">Printable statement</a> · <a href="{}">Execute this request…</a>',
+            '<a href="{}">{}</a> · <a href="{}">{}</a>',
             statement,
+            gettext("Printable statement"),
             execute,
+            gettext("Execute this request…"),
         )
 
-    @admin.action(description="Abandon the selected requests (previewed ones only)")
+    @admin.action(description=_("Abandon the selected requests (previewed ones only)"))
     def abandon(self, request: HttpRequest, queryset: QuerySet[ErasureRequestRecord]) -> None:
         if not request.user.has_perm(EXECUTE_PERMISSION):
             raise PermissionDenied
@@ -125,7 +141,13 @@ class ErasureRequestRecordAdmin(ReadOnly, admin.ModelAdmin):
         for record_id in queryset.filter(status=ErasureStatus.PREVIEWED).values_list("pk", flat=True):
             abandon_erasure_request(record_id)
             abandoned += 1
-        self.message_user(request, f"{abandoned} erasure requests abandoned.")
+        self.message_user(
+            request,
+            ngettext(
+                "%(count)d erasure request abandoned.", "%(count)d erasure requests abandoned.", abandoned
+            )
+            % {"count": abandoned},
+        )
 
     def get_urls(self) -> list[URLPattern]:
         own = [
@@ -159,7 +181,13 @@ class ErasureRequestRecordAdmin(ReadOnly, admin.ModelAdmin):
                 messages.error(request, str(error))
             else:
                 messages.success(
-                    request, f"Erasure request executed: {statement.total('emails')} emails erased."
+                    request,
+                    ngettext(
+                        "Erasure request executed: %(count)d email erased.",
+                        "Erasure request executed: %(count)d emails erased.",
+                        statement.total("emails"),
+                    )
+                    % {"count": statement.total("emails")},
                 )
                 return HttpResponseRedirect(reverse("audit:erasure-statement", args=[record.id]))
             # Never render the typed addresses back into the page.
@@ -167,10 +195,10 @@ class ErasureRequestRecordAdmin(ReadOnly, admin.ModelAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
-            "title": "Execute erasure request",
+            "title": gettext("Execute erasure request"),
             "record": record,
             "preview": preview_counts(record),
-            "kinds": [kind.replace("_", " ") for kind in KINDS],
+            "kinds": [KIND_HEADINGS.get(kind, kind.replace("_", " ")) for kind in KINDS],
             "form": form,
         }
         return TemplateResponse(request, "audit/erasure_execute.html", context)

@@ -19,6 +19,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import MailAccount
 from audit.hold_models import HoldRequesterKind, LegalHold
@@ -44,13 +46,15 @@ class PlaceHoldForm(forms.ModelForm):
         queryset=MailAccount.objects.order_by("account_id"),
         to_field_name="account_id",
         required=False,
-        help_text="For an account hold, the accounts held; for a case, the accounts it is limited to.",
+        label=_("Accounts"),
+        help_text=_("For an account hold, the accounts held; for a case, the accounts it is limited to."),
     )
     addresses = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4, "autocomplete": "off"}),
         required=False,
         max_length=MAX_ADDRESSES * (MAX_ADDRESS_LENGTH + 2),
-        help_text=(
+        label=_("Addresses"),
+        help_text=_(
             "For a person hold, the person's addresses; for a case, its participants. One per "
             "line. Kept only as keyed hashes: they cannot be read back."
         ),
@@ -87,13 +91,13 @@ class PlaceHoldForm(forms.ModelForm):
 
 class ReleaseHoldForm(forms.Form):
     reason = forms.CharField(
-        label="Why the hold is released",
+        label=_("Why the hold is released"),
         widget=forms.Textarea(attrs={"rows": 3}),
         max_length=MAX_REASON_LENGTH,
-        help_text="Kept on the hold's record. No mail content, no addresses.",
+        help_text=_("Kept on the hold's record. No mail content, no addresses."),
     )
     confirm = forms.BooleanField(
-        label="I understand that retention, erasure and deletion apply to this mail again.", required=True
+        label=_("I understand that retention, erasure and deletion apply to this mail again."), required=True
     )
 
 
@@ -162,16 +166,16 @@ class LegalHoldAdmin(admin.ModelAdmin):
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         return None  # no relations; the form's extra fields were read by save_model
 
-    @admin.display(description="Addresses held (hashes)")
+    @admin.display(description=_("Addresses held (hashes)"))
     def address_count(self, hold: LegalHold) -> int:
         return len(hold.address_hashes)
 
-    @admin.display(description="Release")
+    @admin.display(description=_("Release"))
     def release_link(self, hold: LegalHold) -> str:
         if not hold.is_active:
-            return "Released."
+            return gettext("Released.")
         url = reverse("admin:audit_legalhold_release", args=[hold.id])
-        return format_html('<a href="{}">Release this hold…</a>', url)
+        return format_html('<a href="{}">{}</a>', url, gettext("Release this hold…"))
 
     def get_urls(self) -> list[URLPattern]:
         own = [
@@ -198,12 +202,12 @@ class LegalHoldAdmin(admin.ModelAdmin):
             except MailFathomError as error:
                 messages.error(request, str(error))
             else:
-                messages.success(request, f"Legal hold '{hold.name}' released.")
+                messages.success(request, gettext("Legal hold '%(name)s' released.") % {"name": hold.name})
                 return HttpResponseRedirect(reverse("admin:audit_legalhold_change", args=[hold.id]))
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
-            "title": "Release legal hold",
+            "title": gettext("Release legal hold"),
             "hold": hold,
             "form": form,
         }

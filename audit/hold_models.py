@@ -15,18 +15,21 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from mailfathom.core.labels import label_fields, label_model
 
 
 class HoldScope(models.TextChoices):
-    ACCOUNT = "account", "Accounts"
-    PERSON = "person", "Person (addresses)"
-    CASE = "case", "Case (accounts, received range, participants)"
+    ACCOUNT = "account", _("Accounts")
+    PERSON = "person", _("Person (addresses)")
+    CASE = "case", _("Case (accounts, received range, participants)")
 
 
 class HoldRequesterKind(models.TextChoices):
-    USER = "user", "User"
-    API_TOKEN = "api_token", "API token"
-    COMMAND = "command", "Management command"
+    USER = "user", _("User")
+    API_TOKEN = "api_token", _("API token")
+    COMMAND = "command", _("Management command")
 
 
 class LegalHoldQuerySet(models.QuerySet["LegalHold"]):
@@ -40,29 +43,32 @@ class LegalHold(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(
-        max_length=200, help_text="How compliance staff refer to the hold (a matter name)."
+        max_length=200, help_text=_("How compliance staff refer to the hold (a matter name).")
     )
     reason = models.TextField(
-        max_length=2000, help_text="Why the mail is held: the matter, not its mail (no content, no address)."
+        max_length=2000,
+        help_text=_("Why the mail is held: the matter, not its mail (no content, no address)."),
     )
     scope = models.CharField(max_length=16, choices=HoldScope.choices)
     # Identifiers as text, as erasure requests keep them: the record outlives the accounts.
     account_ids = models.JSONField(
-        "accounts",
+        _("accounts"),
         default=list,
         blank=True,
-        help_text="Account identifiers; for a case, empty means every account.",
+        help_text=_("Account identifiers; for a case, empty means every account."),
     )
     address_hashes = models.JSONField(
         default=list,
         blank=True,
-        help_text="Keyed hashes (HMAC-SHA256) of the addresses, sorted: never an address.",
+        help_text=_("Keyed hashes (HMAC-SHA256) of the addresses, sorted: never an address."),
     )
     received_on_or_after = models.DateTimeField(null=True, blank=True)
     received_before = models.DateTimeField(null=True, blank=True)
-    created_by = models.CharField("placed by", max_length=200)
-    created_by_kind = models.CharField("placed by (kind)", max_length=16, choices=HoldRequesterKind.choices)
-    created_at = models.DateTimeField("placed at")
+    created_by = models.CharField(_("placed by"), max_length=200)
+    created_by_kind = models.CharField(
+        _("placed by (kind)"), max_length=16, choices=HoldRequesterKind.choices
+    )
+    created_at = models.DateTimeField(_("placed at"))
     released_by = models.CharField(max_length=200, blank=True, default="")
     released_by_kind = models.CharField(
         max_length=16, choices=HoldRequesterKind.choices, blank=True, default=""
@@ -74,7 +80,7 @@ class LegalHold(models.Model):
 
     class Meta:
         app_label = "audit"
-        verbose_name = "legal hold"
+        verbose_name = _("legal hold")
         ordering = ["-created_at"]
         permissions = [("manage_legalhold", "Can place and release legal holds")]
         constraints = [
@@ -99,3 +105,23 @@ class LegalHold(models.Model):
     @property
     def is_active(self) -> bool:
         return self.released_at is None
+
+
+# Labels Django derived from the field names, the same words made translatable without a
+# migration (mailfathom.core.labels says why); the plural too, which Django would otherwise
+# build by appending an "s" to the translated singular.
+label_model(LegalHold, _("legal hold"), _("legal holds"))
+label_fields(
+    LegalHold,
+    id=_("id"),
+    name=_("name"),
+    reason=_("reason"),
+    scope=_("scope"),
+    address_hashes=_("address hashes"),
+    received_on_or_after=_("received on or after"),
+    received_before=_("received before"),
+    released_by=_("released by"),
+    released_by_kind=_("released by kind"),
+    released_at=_("released at"),
+    release_reason=_("release reason"),
+)

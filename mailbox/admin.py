@@ -23,8 +23,8 @@ from mailbox.models import Email, Folder
 from mailbox.sync.folder_state import record_interrupted_runs
 from mailfathom.core import instants
 
-NEVER = "never"
-UNMAPPED = "(unmapped)"
+NEVER = _("never")
+UNMAPPED = _("(unmapped)")
 
 
 @admin.register(Folder)
@@ -69,24 +69,27 @@ class FolderAdmin(PeopleScoped, ReadOnlyAdmin):
         record_interrupted_runs()  # a run that died says so wherever the folder is read
         return super().get_queryset(request).annotate(message_count=Count("emails"))
 
-    @admin.display(description="alias", ordering="mapping__alias")
+    @admin.display(description=_("alias"), ordering="mapping__alias")
     def alias(self, obj: Folder) -> str:
-        return obj.mapping.alias if obj.mapping is not None else UNMAPPED
+        return obj.mapping.alias if obj.mapping is not None else str(UNMAPPED)
 
-    @admin.display(description="last committed", ordering="last_committed_at")
+    @admin.display(description=_("last committed"), ordering="last_committed_at")
     def last_committed(self, obj: Folder) -> str:
         # To the second and as an age: a run that found nothing still visibly moves it.
-        return instants.stamp(obj.last_committed_at, never=NEVER)
+        return instants.stamp(obj.last_committed_at, never=str(NEVER))
 
-    @admin.display(description="last failure", ordering="last_failure_at")
+    @admin.display(description=_("last failure"), ordering="last_failure_at")
     def last_failure(self, obj: Folder) -> str:
         if obj.last_failure_code is None:
             return "-"
         if obj.last_failure_at is None:
             return str(obj.last_failure_code)
-        return f"{obj.last_failure_code} at {instants.to_the_second(obj.last_failure_at)}"
+        return gettext("%(code)s at %(time)s") % {
+            "code": obj.last_failure_code,
+            "time": instants.to_the_second(obj.last_failure_at),
+        }
 
-    @admin.display(description="messages", ordering="message_count")
+    @admin.display(description=_("messages"), ordering="message_count")
     def message_count(self, obj: Folder) -> int:
         return obj.message_count  # type: ignore[attr-defined]  # annotated by get_queryset (Count of emails)
 
@@ -96,20 +99,27 @@ class FolderAdmin(PeopleScoped, ReadOnlyAdmin):
         held = obj.lease_expires_at is not None and obj.lease_expires_at > timezone.now()
         return gettext("in use by a run") if held else gettext("free")
 
-    @admin.display(description="interrupted run")
+    @admin.display(description=_("interrupted run"))
     def interrupted(self, obj: Folder) -> str:
         if obj.interrupted_at is None or not obj.interruption_pending:  # pending implies a time
             return "-"
-        server = f" of {obj.interrupted_server}" if obj.interrupted_server is not None else ""
-        return (
-            f"last seen {instants.to_the_second(obj.interrupted_at)}, {obj.interrupted_stored}{server} stored"
-        )
+        seen = instants.to_the_second(obj.interrupted_at)
+        if obj.interrupted_server is None:
+            return gettext("last seen %(time)s, %(stored)s stored") % {
+                "time": seen,
+                "stored": obj.interrupted_stored,
+            }
+        return gettext("last seen %(time)s, %(stored)s of %(server)s stored") % {
+            "time": seen,
+            "stored": obj.interrupted_stored,
+            "server": obj.interrupted_server,
+        }
 
     def has_sync_permission(self, request: HttpRequest) -> bool:
         # Starting a run is an operation on the account, so it takes the account's permission.
         return request.user.has_perm("accounts.change_mailaccount")
 
-    @admin.action(description="Synchronize now", permissions=["sync"])
+    @admin.action(description=_("Synchronize now"), permissions=["sync"])
     def synchronize_now(self, request: HttpRequest, queryset: QuerySet[Folder]) -> None:
         """Queue one forced run per distinct account of the selected folders, after commit."""
         queued = tasks.queue_synchronization(queryset.values_list("account_id", flat=True))

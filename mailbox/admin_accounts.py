@@ -21,7 +21,8 @@ from django.template.loader import render_to_string
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from django.utils.translation import ngettext
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from accounts.admin import MailAccountAdmin
 from accounts.models import MailAccount
@@ -33,8 +34,8 @@ if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
     from django.contrib.admin.options import _FieldsetSpec
 
 NOT_READY = {
-    "no-mapping": "{name} has no mapped folder yet: use “Test connection and map folders” first.",
-    "disabled": "{name} is not served or its synchronization is off, so no run was queued.",
+    "no-mapping": _("%(name)s has no mapped folder yet: use “Test connection and map folders” first."),
+    "disabled": _("%(name)s is not served or its synchronization is off, so no run was queued."),
 }
 
 
@@ -83,18 +84,18 @@ class SynchronizedMailAccountAdmin(MailAccountAdmin):
             found = obj.sync_status = account_status(obj.pk)  # type: ignore[attr-defined]  # cached on the instance for the page
         return found
 
-    @admin.display(description="state")
+    @admin.display(description=_("state"))
     def sync_state(self, obj: MailAccount) -> SafeString | str:
         status = self._status(obj)
         if status is None:
             return "–"
         return format_html('<span class="sync-state" data-state="{}">{}</span>', status.state, status.state)
 
-    @admin.display(description="last sync")
+    @admin.display(description=_("last sync"))
     def last_sync(self, obj: MailAccount) -> SafeString | str:
         status = self._status(obj)
         if status is None or status.last_committed_at is None:
-            return "never"
+            return gettext("never")
         return format_html(
             '<time datetime="{}" title="{}">{}</time>',
             status.last_committed_at.isoformat(),
@@ -102,7 +103,7 @@ class SynchronizedMailAccountAdmin(MailAccountAdmin):
             instants.relative(status.last_committed_at),
         )
 
-    @admin.display(description="stored / server")
+    @admin.display(description=_("stored / server"))
     def messages(self, obj: MailAccount) -> SafeString | str:
         status = self._status(obj)
         if status is None:
@@ -116,11 +117,11 @@ class SynchronizedMailAccountAdmin(MailAccountAdmin):
             server,
         )
 
-    @admin.display(description="mode", ordering="sync_mode")
+    @admin.display(description=_("mode"), ordering="sync_mode")
     def mode(self, obj: MailAccount) -> str:
         return obj.sync_mode  # "polling" or "push": the long label would widen the column
 
-    @admin.display(description="last error")
+    @admin.display(description=_("last error"))
     def last_error(self, obj: MailAccount) -> str:
         status = self._status(obj)
         return status.failure_sentence if status and status.failure_sentence else "–"
@@ -131,13 +132,13 @@ class SynchronizedMailAccountAdmin(MailAccountAdmin):
         fieldsets = super().get_fieldsets(request, obj)
         if obj is None:
             return fieldsets
-        return [("Synchronization status", {"fields": ["synchronization_status"]}), *fieldsets]
+        return [(_("Synchronization status"), {"fields": ["synchronization_status"]}), *fieldsets]
 
     def get_readonly_fields(self, request: HttpRequest, obj: MailAccount | None = None) -> list[str]:
         fields = super().get_readonly_fields(request, obj)
         return [*fields, "synchronization_status"] if obj is not None else fields
 
-    @admin.display(description="Status")
+    @admin.display(description=_("Status"))
     def synchronization_status(self, obj: MailAccount) -> SafeString:
         status = self._status(obj)
         return render_to_string(
@@ -184,7 +185,7 @@ class SynchronizedMailAccountAdmin(MailAccountAdmin):
     def has_sync_permission(self, request: HttpRequest) -> bool:
         return self.has_change_permission(request)
 
-    @admin.action(description="Synchronize now", permissions=["sync"])
+    @admin.action(description=_("Synchronize now"), permissions=["sync"])
     def synchronize_now(self, request: HttpRequest, queryset: QuerySet[MailAccount]) -> None:
         self._queue(request, list(queryset))
 
@@ -194,7 +195,7 @@ class SynchronizedMailAccountAdmin(MailAccountAdmin):
         for account in accounts:
             reason = readiness(account, statuses.get(account.pk))
             if reason:
-                self.message_user(request, NOT_READY[reason].format(name=account), messages.WARNING)
+                self.message_user(request, NOT_READY[reason] % {"name": account}, messages.WARNING)
             else:
                 ready.append(account.pk)
         if not ready:

@@ -44,10 +44,10 @@ if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
 
 
 MAIL_CONTENT_PERMISSION = "mailbox.view_mail_content"
-UNMAPPED = "(unmapped)"
+UNMAPPED = _("(unmapped)")
 SUBJECT_CHARACTERS = 90
 SENDER_CHARACTERS = 48
-NO_SUBJECT = "(no subject)"
+NO_SUBJECT = _("(no subject)")
 # Columns of mail content, never loaded for a list or page that does not show them.
 CONTENT_COLUMNS = ("subject", "sender_address", "sender_name", "message_id", "in_reply_to", "text_body")
 # Never shown and costly to load per row: the generated index column and the references.
@@ -99,7 +99,7 @@ def _cut(text: str, characters: int) -> str:
 class FolderFilter(admin.SimpleListFilter):
     """Mapped folders by account and alias; narrowed to the account chosen in its own filter."""
 
-    title = "folder"
+    title = _("folder")
     parameter_name = "folder"
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
@@ -225,32 +225,32 @@ class EmailAdmin(PeopleScoped, ReadOnlyAdmin):
 
     # --- columns ------------------------------------------------------------------------
 
-    @admin.display(description="received", ordering="received_at")
+    @admin.display(description=_("received"), ordering="received_at")
     def received(self, obj: Email) -> str:
         return formats.date_format(timezone.localtime(obj.received_at), "Y-m-d H:i")
 
-    @admin.display(description="folder", ordering="folder__mapping__alias")
+    @admin.display(description=_("folder"), ordering="folder__mapping__alias")
     def folder_alias(self, obj: Email) -> str:
         mapping = obj.folder.mapping
-        return mapping.alias if mapping is not None else UNMAPPED
+        return mapping.alias if mapping is not None else str(UNMAPPED)
 
-    @admin.display(description="size", ordering="size_bytes")
+    @admin.display(description=_("size"), ordering="size_bytes")
     def size(self, obj: Email) -> str:
         return filesizeformat(obj.size_bytes)
 
-    @admin.display(description="flags")
+    @admin.display(description=_("flags"))
     def flag_names(self, obj: Email) -> str:
         return " ".join(flag.lstrip("\\") for flag in obj.flags) or "-"
 
-    @admin.display(description="subject", ordering="subject")
+    @admin.display(description=_("subject"), ordering="subject")
     def subject_line(self, obj: Email) -> str:
         subject = obj.subject.strip()
         # The list's style narrows the cell further with an ellipsis; hovering shows the whole.
         return format_html(
-            '<span title="{}">{}</span>', subject, _cut(subject, SUBJECT_CHARACTERS) or NO_SUBJECT
+            '<span title="{}">{}</span>', subject, _cut(subject, SUBJECT_CHARACTERS) or str(NO_SUBJECT)
         )
 
-    @admin.display(description="from", ordering="sender_address")
+    @admin.display(description=_("from"), ordering="sender_address")
     def sender(self, obj: Email) -> str:
         if obj.sender_name and obj.sender_address:
             shown = f"{obj.sender_name} <{obj.sender_address}>"
@@ -308,7 +308,7 @@ class EmailAdmin(PeopleScoped, ReadOnlyAdmin):
             return f"{obj.sender_name} <{obj.sender_address}>"
         return obj.sender_name or obj.sender_address or "-"
 
-    @admin.display(description="recipients")
+    @admin.display(description=_("recipients"))
     def recipients(self, obj: Email) -> str:
         rows = Participant.objects.filter(email=obj).order_by("role", "position")
         return (
@@ -319,7 +319,7 @@ class EmailAdmin(PeopleScoped, ReadOnlyAdmin):
             or "-"
         )
 
-    @admin.display(description="plain-text body")
+    @admin.display(description=_("plain-text body"))
     def body(self, obj: Email) -> str:
         if not obj.text_body:
             return "-"

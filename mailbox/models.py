@@ -15,6 +15,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models.functions import Coalesce, Greatest
+from django.utils.translation import gettext_lazy as _
 from pgvector.django import VectorField
 
 from accounts.models import FolderMapping, MailAccount
@@ -25,6 +26,7 @@ from mailbox.attachment_text_models import AttachmentOutcome as AttachmentOutcom
 from mailbox.attachment_text_models import AttachmentText as AttachmentText
 from mailbox.ids import uuid7
 from mailbox.lexical import indexed_length, lexical_document
+from mailfathom.core.labels import label_fields, label_model
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -101,10 +103,10 @@ class Folder(models.Model):
     )
     remote_name = models.CharField(max_length=1000)
     uidvalidity = models.BigIntegerField(null=True, blank=True)
-    highest_uid = models.BigIntegerField(default=0, help_text="Highest UID whose batch is committed.")
+    highest_uid = models.BigIntegerField(default=0, help_text=_("Highest UID whose batch is committed."))
     highest_modseq = models.BigIntegerField(null=True, blank=True)
     last_committed_at = models.DateTimeField(
-        null=True, blank=True, help_text="When synchronization last committed progress; empty: never."
+        null=True, blank=True, help_text=_("When synchronization last committed progress; empty: never.")
     )
     last_failure_code = models.PositiveIntegerField(null=True, blank=True)
     last_failure_at = models.DateTimeField(null=True, blank=True)
@@ -119,7 +121,7 @@ class Folder(models.Model):
     # server's count when the folder was last opened, when that run began, and how many
     # messages it has stored so far (advanced with each committed batch).
     server_message_count = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Messages the server reported (EXISTS) when last opened."
+        null=True, blank=True, help_text=_("Messages the server reported (EXISTS) when last opened.")
     )
     run_started_at = models.DateTimeField(null=True, blank=True)
     run_stored = models.PositiveIntegerField(default=0)
@@ -163,15 +165,15 @@ class Folder(models.Model):
 
 
 class Availability(models.TextChoices):
-    AVAILABLE = "available", "Available"
-    EXCEEDED_SIZE_LIMIT = "exceededSizeLimit", "Exceeded the size limit"
-    AWAITING_STORAGE_HEADROOM = "awaitingStorageHeadroom", "Awaiting storage headroom"
-    ENCRYPTED = "encryptedNotReadableLocally", "Encrypted, not readable locally"
+    AVAILABLE = "available", _("Available")
+    EXCEEDED_SIZE_LIMIT = "exceededSizeLimit", _("Exceeded the size limit")
+    AWAITING_STORAGE_HEADROOM = "awaitingStorageHeadroom", _("Awaiting storage headroom")
+    ENCRYPTED = "encryptedNotReadableLocally", _("Encrypted, not readable locally")
 
 
 class Direction(models.TextChoices):
-    INCOMING = "incoming", "Incoming"
-    OUTGOING = "outgoing", "Outgoing"
+    INCOMING = "incoming", _("Incoming")
+    OUTGOING = "outgoing", _("Outgoing")
 
 
 def thread_keys_expression() -> models.Func:
@@ -277,10 +279,10 @@ class Email(models.Model):
     references = ArrayField(models.CharField(max_length=998), default=list, blank=True)
     subject = models.TextField(blank=True, default="")
     sent_at = models.DateTimeField(null=True, blank=True)
-    received_at = models.DateTimeField(help_text="INTERNALDATE: when the server received it.")
+    received_at = models.DateTimeField(help_text=_("INTERNALDATE: when the server received it."))
     sender_address = models.CharField(max_length=320, blank=True, default="")
     sender_name = models.CharField(max_length=998, blank=True, default="")
-    size_bytes = models.BigIntegerField(help_text="RFC822.SIZE as the server reported it.")
+    size_bytes = models.BigIntegerField(help_text=_("RFC822.SIZE as the server reported it."))
 
     flags = ArrayField(models.CharField(max_length=256), default=list, blank=True)
     flags_observed = models.BooleanField(default=False)
@@ -316,7 +318,7 @@ class Email(models.Model):
     )
     parse_defects = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     text_body = models.TextField(blank=True, default="")
-    embedded = models.BooleanField(default=False, help_text="Whether the active profile has its passages.")
+    embedded = models.BooleanField(default=False, help_text=_("Whether the active profile has its passages."))
     # Sender and recipient names and addresses, space-joined at storing time, so the lexical
     # index can be a generated column of this one row.
     participants_text = models.TextField(blank=True, default="")
@@ -598,3 +600,47 @@ class DownloadDay(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day}: {self.downloaded_bytes} bytes"
+
+
+# Labels Django derived from the field and model names, the same words made translatable
+# without a migration (mailfathom.core.labels says why).
+label_model(Folder, _("folder"), _("folders"))
+label_model(Email, _("email"), _("emails"))
+label_fields(
+    Folder,
+    account=_("account"),
+    mapping=_("mapping"),
+    remote_name=_("remote name"),
+    uidvalidity=_("uidvalidity"),
+    highest_uid=_("highest uid"),
+    highest_modseq=_("highest modseq"),
+    last_committed_at=_("last committed at"),
+    last_failure_code=_("last failure code"),
+    last_failure_at=_("last failure at"),
+    consecutive_failures=_("consecutive failures"),
+    backoff_until=_("backoff until"),
+    lease_expires_at=_("lease expires at"),
+    interrupted_at=_("interrupted at"),
+    interrupted_stored=_("interrupted stored"),
+    interrupted_server=_("interrupted server"),
+)
+label_fields(
+    Email,
+    account=_("account"),
+    message_id=_("message id"),
+    subject=_("subject"),
+    sent_at=_("sent at"),
+    received_at=_("received at"),
+    size_bytes=_("size bytes"),
+    flags=_("flags"),
+    flags_observed_at=_("flags observed at"),
+    direction=_("direction"),
+    is_bulk=_("is bulk"),
+    attachment_count=_("attachment count"),
+    inline_count=_("inline count"),
+    attachment_total_bytes=_("attachment total bytes"),
+    encrypted=_("encrypted"),
+    unverified_signature=_("unverified signature"),
+    availability=_("availability"),
+    synced_at=_("synced at"),
+)

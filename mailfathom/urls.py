@@ -6,6 +6,7 @@
 from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
 from django.urls import include, path
+from django.utils.translation import gettext_lazy as _
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -14,7 +15,7 @@ from mailfathom import views
 from mailfathom.login_throttle import ThrottledAdminLoginForm
 from mailfathom.status import views as status_views
 
-admin.site.site_header = "MailFathom administration"
+admin.site.site_header = _("MailFathom administration")
 admin.site.site_title = "MailFathom"
 # Failed logins are counted per user name and per address (docs/operations/deployment.md).
 admin.site.login_form = ThrottledAdminLoginForm

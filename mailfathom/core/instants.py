@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from django.utils import timezone
+from django.utils.translation import gettext
 
 MAX_INSTANT_LENGTH = 64  # counted before parsing; a real ISO 8601 instant is at most 32
 
@@ -62,8 +63,8 @@ def relative(moment: datetime, now: datetime | None = None) -> str:
     now = now or timezone.now()
     seconds = (now - moment).total_seconds()
     if seconds >= 0:
-        return f"{duration(seconds)} ago"
-    return f"in {duration(-seconds)}"
+        return gettext("%(duration)s ago") % {"duration": duration(seconds)}
+    return gettext("in %(duration)s") % {"duration": duration(-seconds)}
 
 
 def stamp(moment: datetime | None, now: datetime | None = None, *, never: str = "never") -> str:
