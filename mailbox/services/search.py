@@ -64,13 +64,13 @@ MAX_ATTACHMENT_MATCHES = 3
 # Each ranking contributes this many candidates to the fusion. How they combine was
 # chosen by 5-fold cross-validation on the corpus's reply pairs with the default embedder
 # over each email's own words (bench/retrieval.py; docs/benchmarks.md): weighted
-# reciprocal rank fusion, k 10, a vector rank weighing 0.6 of a lexical one (chosen by
-# three folds of five; the other two chose the scaled scores with vector weight 0.5, 0.006
-# lower over all pairs). "scores" fuses each ranking's own scores scaled to 0..1 instead.
+# reciprocal rank fusion, k 10, a vector rank weighing 0.4 of a lexical one, chosen by MRR
+# together with the reranking factors (mailbox.services.reranking) by three folds of five.
+# "scores" fuses each ranking's own scores scaled to 0..1 instead.
 FUSION_DEPTH = 100
 RRF_K = 10
 LEXICAL_WEIGHT = 1.0
-VECTOR_WEIGHT = 0.6
+VECTOR_WEIGHT = 0.4
 FUSION_METHOD = "rrf"
 # A result the vector ranking found but no query word matched ("semantic") is a hit only
 # if it is close enough to the query: at least this cosine similarity under the model that
@@ -323,8 +323,10 @@ def rank(
     facts = candidate_facts(candidates, ids)  # read once: received times and what reranking needs
     received = {email_id: fact.received_at for email_id, fact in facts.items()}
     fusion = Fusion.for_model(profile.model)
-    before = fuse(lexical, semantic, received, limit, fusion).ranked
-    quoted = quoting([email_id for email_id, _, _ in before], words)
+    quoted: set[str] = set()
+    if fusion.reranking.quoting_factor < 1.0:  # else no body is read for it
+        before = fuse(lexical, semantic, received, limit, fusion).ranked
+        quoted = quoting([email_id for email_id, _, _ in before], words)
     fused = fuse(
         lexical, semantic, received, limit, fusion, facts=facts, author=author_address, quoting_ids=quoted
     )
@@ -340,10 +342,15 @@ def _lexical_only(
     candidates: EmailQuerySet, lexical: list[LexicalHit], limit: int, author_address: str | None, words: str
 ) -> list[tuple[str, float, str]]:
     order = [(hit.email_id, hit.score) for hit in lexical]
-    quoted = quoting([email_id for email_id, _ in order[:limit]], words)
+    reranking = Reranking()
+    quoted = (
+        quoting([email_id for email_id, _ in order[:limit]], words)
+        if reranking.quoting_factor < 1.0
+        else set()
+    )
     facts = with_quoting(candidate_facts(candidates, [hit.email_id for hit in lexical]), order, quoted, limit)
     kinds = {hit.email_id: "exact" if hit.exact else "stemmed" for hit in lexical}
-    order = rerank(order, facts, author_address, Reranking())
+    order = rerank(order, facts, author_address, reranking)
     return [(email_id, score, kinds[email_id]) for email_id, score in order[:limit]]
 
 
