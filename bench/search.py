@@ -810,7 +810,28 @@ VARIANTS: dict[str, dict[str, object]] = {
     "posting budget 2,000 (POSTING_BUDGET)": {"POSTING_BUDGET": 2000},
     "300 candidates at depth 100 (PRESELECT_PER_RESULT=3)": {"PRESELECT_PER_RESULT": 3},
     "analysed words not kept (no cache)": {"_words_cache": None},
+    # The ranking as it was before reranking by author, thread, junk, bulk and quoting, through
+    # mailbox.services.search's own seams: received times read alone, no bodies read for
+    # quotations, a lexical-only search reading only its window and reranking nothing.
+    "before reranking": {
+        "search.candidate_facts": lambda candidates, ids: _received_only(candidates, ids),
+        "search.quoting": lambda ids, query: set(),
+        "search.LEXICAL_RERANK_DEPTH": 0,
+        "search._lexical_only": lambda candidates, lexical, limit, author, words: [
+            (hit.email_id, hit.score, "exact" if hit.exact else "stemmed") for hit in lexical[:limit]
+        ],
+    },
 }
+
+
+def _received_only(candidates, ids) -> dict:
+    """The one query search made before reranking (received times), as neutral facts."""
+    from mailbox.services.reranking import Facts
+
+    return {
+        str(email_id): Facts(received_at=moment, sender_address="", thread_id=None, unwanted=False)
+        for email_id, moment in candidates.filter(id__in=list(ids)).values_list("id", "received_at")
+    }
 
 
 class _Forgetful(dict):
@@ -818,23 +839,37 @@ class _Forgetful(dict):
         return None
 
 
-def measure_variants(pool: list[PoolMessage], each: int, seed: int, rounds: int = 2) -> None:
-    """Each VARIANT in both modes, interleaved round by round; per query the best of the rounds."""
-    from mailbox.services import lexical_search
+def measure_variants(
+    pool: list[PoolMessage], each: int, seed: int, rounds: int = 2, named: str | None = None
+) -> None:
+    """Each VARIANT in both modes, interleaved round by round; per query the best of the rounds.
+
+    `named`: only the default and the variants whose names start with it.
+    """
+    from mailbox.services import lexical_search, search
     from mailbox.services.search import search_emails
+
+    variants = {
+        name: changes
+        for name, changes in VARIANTS.items()
+        if name == "default" or not named or name.startswith(named)
+    }
 
     queries = make_queries(pool, each, random.Random(seed))  # noqa: S311
     for mode, provider in (("lexical", "none"), ("hybrid", HYBRID_PROVIDER)):
         set_provider(provider)
         for query in queries:  # warm-up
             search_emails(query.text, result_limit=RESULT_LIMIT)
-        best: dict[str, list[float]] = {name: [math.inf] * len(queries) for name in VARIANTS}
+        best: dict[str, list[float]] = {name: [math.inf] * len(queries) for name in variants}
         with LOAD.phase(f"variants, {mode}"):
             for _ in range(rounds):
-                for name, changes in VARIANTS.items():
-                    saved = {key: getattr(lexical_search, key) for key in changes}
+                for name, changes in variants.items():
+                    # A name "search.X" is a constant of mailbox.services.search, else of lexical_search.
+                    owners = {key: search if key.startswith("search.") else lexical_search for key in changes}
+                    names = {key: key.removeprefix("search.") for key in changes}
+                    saved = {key: getattr(owners[key], names[key]) for key in changes}
                     for key, value in changes.items():
-                        setattr(lexical_search, key, _Forgetful() if key == "_words_cache" else value)
+                        setattr(owners[key], names[key], _Forgetful() if key == "_words_cache" else value)
                     try:
                         for index, query in enumerate(queries):
                             started = time.perf_counter()
@@ -843,7 +878,7 @@ def measure_variants(pool: list[PoolMessage], each: int, seed: int, rounds: int 
                             assert result.retrieval_mode == mode
                     finally:
                         for key, value in saved.items():
-                            setattr(lexical_search, key, value)
+                            setattr(owners[key], names[key], value)
         print(f"\n{mode}: variants, best of {rounds} interleaved rounds per query, ms (p50 / p95)")
         anchor = {
             kind: percentile(
@@ -995,6 +1030,8 @@ def main() -> None:
     parser.add_argument(
         "--variants", action="store_true", help="time each technique of VARIANTS against the defaults"
     )
+    parser.add_argument("--variant", help="with --variants: only those whose names start with this")
+    parser.add_argument("--variant-rounds", type=int, default=2, help="with --variants: interleaved rounds")
     args = parser.parse_args()
     CORPUS = args.corpus / "mail-dev.tar.gz"
 
@@ -1065,7 +1102,7 @@ def main() -> None:
     if not args.skip_latency:
         results = measure_latency(pool, args.emails, args.queries, args.seed + 1, args.explain, build_timings)
     if args.variants:
-        measure_variants(pool, args.queries, args.seed + 1)
+        measure_variants(pool, args.queries, args.seed + 1, rounds=args.variant_rounds, named=args.variant)
     LOAD.stop()
     print_summary(args.emails, build_timings, sweep, results)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

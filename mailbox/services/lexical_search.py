@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import connection, transaction
@@ -45,6 +45,9 @@ ATTACHMENT_WEIGHT = 0.5
 # An occurrence of another word of the family ("payment" for "payments") counts this much
 # of one of the query word itself.
 VARIANT_WEIGHT = 0.5
+# Whether a query word naming the query's own author (rank_lexical's author_words) is left
+# out of the query altogether, rather than only counting nothing among the participants.
+AUTHOR_WORDS_LEFT_OUT = False
 # Until the first snapshot measures it: a typical length in characters of an indexed email.
 DEFAULT_AVERAGE_LENGTH = 2000.0
 # Occurrences counted at most per word: a message repeating a word hundreds of times is no
@@ -319,18 +322,47 @@ def _tsquery(words: list[str], bind: Params) -> str:
     return f"array_to_string(ARRAY[{parts}], ' | ')::tsquery"
 
 
-def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[LexicalHit]:
+def author_heads(words: QueryWords, author_words: frozenset[str]) -> frozenset[str]:
+    """The query words that name the query's own author (a sign-off, an address).
+
+    A query word names the author when it or a word of its family is one of
+    `author_words` (the author's address and display-name words, lowercased).
+    """
+    if not author_words:
+        return frozenset()
+    return frozenset(
+        head for head in words.weights if author_words.intersection(words.forms.get(head, (head,)))
+    )
+
+
+def rank_lexical(
+    candidates: EmailQuerySet, query: str, limit: int, *, author_words: frozenset[str] = frozenset()
+) -> list[LexicalHit]:
     """Return up to `limit` matches among `candidates`, best first, newest first on ties.
 
     BM25 over the index itself: unnest(search_vector) gives each matching word's positions
     (its frequency) and weights (its field), in one pass per message. Candidates empty by
     construction (a scope whose folders leave nothing) match nothing.
+
+    `author_words` are the words naming whoever wrote the query text (see author_heads): a
+    query word naming them counts nothing among a message's participants, since the author
+    being a correspondent of a message is no evidence that the text is about it (with
+    AUTHOR_WORDS_LEFT_OUT, it is left out of the query, unless it is all the query holds).
     """
     if selects_nothing(candidates):
         return []
     words = query_words(query)
     if not words.weights:
         return []
+    authored = sorted(author_heads(words, author_words))
+    if authored and AUTHOR_WORDS_LEFT_OUT and len(authored) < len(words.weights):
+        left = set(authored)
+        words = replace(
+            words,
+            weights={w: idf for w, idf in words.weights.items() if w not in left},
+            documents={w: n for w, n in (words.documents or {}).items() if w not in left},
+        )
+        authored = []
     bind = Params()
     occurrences = _occurrences(candidates, words, limit, bind)
     sql = f"""
@@ -338,7 +370,9 @@ def rank_lexical(candidates: EmailQuerySet, query: str, limit: int) -> list[Lexi
         terms AS (
             SELECT o.*,
                    least((o.a + {bind(VARIANT_WEIGHT)} * o.va) * {bind(SUBJECT_WEIGHT)}
-                         + (o.b + {bind(VARIANT_WEIGHT)} * o.vb) * {bind(PARTICIPANTS_WEIGHT)}
+                         + (o.b + {bind(VARIANT_WEIGHT)} * o.vb)
+                           * CASE WHEN o.head = ANY({bind(authored)}::text[]) THEN 0
+                                  ELSE {bind(PARTICIPANTS_WEIGHT)} END
                          + (o.c + {bind(VARIANT_WEIGHT)} * o.vc)
                          + (o.d + {bind(VARIANT_WEIGHT)} * o.vd) * {bind(ATTACHMENT_WEIGHT)},
                          {bind(MAX_OCCURRENCES)}) AS tf

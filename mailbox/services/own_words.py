@@ -32,3 +32,11 @@ def own_words(body: str) -> str:
     kept = _ATTRIBUTION.sub("", _QUOTED.sub("", kept))
     kept = _BLANK_RUNS.sub("\n\n", kept).strip()
     return kept or body
+
+
+def quoted_part(body: str) -> str:
+    """What own_words leaves out as quotation: `>` lines before the first original, signature
+    or footer line, and everything from that line on (regular expressions only, so cheap)."""
+    end = _END.search(body)
+    head, tail = (body[: end.start()], body[end.start() :]) if end else (body, "")
+    return "\n".join(_QUOTED.findall(head)) + "\n" + tail

@@ -29,12 +29,22 @@ from mailbox.services.freshness import FolderFreshness, folder_freshness
 from mailbox.services.lexical_search import LexicalHit, highlight, highlight_attachments, rank_lexical
 from mailbox.services.mail_filter import MailFilter
 from mailbox.services.raw_sql import selects_nothing
+from mailbox.services.reranking import (
+    Facts,
+    Reranking,
+    author_words,
+    candidate_facts,
+    quoting,
+    rerank,
+    with_quoting,
+)
 from mailbox.services.selection import Selection, select
 from mailbox.services.summaries import EmailSummary, summarize
 from mailfathom.core.capability import SEMANTIC_PARTIAL as PARTIAL
 from mailfathom.core.config import MAX_LEXICAL_QUERY_CHARACTERS
-from mailfathom.core.errors import Code
+from mailfathom.core.errors import Code, MailFathomError
 from mailfathom.core.resettable import forgotten_when_changed
+from mailfathom.core.text import has_control_character
 from mailfathom.core.wire import WireModel
 from mailfathom.providers import get_embedder
 from mailfathom.providers.errors import ProviderError
@@ -43,6 +53,7 @@ from mailfathom.providers.local import E5_MODEL, USE_MODEL
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARACTERS = 512
+MAX_ADDRESS_CHARACTERS = 320  # as stored (Email.sender_address)
 MIN_RESULT_LIMIT, MAX_RESULT_LIMIT, DEFAULT_RESULT_LIMIT = 1, 50, 20
 RESULT_LIMIT_OUT_OF_RANGE = Code.RESULT_LIMIT_OUT_OF_RANGE
 EXTRACTS_PER_EMAIL = 3
@@ -53,13 +64,13 @@ MAX_ATTACHMENT_MATCHES = 3
 # Each ranking contributes this many candidates to the fusion. How they combine was
 # chosen by 5-fold cross-validation on the corpus's reply pairs with the default embedder
 # over each email's own words (bench/retrieval.py; docs/benchmarks.md): weighted
-# reciprocal rank fusion, k 10, a vector rank weighing 0.6 of a lexical one (chosen by
-# three folds of five; the other two chose the scaled scores with vector weight 0.5, 0.006
-# lower over all pairs). "scores" fuses each ranking's own scores scaled to 0..1 instead.
+# reciprocal rank fusion, k 10, a vector rank weighing 0.4 of a lexical one, chosen by MRR
+# together with the reranking factors (mailbox.services.reranking) by three folds of five.
+# "scores" fuses each ranking's own scores scaled to 0..1 instead.
 FUSION_DEPTH = 100
 RRF_K = 10
 LEXICAL_WEIGHT = 1.0
-VECTOR_WEIGHT = 0.6
+VECTOR_WEIGHT = 0.4
 FUSION_METHOD = "rrf"
 # A result the vector ranking found but no query word matched ("semantic") is a hit only
 # if it is close enough to the query: at least this cosine similarity under the model that
@@ -71,6 +82,13 @@ FUSION_METHOD = "rrf"
 NO_FLOOR = -1.0  # the least cosine similarity there is: a model without a floor holds nothing back
 MIN_SIMILARITY = {USE_MODEL: 0.297, E5_MODEL: NO_FLOOR}
 ENOUGH_LEXICAL = 10
+# The lexical ranking's first KEPT_LEXICAL hits are never fused below place KEPT_PLACE: a
+# strong match by words is not pushed out of the window by the vector ranking's neighbours.
+KEPT_LEXICAL = 0
+KEPT_PLACE = 10
+# A lexical-only search reads at least this many matches, so that reranking (author,
+# thread, junk and bulk) has mail to bring up when it moves some down.
+LEXICAL_RERANK_DEPTH = 40
 # Below this share of the scope embedded, semanticSearch says "partial": the vector ranking
 # sees only the embedded mail.
 PARTIAL_BELOW = 0.95
@@ -93,6 +111,9 @@ class SearchMatch(WireModel):
     snippets: list[str]
     match_kind: str  # "exact", "stemmed" or "semantic"
     attachment_matches: list[AttachmentMatch]
+    # The conversation the email belongs to (mailbox.services.threads); matches sharing it
+    # are one thread's messages. None only for mail stored before threading existed.
+    thread_id: str | None
 
 
 class EmbeddingCoverage(WireModel):
@@ -112,6 +133,27 @@ class SearchResult(WireModel):
 def checked_query(query_text: object) -> str:
     """`query_text` if a search accepts it, else 51002 naming queryText."""
     return bounded_text(query_text, maximum=MAX_QUERY_CHARACTERS, argument="queryText")
+
+
+def checked_author(author_address: object) -> str | None:
+    """`author_address` trimmed and case-folded if it is one whole email address, else 51002."""
+    if author_address is None:
+        return None
+    text = author_address.strip() if isinstance(author_address, str) else ""
+    local, _, domain = text.rpartition("@")
+    if (
+        not local
+        or not domain
+        or len(text) > MAX_ADDRESS_CHARACTERS
+        or has_control_character(text)
+        or any(character.isspace() for character in text)
+    ):
+        raise MailFathomError(
+            Code.FILTER_REFUSED,
+            "The authorAddress argument must be one whole email address.",
+            argument="authorAddress",
+        )
+    return text.casefold()
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -138,15 +180,19 @@ def search_emails(
     folders: Iterable[str] | None = None,
     mail_filter: MailFilter | None = None,
     result_limit: int | None = None,
+    author_address: str | None = None,
     *,
     lexical_query_text: str | None = None,
 ) -> SearchResult:
     """Search the caller's scope; see the module docstring for modes and states.
 
+    `author_address` names whoever wrote the query text (a reply whose parent is sought):
+    their own name and address are then no evidence, and their own mail ranks lower.
     `lexical_query_text`, when given, is what the lexical arm ranks by (and extracts mark),
     while `query_text` alone is embedded for the vector arm; absent, both use `query_text`.
     """
     query = checked_query(query_text)
+    author = checked_author(author_address)
     words = lexical_text(lexical_query_text, query)
     limit = whole_number(
         result_limit,
@@ -158,7 +204,7 @@ def search_emails(
     )
     selection = select(accounts, folders, mail_filter)
     candidates = Email.objects.in_selection(selection)
-    ranked, mode, state = rank(candidates, query, limit, lexical_query=words)
+    ranked, mode, state = rank(candidates, query, limit, lexical_query=words, author_address=author)
     emails = {str(e.id): e for e in Email.objects.filter(id__in=[email_id for email_id, _, _ in ranked])}
     ordered = [emails[email_id] for email_id, _, _ in ranked if email_id in emails]
     summaries = {summary.stored_email_id: summary for summary in summarize(ordered)}
@@ -179,6 +225,7 @@ def search_emails(
                 )
                 for found in in_files.get(email_id, [])[:MAX_ATTACHMENT_MATCHES]
             ],
+            thread_id=str(emails[email_id].thread_id) if emails[email_id].thread_id else None,
         )
         for email_id, score, kind in ranked
         if email_id in summaries
@@ -236,22 +283,31 @@ def forget_coverage() -> None:
 
 
 def rank(
-    candidates: EmailQuerySet, query: str, limit: int, *, lexical_query: str | None = None
+    candidates: EmailQuerySet,
+    query: str,
+    limit: int,
+    *,
+    lexical_query: str | None = None,
+    author_address: str | None = None,
 ) -> tuple[list[tuple[str, float, str]], str, str]:
     """Rank `candidates` for `query`: [(email id, score, match kind)], mode, semantic state.
 
     The lexical arm ranks by `lexical_query` when given (else `query`); only `query` is
-    embedded. Candidates empty by construction rank nothing without a query: the mode is
-    the one a search would have had with a working provider, since none was asked.
+    embedded. `author_address` is whoever wrote the query text, if known: their name and
+    address count for nothing, and their own mail ranks lower (mailbox.services.reranking).
+    Candidates empty by construction rank nothing without a query: the mode is the one a
+    search would have had with a working provider, since none was asked.
     """
     profile = embedding.active_profile()
     state = embedding.semantic_state(profile)
     if selects_nothing(candidates):
         return [], ("hybrid" if state == embedding.AVAILABLE else "lexical"), state
     words = query if lexical_query is None else lexical_query
-    lexical = rank_lexical(candidates, words, FUSION_DEPTH if state != embedding.INACTIVE else limit)
+    authors = author_words(candidates, author_address)
+    depth = FUSION_DEPTH if state != embedding.INACTIVE else lexical_depth(limit)
+    lexical = rank_lexical(candidates, words, depth, author_words=authors)
     if state == embedding.INACTIVE:
-        return _lexical_only(lexical, limit), "lexical", state
+        return _lexical_only(candidates, lexical, limit, author_address, words), "lexical", state
     embedder = get_embedder()
     try:
         # A degraded provider is still asked: its circuit fails fast while open, and the
@@ -261,20 +317,41 @@ def rank(
         logger.info("search: query embedding failed (%s); answering lexically", error.kind)
         vector = None
     if vector is None or profile is None:
-        return _lexical_only(lexical, limit), "lexical", embedding.DEGRADED
+        return _lexical_only(candidates, lexical, limit, author_address, words), "lexical", embedding.DEGRADED
     semantic = embedding.rank_vector(candidates, vector, profile, FUSION_DEPTH)
-    received = dict(
-        (str(email_id), moment)
-        for email_id, moment in candidates.filter(
-            id__in={hit.email_id for hit in lexical} | {hit.email_id for hit in semantic}
-        ).values_list("id", "received_at")
+    ids = {hit.email_id for hit in lexical} | {hit.email_id for hit in semantic}
+    facts = candidate_facts(candidates, ids)  # read once: received times and what reranking needs
+    received = {email_id: fact.received_at for email_id, fact in facts.items()}
+    fusion = Fusion.for_model(profile.model)
+    quoted: set[str] = set()
+    if fusion.reranking.quoting_factor < 1.0:  # else no body is read for it
+        before = fuse(lexical, semantic, received, limit, fusion).ranked
+        quoted = quoting([email_id for email_id, _, _ in before], words)
+    fused = fuse(
+        lexical, semantic, received, limit, fusion, facts=facts, author=author_address, quoting_ids=quoted
     )
-    fused = fuse(lexical, semantic, received, limit, Fusion.for_model(profile.model))
     return fused.ranked, "hybrid", embedding.AVAILABLE
 
 
-def _lexical_only(lexical: list[LexicalHit], limit: int) -> list[tuple[str, float, str]]:
-    return [(hit.email_id, hit.score, "exact" if hit.exact else "stemmed") for hit in lexical[:limit]]
+def lexical_depth(limit: int) -> int:
+    """How many lexical matches a lexical-only search reads to rerank its window of `limit`."""
+    return min(FUSION_DEPTH, max(limit, LEXICAL_RERANK_DEPTH))
+
+
+def _lexical_only(
+    candidates: EmailQuerySet, lexical: list[LexicalHit], limit: int, author_address: str | None, words: str
+) -> list[tuple[str, float, str]]:
+    order = [(hit.email_id, hit.score) for hit in lexical]
+    reranking = Reranking()
+    quoted = (
+        quoting([email_id for email_id, _ in order[:limit]], words)
+        if reranking.quoting_factor < 1.0
+        else set()
+    )
+    facts = with_quoting(candidate_facts(candidates, [hit.email_id for hit in lexical]), order, quoted, limit)
+    kinds = {hit.email_id: "exact" if hit.exact else "stemmed" for hit in lexical}
+    order = rerank(order, facts, author_address, reranking)
+    return [(email_id, score, kinds[email_id]) for email_id, score in order[:limit]]
 
 
 @dataclass(frozen=True)
@@ -289,6 +366,10 @@ class Fusion:
     # "rrf": by rank (k, weights); "scores": by each ranking's own scores scaled to 0..1
     # (BM25 over the best BM25, cosine similarity over the ranking's range), weighted.
     method: str = FUSION_METHOD
+    # The lexical ranking's first `kept_lexical` hits rank no lower than place `kept_place`.
+    kept_lexical: int = KEPT_LEXICAL
+    kept_place: int = KEPT_PLACE
+    reranking: Reranking = Reranking()
 
     @classmethod
     def for_model(cls, model: str) -> Fusion:
@@ -307,20 +388,48 @@ def fuse(
     received: dict[str, datetime],
     limit: int,
     fusion: Fusion | None = None,
+    *,
+    facts: dict[str, Facts] | None = None,
+    author: str | None = None,
+    quoting_ids: set[str] | None = None,
 ) -> Fused:
     """Weighted reciprocal rank fusion of the two rankings; ties go to the newest received.
 
     A result only the vector ranking found is kept only while it is close enough to the
-    query and the query's words did not match enough emails on their own (Fusion).
-    `received` maps every email id of both rankings to its received time.
+    query and the query's words did not match enough emails on their own (Fusion). The
+    lexical ranking's first hits keep a place near the top (Fusion.kept_lexical). With
+    `facts`, the order is then reranked by author, thread, junk and bulk, and those of
+    `quoting_ids` within the window (`limit`) as quoting the query
+    (mailbox.services.reranking). `received` maps every email id of both rankings to its
+    received time.
     """
-    scores, kinds, held_back = fused_scores(lexical, semantic, fusion or Fusion())
+    fusion = fusion or Fusion()
+    scores, kinds, held_back = fused_scores(lexical, semantic, fusion)
     present = [email_id for email_id in scores if email_id in received]
     order = sorted(present, key=lambda email_id: (-scores[email_id], -received[email_id].timestamp()))
+    _keep_lexical(order, scores, [hit.email_id for hit in lexical[: fusion.kept_lexical]], fusion.kept_place)
+    ranked = [(email_id, scores[email_id]) for email_id in order]
+    if facts is not None:
+        facts = with_quoting(facts, ranked, quoting_ids or set(), limit)
+        ranked = rerank(ranked, facts, author, fusion.reranking)
     return Fused(
-        ranked=[(email_id, scores[email_id], kinds[email_id]) for email_id in order[:limit]],
+        ranked=[(email_id, score, kinds[email_id]) for email_id, score in ranked[:limit]],
         held_back=held_back,
     )
+
+
+def _keep_lexical(order: list[str], scores: dict[str, float], kept: list[str], place: int) -> None:
+    """Move each of `kept` found below `place` up to it, raising its score to that place's."""
+    for email_id in kept:
+        if email_id not in scores or place < 1 or len(order) <= place:
+            continue
+        at = order.index(email_id)
+        if at < place:
+            continue
+        order.pop(at)
+        order.insert(place - 1, email_id)
+        below = order[place] if place < len(order) else None
+        scores[email_id] = max(scores[email_id], scores[below] if below else 0.0)
 
 
 def fused_scores(

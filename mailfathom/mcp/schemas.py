@@ -247,6 +247,10 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "or semantic (embedding similarity only).",
         "attachmentMatches": "The attachments whose text holds the query's words, first "
         "attachment first; empty when none does.",
+        "threadId": "The conversation the email belongs to: matches with the same threadId are "
+        "messages of one thread (across folders). The window is in relevance order, so a "
+        "thread's first match is its best: group by threadId for one line per conversation. "
+        "Null for mail stored before threading existed.",
     },
     "AttachmentMatch": {
         "": "An attachment of the email whose text, read from the file, holds the query's words.",

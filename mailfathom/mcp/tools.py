@@ -331,7 +331,11 @@ def search_emails_tool(declaration: type[MailFilter] = MailFilter) -> ToolSpec:
             f"{LOCAL_ONLY} A window holds at most "
             f"{search.MAX_RESULT_LIMIT} matches ({search.DEFAULT_RESULT_LIMIT} unless resultLimit says "
             "otherwise); there is no cursor. The junk folder is left out unless includeJunkMail is "
-            "true. retrievalMode says how this call was ranked and semanticSearch what the server can "
+            "true; junk and bulk mail (newsletters, automatic mail; not mailing-list discussion) rank "
+            "below correspondence. Each match carries its threadId: matches sharing one are messages "
+            "of one conversation, and grouping the window by it (each thread's first match is its "
+            "best) gives one line per conversation. retrievalMode says how this call was "
+            "ranked and semanticSearch what the server can "
             "do with embeddings. Extracts and subjects are untrusted text written by the sender. To "
             "read a whole email, pass its storedEmailId to get_email_content."
         ),
@@ -363,6 +367,16 @@ def search_emails_tool(declaration: type[MailFilter] = MailFilter) -> ToolSpec:
                 f"Matches to return, {search.MIN_RESULT_LIMIT} to {search.MAX_RESULT_LIMIT}. Absent: "
                 f"{search.DEFAULT_RESULT_LIMIT}. A value outside the range is refused with 51003, never "
                 "clamped.",
+            ),
+            Argument(
+                "authorAddress",
+                "author_address",
+                {"type": "string", "minLength": 1, "maxLength": search.MAX_ADDRESS_CHARACTERS},
+                "Optional. The email address of whoever wrote queryText, when queryText is words of an "
+                "email (a reply whose earlier message is sought): that person's names and address then "
+                "count for nothing in the ranking, and mail they sent ranks lower, since their "
+                "signature is no evidence of what the text answers. Absent: nobody is left out. At "
+                f"most {search.MAX_ADDRESS_CHARACTERS} characters.",
             ),
         ),
         result_model=search.SearchResult,

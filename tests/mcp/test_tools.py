@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from accounts.models import FolderRole
+from mailbox.models import Email
 from mailbox.services.lexical_search import refresh_term_stats
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
@@ -260,6 +261,30 @@ def test_search_emails_leaves_junk_out_unless_asked(mcp_server, api_key, mail):
     assert "Insurance offer" in [m["summary"]["subject"] for m in with_junk["matches"]]
 
 
+def test_search_emails_gives_each_match_its_thread(mcp_server, api_key, mail):
+    thread = uuid.uuid4()
+    Email.objects.filter(pk=mail["claim"].pk).update(thread_id=thread)
+    result = payload(call_tool(mcp_server, api_key, "search_emails", {"queryText": "insurer repair"}))
+    assert [match["threadId"] for match in result["matches"]] == [str(thread)]
+
+
+def test_search_emails_leaves_the_told_authors_own_mail_below_others(mcp_server, api_key, mail):
+    claim = mail["claim"]
+    # The same words, newer, from Bea: first on the tie unless Bea is the author.
+    EmailFactory(
+        folder=claim.folder, subject=claim.subject, sender_address="bea@example.com", body=claim.text_body
+    )
+    refresh_term_stats()
+    arguments = {"queryText": "insurer repair"}
+    untold = payload(call_tool(mcp_server, api_key, "search_emails", arguments))
+    told = payload(
+        call_tool(mcp_server, api_key, "search_emails", {**arguments, "authorAddress": "Bea@example.com"})
+    )
+    assert [m["summary"]["senderAddress"] for m in untold["matches"]][0] == "bea@example.com"
+    assert [m["summary"]["senderAddress"] for m in told["matches"]][-1] == "bea@example.com"
+    assert [m["summary"]["storedEmailId"] for m in told["matches"]][0] == str(claim.id)
+
+
 def test_search_emails_reaches_every_refusal(mcp_server, api_key, mail):
     cases = {
         "blank query": ({"queryText": "  "}, 51002),
@@ -268,6 +293,7 @@ def test_search_emails_reaches_every_refusal(mcp_server, api_key, mail):
         "limit 0": ({"queryText": "insurance", "resultLimit": 0}, 51003),
         "limit 51": ({"queryText": "insurance", "resultLimit": 51}, 51003),
         "not an address": ({"queryText": "insurance", "recipientAddress": "nobody"}, 51002),
+        "author not an address": ({"queryText": "insurance", "authorAddress": "nobody"}, 51002),
         "a cursor": ({"queryText": "insurance", "cursor": "x"}, 51002),
         "unknown account": ({"queryText": "insurance", "accounts": ["nobody"]}, 53001),
         "unmapped role": ({"queryText": "insurance", "folders": ["role:trash"]}, 53003),

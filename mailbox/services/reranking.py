@@ -1,0 +1,221 @@
+"""What a fused ranking learns from the candidates' own rows: author, thread, junk, bulk, quoting.
+
+The fused scores say how well each email's words and meaning fit the query. Facts of the
+emails themselves then reorder it (docs/search.md, "Author, threads, junk and bulk"): an
+email sent by the query's own author is not the mail the text answers, nor is one that
+quotes the text (it answers it); the second and later emails of one thread give way to
+other threads, so a thread's siblings do not crowd out the message asked for; and junk
+and bulk mail (not mailing-list discussion) come after correspondence, still reachable
+further down. Each factor was chosen by cross-validation on the reply pairs
+(bench/retrieval.py; docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from django.db import connection
+from django.db.models.functions import Left
+
+from accounts.models import FolderRole
+from mailbox.models import Email, EmailQuerySet, Participant
+from mailbox.services.own_words import quoted_part
+from mailbox.services.raw_sql import Params
+
+# A fused score is multiplied by these (1.0 leaves it as it was).
+AUTHOR_FACTOR = 0.6  # an email the query's own author sent
+# The n-th email of a thread in the ranking (from the second on) by this to the power n - 1.
+# Off: the cross-validation chose 1.0 in every fold (the message asked for is one of its
+# thread's matches, often not the first; docs/search.md).
+THREAD_FACTOR = 1.0
+BULK_FACTOR = 0.5  # junk-folder mail, and bulk mail that is not list discussion
+# An email that quotes the query's words (it answers the text, so it is not what the text
+# answers), told by QUOTED_RUN-word runs of a query of at least QUOTING_FROM words, at
+# least QUOTED_RUNS of them, looked for in the window's own matches only.
+QUOTING_FACTOR = 0.5
+# These four were set, not cross-validated (the factor was, with them as they are).
+QUOTING_FROM = 8
+QUOTED_RUN = 5
+QUOTED_RUNS = 2
+QUOTING_READ = 4000  # characters of each body read for it
+# Display names of the author read from stored mail: enough for a person's few spellings.
+AUTHOR_NAMES = 20
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What reranking reads of one candidate email."""
+
+    received_at: datetime
+    sender_address: str
+    thread_id: str | None
+    unwanted: bool  # in a junk folder, or bulk and not list mail
+    quotes_query: bool = False  # its quoted part holds the query's own run of words (quoting)
+
+
+@dataclass(frozen=True)
+class Reranking:
+    """The factors one ranking is reordered by (module docstring)."""
+
+    author_factor: float = AUTHOR_FACTOR
+    thread_factor: float = THREAD_FACTOR
+    bulk_factor: float = BULK_FACTOR
+    quoting_factor: float = QUOTING_FACTOR
+
+
+def candidate_facts(candidates: EmailQuerySet, ids: Iterable[str]) -> dict[str, Facts]:
+    """Facts of the emails `ids` among `candidates`, in one query; an id not among them is absent.
+
+    Whether an email quotes the query is not read here but by `quoting`, for the first few
+    of a ranking only (with_quoting).
+    """
+    rows = candidates.filter(id__in=list(ids)).values_list(
+        "id", "received_at", "sender_address", "thread_id", "is_bulk", "is_list_mail", "folder__mapping__role"
+    )
+    return {
+        str(email_id): Facts(
+            received_at=received,
+            sender_address=(sender or "").casefold(),
+            thread_id=str(thread) if thread else None,
+            unwanted=role == FolderRole.JUNK or (bulk and not listed),
+        )
+        for email_id, received, sender, thread, bulk, listed, role in rows
+    }
+
+
+def quoting(ids: Iterable[str], query: str) -> set[str]:
+    """Those of `ids` whose quoted part (what own_words leaves out) holds runs of the query.
+
+    A message quoting the query's words replies to them. A query shorter than
+    QUOTING_FROM words quotes nothing (typed words recur everywhere).
+    """
+    runs = _runs(query)
+    wanted = [str(email_id) for email_id in ids]
+    if len(_words(query)) < QUOTING_FROM or not runs or not wanted:
+        return set()
+    bodies = Email.objects.filter(id__in=wanted).annotate(start=Left("text_body", QUOTING_READ))
+    found = set()
+    for email_id, body in bodies.values_list("id", "start"):
+        # The words joined by single spaces, so a substring test is a test of whole words.
+        quoted = _joined(quoted_part(body))
+        if sum(run in quoted for run in runs) >= QUOTED_RUNS:
+            found.add(str(email_id))
+    return found
+
+
+_WORD = re.compile(r"[^\W_]+")  # letters and digits, as str.isalnum
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.casefold())
+
+
+def _joined(text: str) -> str:
+    return " " + " ".join(_words(text)) + " "
+
+
+def _runs(text: str) -> set[str]:
+    """Each QUOTED_RUN words of `text` in a row, joined as _joined joins them."""
+    words = _words(text)
+    return {" " + " ".join(words[i : i + QUOTED_RUN]) + " " for i in range(len(words) - QUOTED_RUN + 1)}
+
+
+def author_words(candidates: EmailQuerySet, address: str | None) -> frozenset[str]:
+    """The words naming the person at `address`: its local part's and their display names' words.
+
+    Names come from the stored mail (as a recipient, then as a sender), as the index splits
+    them (`simple` parser, lowercased). No address, or one without `@`, names nobody.
+    """
+    if not address or "@" not in address:
+        return frozenset()
+    address = address.strip()
+    local = address.rpartition("@")[0]
+    names = list(
+        Participant.objects.filter(address=address, email__in=candidates.values("id"))
+        .exclude(display_name="")
+        .values_list("display_name", flat=True)
+        .distinct()[:AUTHOR_NAMES]
+    )
+    names += list(
+        candidates.filter(sender_address__iexact=address)
+        .exclude(sender_name="")
+        .values_list("sender_name", flat=True)
+        .distinct()[:AUTHOR_NAMES]
+    )
+    bind = Params()
+    sql = f"SELECT DISTINCT lexeme FROM unnest(to_tsvector('simple', {bind(' '.join([local, *names]))}))"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, bind.values)
+        words = {row[0] for row in cursor.fetchall()}
+    # The local part is read as words too ("jane.doe" gives "jane" and "doe").
+    words |= {piece for piece in _words(local) if len(piece) > 1}
+    return frozenset(words)
+
+
+def with_quoting(
+    facts: dict[str, Facts], order: Sequence[tuple[str, float]], quoting_ids: set[str], depth: int
+) -> dict[str, Facts]:
+    """`facts` with quotes_query set for those of `quoting_ids` among the first `depth` of `order`."""
+    if not quoting_ids:
+        return facts
+    marked = {
+        email_id: replace(facts[email_id], quotes_query=True)
+        for email_id, _ in order[:depth]
+        if email_id in quoting_ids and email_id in facts
+    }
+    return {**facts, **marked} if marked else facts
+
+
+def rerank(
+    order: Sequence[tuple[str, float]],
+    facts: dict[str, Facts],
+    author_address: str | None,
+    reranking: Reranking,
+) -> list[tuple[str, float]]:
+    """`order` ([(email id, score)], best first) reordered by the factors; ties keep `order`.
+
+    The thread factor is applied as the ranking is built, so each thread's emails take the
+    factor by their place among that thread's emails already placed.
+    """
+    author = (author_address or "").strip().casefold()
+    adjusted = []
+    for place, (email_id, score) in enumerate(order):
+        fact = facts.get(email_id)
+        if fact is not None:
+            if author and fact.sender_address == author:
+                score *= reranking.author_factor
+            if fact.unwanted:
+                score *= reranking.bulk_factor
+            if fact.quotes_query:
+                score *= reranking.quoting_factor
+        adjusted.append((score, place, email_id))
+    if reranking.thread_factor >= 1.0:
+        adjusted.sort(key=lambda item: (-item[0], item[1]))
+        return [(email_id, score) for score, _place, email_id in adjusted]
+    # Greedy, with a lazy heap: each email waits at the score it had when its thread last
+    # placed one; taken out stale, it goes back at its current score.
+    factor = reranking.thread_factor
+    heap = [(-score, place, email_id, 0) for score, place, email_id in adjusted]
+    heapq.heapify(heap)
+    placed: list[tuple[str, float]] = []
+    seen: dict[str, int] = {}
+    while heap:
+        negative, place, email_id, counted = heapq.heappop(heap)
+        thread = _thread(facts, email_id)
+        now = seen.get(thread, 0) if thread else 0
+        if now != counted:
+            heapq.heappush(heap, (negative * factor ** (now - counted), place, email_id, now))
+            continue
+        placed.append((email_id, -negative))
+        if thread:
+            seen[thread] = now + 1
+    return placed
+
+
+def _thread(facts: dict[str, Facts], email_id: str) -> str | None:
+    fact = facts.get(email_id)
+    return fact.thread_id if fact is not None else None

@@ -1,0 +1,229 @@
+"""search_emails after ranking: the query's author, threads, junk and bulk, and the kept lexical hit."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from accounts.models import FolderRole
+from mailbox.services import search
+from mailbox.services.embedding import VectorHit
+from mailbox.services.lexical_search import LexicalHit, refresh_term_stats
+from mailbox.services.reranking import Facts, Reranking, rerank
+from mailbox.services.search import Fusion, fuse, search_emails
+from mailbox.services.selection import MailFilter
+from mailfathom.core.errors import MailFathomError
+from tests.configure import configure
+from tests.factories import MailAccountFactory
+from tests.mailbox.factories import EmailFactory, mapped_folder
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _lexical_only(settings):
+    configure(settings, embedding_provider="none")
+
+
+@pytest.fixture
+def account():
+    return MailAccountFactory(account_id="lists", display_name="Lists")
+
+
+@pytest.fixture
+def inbox(account):
+    return mapped_folder(account, "inbox", FolderRole.INBOX)
+
+
+def _subjects(result) -> list[str]:
+    return [match.summary.subject for match in result.matches]
+
+
+# --- the query's author -------------------------------------------------------------------
+
+
+@pytest.fixture
+def martins_reply(inbox):
+    """Martin's own earlier post names him in its From line and signature; the post he answers
+    shares two words of his reply."""
+    EmailFactory(
+        folder=inbox,
+        subject="Dinner",
+        sender_address="martin@example.org",
+        sender_name="Martin Adamson",
+        participants_text="Martin Adamson martin@example.org",
+        body="Carbonara tonight. Cheers, Martin",
+    )
+    EmailFactory(
+        folder=inbox,
+        subject="Pasta question",
+        sender_address="anna@example.org",
+        sender_name="Anna",
+        participants_text="Anna anna@example.org",
+        body="How do you make pancetta carbonara?",
+    )
+    refresh_term_stats()
+
+
+def test_the_authors_name_outranks_the_answered_post_when_the_author_is_not_told(martins_reply):
+    assert _subjects(search_emails("carbonara with pancetta, Martin"))[0] == "Dinner"
+
+
+def test_a_told_author_is_no_evidence_and_the_answered_post_comes_first(martins_reply):
+    result = search_emails("carbonara with pancetta, Martin", author_address="Martin@Example.org")
+    assert _subjects(result) == ["Pasta question", "Dinner"]
+
+
+def test_mail_the_author_sent_ranks_below_the_same_words_from_others(inbox):
+    # Martin's is the newer, so it would come first on the tie if he were not the author.
+    for sender in ("anna@example.org", "martin@example.org"):
+        EmailFactory(folder=inbox, subject=f"Budget from {sender[:4]}", sender_address=sender, body="budget")
+    refresh_term_stats()
+    assert _subjects(search_emails("budget")) == ["Budget from mart", "Budget from anna"]
+    told = search_emails("budget", author_address="martin@example.org")
+    assert _subjects(told) == ["Budget from anna", "Budget from mart"]
+
+
+@pytest.mark.parametrize("address", ["martin", "  ", "a b@example.org", "x" * 321 + "@e.org", "a@b\x00"])
+def test_an_author_address_that_is_not_one_address_is_51002(inbox, address):
+    with pytest.raises(MailFathomError) as caught:
+        search_emails("budget", author_address=address)
+    assert caught.value.code == 51002
+
+
+# --- mail quoting the query ---------------------------------------------------------------
+
+QUERY = "the backup server failed again last night during the nightly copy of the archive"
+
+
+@pytest.fixture
+def quoted_reply(inbox):
+    EmailFactory(
+        folder=inbox,
+        subject="Nightly backup",
+        body="Did the backup server copy the archive last night? The nightly run looked odd.",
+    )
+    EmailFactory(folder=inbox, subject="Re: Nightly backup", body=f"Thanks, fixed.\n\n> {QUERY}\n")
+    refresh_term_stats()
+
+
+def test_mail_quoting_the_querys_words_ranks_below_the_mail_they_answer(quoted_reply):
+    assert _subjects(search_emails(QUERY)) == ["Nightly backup", "Re: Nightly backup"]
+
+
+def test_the_same_words_unquoted_are_not_taken_for_a_quotation(inbox):
+    EmailFactory(
+        folder=inbox,
+        subject="Nightly backup",
+        body="Did the backup server copy the archive last night? The nightly run looked odd.",
+    )
+    EmailFactory(folder=inbox, subject="Re: Nightly backup", body=f"Thanks, fixed.\n\n{QUERY}\n")
+    refresh_term_stats()
+    assert _subjects(search_emails(QUERY)) == ["Re: Nightly backup", "Nightly backup"]
+
+
+def test_a_short_query_quotes_nothing(quoted_reply):
+    assert _subjects(search_emails("backup server failed"))[0] == "Re: Nightly backup"
+
+
+# --- junk and bulk ------------------------------------------------------------------------
+
+
+def test_junk_and_bulk_rank_below_correspondence_but_stay_reachable(account, inbox):
+    junk = mapped_folder(account, "junk", FolderRole.JUNK)
+    EmailFactory(folder=junk, subject="Invoice invoice", body="invoice invoice invoice")
+    EmailFactory(folder=inbox, subject="Invoice newsletter", is_bulk=True, body="invoice invoice invoice")
+    EmailFactory(
+        folder=inbox, subject="Invoice list thread", is_bulk=True, is_list_mail=True, body="invoice invoice"
+    )
+    EmailFactory(folder=inbox, subject="Lunch", body="and the invoice")
+    refresh_term_stats()
+    found = _subjects(search_emails("invoice", mail_filter=MailFilter(include_junk=True)))
+    assert found[:2] == ["Invoice list thread", "Lunch"]
+    assert set(found[2:]) == {"Invoice invoice", "Invoice newsletter"}
+
+
+# --- threads ------------------------------------------------------------------------------
+
+
+def test_each_match_carries_its_thread(inbox):
+    thread = uuid.uuid4()
+    siblings = [
+        EmailFactory(
+            folder=inbox, subject=f"Re: outage report {n}", thread_id=thread, body="outage outage outage"
+        )
+        for n in range(3)
+    ]
+    other = EmailFactory(
+        folder=inbox, subject="Outage report", thread_id=uuid.uuid4(), body="outage and notes on the network"
+    )
+    refresh_term_stats()
+    threads = {
+        match.summary.stored_email_id: match.thread_id for match in search_emails("outage report").matches
+    }
+    assert {threads[str(e.id)] for e in siblings} == {str(thread)}
+    assert threads[str(other.id)] == str(other.thread_id)
+
+
+def test_siblings_give_way_to_other_threads_under_a_thread_factor(inbox, monkeypatch):
+    thread = uuid.uuid4()
+    siblings = [
+        EmailFactory(
+            folder=inbox, subject=f"Re: outage report {n}", thread_id=thread, body="outage outage outage"
+        )
+        for n in range(3)
+    ]
+    other = EmailFactory(
+        folder=inbox, subject="Outage report", thread_id=uuid.uuid4(), body="outage and notes on the network"
+    )
+    refresh_term_stats()
+    # Off by default (cross-validation kept siblings in place); weaker than every sibling,
+    # the other thread's match comes last.
+    ids = [match.summary.stored_email_id for match in search_emails("outage report").matches]
+    assert ids[-1] == str(other.id)
+    monkeypatch.setattr(search, "Reranking", lambda: Reranking(thread_factor=0.7))
+    ids = [match.summary.stored_email_id for match in search_emails("outage report").matches]
+    assert ids[0] in {str(e.id) for e in siblings}
+    assert ids[1] == str(other.id)
+
+
+def test_mail_stored_before_threading_has_no_thread_id(inbox):
+    EmailFactory(folder=inbox, subject="Old mail", thread_id=None, body="archive")
+    refresh_term_stats()
+    assert search_emails("archive").matches[0].thread_id is None
+
+
+def _facts(thread: str | None = None, sender: str = "x@example.org", unwanted: bool = False) -> Facts:
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    return Facts(received_at=moment, sender_address=sender, thread_id=thread, unwanted=unwanted)
+
+
+def test_rerank_diversifies_a_thread_by_its_factor():
+    order = [("a1", 1.0), ("a2", 0.9), ("a3", 0.8), ("b", 0.65)]
+    facts = {"a1": _facts("A"), "a2": _facts("A"), "a3": _facts("A"), "b": _facts("B")}
+    kept = rerank(order, facts, None, Reranking(author_factor=1.0, thread_factor=1.0, bulk_factor=1.0))
+    assert [email_id for email_id, _ in kept] == ["a1", "a2", "a3", "b"]
+    spread = rerank(order, facts, None, Reranking(author_factor=1.0, thread_factor=0.7, bulk_factor=1.0))
+    # a2 scores 0.9 * 0.7 = 0.63 < 0.65; a3 then 0.8 * 0.49.
+    assert [email_id for email_id, _ in spread] == ["a1", "b", "a2", "a3"]
+
+
+# --- fusion keeps a strong lexical hit ----------------------------------------------------
+
+
+def test_the_lexical_top_hit_keeps_a_place_in_the_window():
+    lexical = [LexicalHit(email_id="strong", score=9.0, exact=True)] + [
+        LexicalHit(email_id=f"both{n}", score=1.0, exact=True) for n in range(12)
+    ]
+    semantic = [VectorHit(email_id=f"both{n}", distance=0.1) for n in range(12)]
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    received = {hit.email_id: moment for hit in lexical}
+
+    def ranked(kept: int) -> list[str]:
+        fusion = Fusion(k=60, vector_weight=1.0, kept_lexical=kept, kept_place=10)
+        return [email_id for email_id, _, _ in fuse(lexical, semantic, received, 10, fusion).ranked]
+
+    assert "strong" not in ranked(0)
+    assert ranked(1)[9] == "strong"
