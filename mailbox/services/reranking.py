@@ -3,10 +3,10 @@
 The fused scores say how well each email's words and meaning fit the query. Facts of the
 emails themselves then reorder it (docs/search.md, "Author, threads, junk and bulk"): an
 email sent by the query's own author is not the mail the text answers, nor is one that
-quotes the text (it answers it); the second and later emails of one thread give way to
-other threads, so a thread's siblings do not crowd out the message asked for; and junk
-and bulk mail (not mailing-list discussion) come after correspondence, still reachable
-further down. Each factor was chosen by cross-validation on the reply pairs
+quotes the text (it answers it); junk and bulk mail (not mailing-list discussion) come
+after correspondence, still reachable further down. A thread's second and later emails can
+be made to give way to other threads (THREAD_FACTOR), but that is off: it did not help on
+the reply pairs, so grouping by thread is left to the caller through each match's threadId. Each factor was chosen by cross-validation on the reply pairs
 (bench/retrieval.py; docs/benchmarks.md).
 """
 
