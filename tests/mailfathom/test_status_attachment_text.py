@@ -198,6 +198,7 @@ def test_the_section_costs_the_same_queries_for_few_emails_or_many(admin_client,
     _waiting(inbox, 30)
     for _ in range(10):
         _extracted(inbox, ["ok", "encrypted", "unsupported"], ago=timedelta(minutes=5))
+    _page(admin_client)  # the stored mail makes the mail chart's past days be counted again, once
     with CaptureQueriesContext(connection) as many:
         page = _page(admin_client)
 
