@@ -114,6 +114,40 @@ class StorageRoom:
         return True
 
 
+@dataclass(frozen=True)
+class PreparedMessage:
+    """A message with what storing it needs and no database gives: parsed, compressed, hashed."""
+
+    message: IncomingMessage
+    parsed: ParsedMessage | None  # None: neither content nor header block to read
+    compressed: bytes | None = None  # the raw content at COMPRESSION_LEVEL, when there is content
+    sha256: str = ""
+
+
+def prepare_messages(messages: Sequence[IncomingMessage]) -> list[PreparedMessage]:
+    """Parse, compress and hash `messages`: the part of storing that touches no database.
+
+    It reads nothing shared and writes nothing, so synchronization runs it on another thread
+    for one batch while the batch before it is written.
+    """
+    prepared = []
+    for message in messages:
+        if message.raw is not None:
+            prepared.append(
+                PreparedMessage(
+                    message,
+                    parse_message(message.raw),
+                    zlib.compress(message.raw, COMPRESSION_LEVEL),
+                    hashlib.sha256(message.raw).hexdigest(),
+                )
+            )
+        else:
+            prepared.append(
+                PreparedMessage(message, parse_envelope(message.headers) if message.headers else None)
+            )
+    return prepared
+
+
 def store_messages(
     folder: Folder,
     messages: Sequence[IncomingMessage],
@@ -121,7 +155,20 @@ def store_messages(
     advance_to_uid: int | None = None,
     lease_token: uuid.UUID | None = None,
 ) -> StoreResult:
-    """Parse and store `messages` into `folder` in one transaction.
+    """Parse and store `messages` into `folder` in one transaction (see store_prepared)."""
+    return store_prepared(
+        folder, prepare_messages(messages), advance_to_uid=advance_to_uid, lease_token=lease_token
+    )
+
+
+def store_prepared(
+    folder: Folder,
+    prepared: Sequence[PreparedMessage],
+    *,
+    advance_to_uid: int | None = None,
+    lease_token: uuid.UUID | None = None,
+) -> StoreResult:
+    """Store messages `prepare_messages` has read into `folder` in one transaction.
 
     With `advance_to_uid`, the folder's committed progress moves to that UID in the same
     transaction, so progress never runs ahead of the rows it describes. With `lease_token`,
@@ -142,14 +189,6 @@ def store_messages(
     is_sent_folder = folder.mapping is not None and folder.mapping.role in outgoing_roles
     local_parts = bulk_local_parts()
     result = StoreResult()
-    prepared: list[tuple[IncomingMessage, ParsedMessage | None]] = []
-    for message in messages:
-        parsed: ParsedMessage | None
-        if message.raw is not None:
-            parsed = parse_message(message.raw)
-        else:
-            parsed = parse_envelope(message.headers) if message.headers else None
-        prepared.append((message, parsed))
 
     with transaction.atomic():
         locked = Folder.objects.select_for_update().filter(pk=folder.pk)
@@ -157,32 +196,32 @@ def store_messages(
             locked = locked.filter(lease_token=lease_token)
         if not locked.exists() and lease_token is not None:
             raise LeaseLost
-        prepared = _unsuppressed(folder, prepared, result)
+        kept = _unsuppressed(folder, prepared, result)
         held = set(
             Email.objects.filter(
                 folder=folder,
-                uidvalidity__in={m.uidvalidity for m in messages},
-                uid__in=[m.uid for m in messages],
+                uidvalidity__in={p.message.uidvalidity for p in prepared},
+                uid__in=[p.message.uid for p in prepared],
             ).values_list("uidvalidity", "uid")
         )
         room = StorageRoom(account.pk, account.storage_ceiling_bytes)
         emails, raws, participants = [], [], []
         now = timezone.now()
-        for message, parsed in prepared:
+        for ready in kept:
+            message, parsed = ready.message, ready.parsed
             if (message.uidvalidity, message.uid) in held:
                 result.skipped += 1
                 continue
             held.add((message.uidvalidity, message.uid))
             raw_row = None
             availability = message.withheld or Availability.AVAILABLE
-            if message.raw is not None:
-                compressed = zlib.compress(message.raw, COMPRESSION_LEVEL)
-                if not room.take(len(compressed)):
+            if message.raw is not None and ready.compressed is not None:
+                if not room.take(len(ready.compressed)):
                     availability = Availability.AWAITING_STORAGE_HEADROOM
                     parsed_for_row = None
                     result.awaiting_headroom += 1
                 else:
-                    raw_row = (compressed, message.raw)
+                    raw_row = (ready.compressed, ready.sha256, len(message.raw))
                     parsed_for_row = parsed
             else:
                 parsed_for_row = None
@@ -201,13 +240,13 @@ def store_messages(
             elif is_sent_folder:
                 email.direction = Direction.OUTGOING
             if raw_row is not None:
-                compressed, original = raw_row
+                compressed, sha256, original_size = raw_row
                 raws.append(
                     RawMessage(
                         email=email,
                         compressed=compressed,
-                        sha256=hashlib.sha256(original).hexdigest(),
-                        original_size=len(original),
+                        sha256=sha256,
+                        original_size=original_size,
                         stored_size=len(compressed),
                     )
                 )
@@ -227,30 +266,30 @@ def store_messages(
 
 
 def _unsuppressed(
-    folder: Folder,
-    prepared: list[tuple[IncomingMessage, ParsedMessage | None]],
-    result: StoreResult,
-) -> list[tuple[IncomingMessage, ParsedMessage | None]]:
+    folder: Folder, prepared: Sequence[PreparedMessage], result: StoreResult
+) -> list[PreparedMessage]:
     """Drop the messages erased on request, counting them in `result.suppressed`."""
     by_uidvalidity: dict[int, list[int]] = {}
-    for message, _ in prepared:
-        by_uidvalidity.setdefault(message.uidvalidity, []).append(message.uid)
+    for ready in prepared:
+        by_uidvalidity.setdefault(ready.message.uidvalidity, []).append(ready.message.uid)
     erased = {
         (uidvalidity, uid)
         for uidvalidity, uids in by_uidvalidity.items()
         for uid in suppression.suppressed_uids(folder, uidvalidity, uids)
     }
     erased_ids = suppression.suppressed_message_ids(
-        folder.account_id, (p.message_id[:998] for _, p in prepared if p is not None and p.message_id)
+        folder.account_id,
+        (r.parsed.message_id[:998] for r in prepared if r.parsed is not None and r.parsed.message_id),
     )
     kept = []
-    for message, parsed in prepared:
+    for ready in prepared:
+        message, parsed = ready.message, ready.parsed
         if (message.uidvalidity, message.uid) in erased or (
             parsed is not None and parsed.message_id and parsed.message_id[:998] in erased_ids
         ):
             result.suppressed += 1
         else:
-            kept.append((message, parsed))
+            kept.append(ready)
     return kept
 
 
