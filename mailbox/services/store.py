@@ -21,6 +21,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from accounts.models import FolderRole
+from mailbox.ids import uuid7
 from mailbox.models import (
     AttachmentExtraction,
     Availability,
@@ -32,10 +33,13 @@ from mailbox.models import (
 )
 from mailbox.parsing import ParsedMessage, is_bulk, is_list_mail, parse_envelope, parse_message
 from mailbox.services import suppression, threads
-from mailbox.services.copy_rows import copy_rows
+from mailbox.services.copy_rows import copy_rows, copy_values
 from mailbox.sync.failures import LeaseLost
 
 COMPRESSION_LEVEL = 6
+# The columns of the rows written as plain values (copy_values), in the order they are built.
+_RAW_FIELDS = ("email_id", "compressed", "sha256", "original_size", "stored_size")
+_PARTICIPANT_FIELDS = ("email_id", "role", "position", "address", "display_name")
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,8 @@ class PreparedMessage:
     parsed: ParsedMessage | None  # None: neither content nor header block to read
     compressed: bytes | None = None  # the raw content at COMPRESSION_LEVEL, when there is content
     sha256: str = ""
+    # Its row's key, drawn here so the thread that writes does not wait on the random source.
+    email_id: uuid.UUID = field(default_factory=uuid7)
 
 
 def prepare_messages(messages: Sequence[IncomingMessage]) -> list[PreparedMessage]:
@@ -205,7 +211,9 @@ def store_prepared(
             ).values_list("uidvalidity", "uid")
         )
         room = StorageRoom(account.pk, account.storage_ceiling_bytes)
-        emails, raws, participants = [], [], []
+        emails: list[Email] = []
+        raws: list[tuple[uuid.UUID, bytes, str, int, int]] = []
+        participants: list[tuple[uuid.UUID, str, int, str, str]] = []
         now = timezone.now()
         for ready in kept:
             message, parsed = ready.message, ready.parsed
@@ -227,7 +235,7 @@ def store_prepared(
                 parsed_for_row = None
             # Content kept out (over the size limit, or no headroom) still has its envelope.
             envelope = parsed_for_row or parsed
-            email = _email_row(folder, message, parsed_for_row, availability, now, envelope)
+            email = _email_row(folder, message, parsed_for_row, availability, now, envelope, ready.email_id)
             if envelope is not None:
                 if parsed_for_row is None:
                     _apply_envelope(email, envelope)
@@ -236,26 +244,18 @@ def store_prepared(
                 email.direction = _direction(envelope, own_address, is_sent_folder)
                 if parsed_for_row is not None and parsed_for_row.defects:
                     result.defective += 1
-                participants.extend(_participants(email, envelope))
+                participants.extend(_participant_values(email.id, envelope))
             elif is_sent_folder:
                 email.direction = Direction.OUTGOING
             if raw_row is not None:
                 compressed, sha256, original_size = raw_row
-                raws.append(
-                    RawMessage(
-                        email=email,
-                        compressed=compressed,
-                        sha256=sha256,
-                        original_size=original_size,
-                        stored_size=len(compressed),
-                    )
-                )
+                raws.append((email.id, compressed, sha256, original_size, len(compressed)))
                 result.stored_bytes += len(compressed)
             emails.append(email)
         threads.assign_threads(account.pk, emails)
         copy_rows(Email, emails)
-        copy_rows(RawMessage, raws)
-        copy_rows(Participant, participants)
+        copy_values(RawMessage, _RAW_FIELDS, raws)
+        copy_values(Participant, _PARTICIPANT_FIELDS, participants)
         result.stored = len(emails)
         result.email_ids = [email.id for email in emails]
         if advance_to_uid is not None:
@@ -318,7 +318,10 @@ def fill_content(email: Email, raw: bytes) -> bool:
         threads.assign_threads(locked.account_id, [locked])
         locked.save()
         locked.participants.all().delete()
-        Participant.objects.bulk_create(_participants(locked, parsed))
+        Participant.objects.bulk_create(
+            Participant(**dict(zip(_PARTICIPANT_FIELDS, values, strict=True)))
+            for values in _participant_values(locked.pk, parsed)
+        )
         # New content (a repair, or content held back for headroom): its attachments are read
         # again, since a pass that met the damaged copy recorded the email done with nothing.
         AttachmentExtraction.objects.filter(email=locked).delete()
@@ -332,10 +335,12 @@ def _email_row(
     availability: str,
     now: datetime,
     envelope: ParsedMessage | None = None,
+    email_id: uuid.UUID | None = None,
 ) -> Email:
     """The row for `message`: its content from `parsed`, else its envelope alone."""
     envelope = parsed or envelope
     email = Email(
+        id=email_id or uuid7(),
         account_id=folder.account_id,
         folder=folder,
         uidvalidity=message.uidvalidity,
@@ -396,7 +401,10 @@ def _direction(parsed: ParsedMessage, own_address: str, is_sent_folder: bool) ->
     return Direction.INCOMING
 
 
-def _participants(email: Email, parsed: ParsedMessage) -> list[Participant]:
+def _participant_values(
+    email_id: uuid.UUID, parsed: ParsedMessage
+) -> list[tuple[uuid.UUID, str, int, str, str]]:
+    """The participant rows of an email, as values in the order of _PARTICIPANT_FIELDS."""
     rows = []
     for role, addresses in (
         ("to", parsed.to),
@@ -405,13 +413,5 @@ def _participants(email: Email, parsed: ParsedMessage) -> list[Participant]:
         ("reply_to", parsed.reply_to),
     ):
         for position, address in enumerate(addresses):
-            rows.append(
-                Participant(
-                    email=email,
-                    role=role,
-                    position=position,
-                    address=address.address[:320],
-                    display_name=address.display_name[:998],
-                )
-            )
+            rows.append((email_id, role, position, address.address[:320], address.display_name[:998]))
     return rows
