@@ -351,23 +351,11 @@ def child_main(spec: dict) -> None:
         return stored
 
     engine.store_prepared = watched_store
-    profiler = worker_profiler = None
+    profiler = None
     if spec.get("profile"):
         import cProfile
 
         profiler = cProfile.Profile()
-        # Parsing runs on the engine's second thread, which the main profiler does not see.
-        worker_profiler = cProfile.Profile()
-        prepare = engine.prepare_messages
-
-        def profiled_prepare(messages):
-            worker_profiler.enable()
-            try:
-                return prepare(messages)
-            finally:
-                worker_profiler.disable()
-
-        engine.prepare_messages = profiled_prepare
     from django.db import connection
 
     with connection.cursor() as cursor:  # the session the backfill goes on to use
@@ -415,7 +403,7 @@ def child_main(spec: dict) -> None:
         "rss_after_batches_kib": [rss for _, rss in batches],
     }
     if profiler is not None:
-        result["profile"] = profile_summary(profiler, spec.get("profile_out"), worker_profiler)
+        result["profile"] = profile_summary(profiler, spec.get("profile_out"))
         result["profile"]["sql"] = sorted(SQL_TIMES.items(), key=lambda item: -item[1][1])
         result["profile"]["participants"] = Participant.objects.filter(email__account=account).count()
     print(RESULT_MARKER + json.dumps(result), flush=True)
@@ -484,14 +472,11 @@ PROFILE_ROWS = {
 }
 
 
-def profile_summary(profiler, out: str | None, worker=None) -> dict:
-    """Rows of PROFILE_ROWS, over the main thread and (when given) the parsing thread's profile."""
+def profile_summary(profiler, out: str | None) -> dict:
     import io
     import pstats
 
     stats = pstats.Stats(profiler)
-    if worker is not None and worker.getstats():
-        stats.add(worker)
     if out:
         stats.dump_stats(out)
     table = stats.stats  # type: ignore[attr-defined]  # pstats keeps its table in an undeclared attribute
@@ -514,8 +499,7 @@ def profile_summary(profiler, out: str | None, worker=None) -> dict:
                 seconds += ct if how == "ct" else tt
         rows.append([label, seconds])
     text = io.StringIO()
-    stats.stream = text  # type: ignore[attr-defined]  # pstats prints to this undeclared attribute
-    stats.sort_stats("tottime").print_stats(15)
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(15)
     top = [line for line in text.getvalue().splitlines() if line.strip()]
     return {"total": total, "rows": rows, "top_tottime": top[-16:]}
 
@@ -674,10 +658,7 @@ def print_imports(imports: list[tuple[int, str, dict, Rate]], folders: int) -> N
 def print_profile(profile: dict, messages: int) -> None:
     total = profile["total"] or 1.0
     print()
-    print(
-        f"Profile of the backfill of {messages} messages (cProfile; {total:.2f} s under the profiler; "
-        "rows add the parsing thread's time to the main thread's, so they may sum past 100 %):"
-    )
+    print(f"Profile of the backfill of {messages} messages (cProfile; {total:.2f} s under the profiler):")
     for label, seconds in profile["rows"]:
         print(f"  {label:58} {seconds:7.2f} s {100 * seconds / total:5.1f} %")
     print()

@@ -126,15 +126,16 @@ class PreparedMessage:
     parsed: ParsedMessage | None  # None: neither content nor header block to read
     compressed: bytes | None = None  # the raw content at COMPRESSION_LEVEL, when there is content
     sha256: str = ""
-    # Its row's key, drawn here so the thread that writes does not wait on the random source.
+    # Its row's key, drawn with the rest of the preparation.
     email_id: uuid.UUID = field(default_factory=uuid7)
 
 
 def prepare_messages(messages: Sequence[IncomingMessage]) -> list[PreparedMessage]:
     """Parse, compress and hash `messages`: the part of storing that touches no database.
 
-    It reads nothing shared and writes nothing, so synchronization runs it on another thread
-    for one batch while the batch before it is written.
+    It reads nothing shared and writes nothing: the work before the transaction, which the
+    transaction need not wait on (a second thread for it was measured and not kept:
+    docs/benchmarks.md).
     """
     prepared = []
     for message in messages:

@@ -12,7 +12,6 @@ import bisect
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +26,6 @@ from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email, Folder, Re
 from mailbox.parsing import HEADER_BLOCK_BYTES
 from mailbox.services.store import (
     IncomingMessage,
-    PreparedMessage,
     fill_content,
     prepare_messages,
     store_prepared,
@@ -263,53 +261,20 @@ def _store_new_mail(
     new_uids: list[int],
     progress: ProgressCallback | None,
 ) -> int:
-    """Fetch and store `new_uids` batch by batch; return how many of them are done with.
-
-    A batch is parsed on a second thread while the batch before it is written and the batch
-    after it fetched, so the database, the IMAP server and the parser work at once: at most
-    two batches are held. A batch already fetched when a later step fails (the pace spent,
-    the connection lost) is still stored, as it was before it had a successor.
-    """
+    """Fetch and store `new_uids` batch by batch; return how many of them are done with."""
     done = 0
-    pending: tuple[list[int], list[IncomingMessage], Future[list[PreparedMessage]]] | None = None
-
-    def write(
-        batch: list[int], messages: list[IncomingMessage], ready: Future[list[PreparedMessage]]
-    ) -> None:
-        nonlocal done
-        stored = store_prepared(folder, ready.result(), advance_to_uid=batch[-1], lease_token=token)
+    for uids, meta in _fetchable_batches(client, folder, new_uids, result):
+        messages = _fetch_batch(client, folder, token, uids, meta)
+        stored = store_prepared(
+            folder, prepare_messages(messages), advance_to_uid=uids[-1], lease_token=token
+        )
         result.stored += stored.stored
         result.suppressed += stored.suppressed
         result.withheld += sum(1 for m in messages if m.raw is None)
-        folder.highest_uid = batch[-1]
-        if progress:  # committed through batch[-1]: every new UID up to it is done with
-            done = bisect.bisect_right(new_uids, batch[-1])
+        folder.highest_uid = uids[-1]
+        if progress:  # committed through uids[-1]: every new UID up to it is done with
+            done = bisect.bisect_right(new_uids, uids[-1])
             progress(Progress(label=result.alias, done=done, total=len(new_uids)))
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sync-parse") as parser:
-        batches = _fetchable_batches(client, folder, new_uids, result)
-        try:
-            while True:
-                try:
-                    following = next(batches, None)
-                    if following is None:
-                        break
-                    uids, meta = following
-                    messages = _fetch_batch(client, folder, token, uids, meta)
-                except Exception:
-                    if pending is not None:
-                        write(*pending)
-                    raise
-                ready = parser.submit(prepare_messages, messages)
-                if pending is not None:
-                    write(*pending)
-                pending = (uids, messages, ready)
-            if pending is not None:
-                write(*pending)
-                pending = None
-        finally:
-            if pending is not None:
-                pending[2].cancel()
     return done
 
 
