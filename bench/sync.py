@@ -32,6 +32,7 @@ import gc
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import signal
@@ -132,8 +133,34 @@ def drop_database(name: str) -> None:
 # --- corpus and Maildirs ----------------------------------------------------------------
 
 
+_ID_FIELDS = (b"message-id:", b"in-reply-to:", b"references:")
+_BRACKETED_AT = re.compile(rb"<([^<>@\s]+)@")
+
+
+def with_copy_ids(raw: bytes, copy: int) -> bytes:
+    """The message as copy number `copy`: its Message-ID, In-Reply-To and References renamed.
+
+    Copies beyond the corpus must not share ids with the original: threading would join
+    every copy into one conversation, and notmuch would index them as one message.
+    """
+    end = raw.find(b"\n\n")
+    end = len(raw) if end < 0 else end
+    lines = raw[:end].split(b"\n")
+    renaming = False
+    for index, line in enumerate(lines):
+        if line[:1] not in (b" ", b"\t"):
+            renaming = line.lower().startswith(_ID_FIELDS)
+        if renaming:
+            lines[index] = _BRACKETED_AT.sub(rb"<\1.copy%d@" % copy, line)
+    return b"\n".join(lines) + raw[end:]
+
+
 def load_corpus(count: int) -> list[tuple[str, bytes]]:
-    """Return `count` messages evenly spread over the corpus (every group in proportion)."""
+    """Return `count` messages evenly spread over the corpus (every group in proportion).
+
+    Beyond the corpus's size it is taken whole as many times as needed, each copy's ids
+    renamed (with_copy_ids).
+    """
     if not CORPUS.exists():
         raise SystemExit(f"corpus not found: {CORPUS}")
     with tarfile.open(CORPUS) as archive:
@@ -141,8 +168,21 @@ def load_corpus(count: int) -> list[tuple[str, bytes]]:
             (m for m in archive.getmembers() if m.isfile() and "/cur/" in m.name), key=lambda m: m.name
         )
         if count > len(members):
-            raise SystemExit(f"--messages {count}: the corpus holds only {len(members)} messages")
+            copies = -(-count // len(members))
+            names = [m.name for m in members]
+            whole = _read_members(names)
+            messages = [
+                (name.rsplit("/", 1)[-1], with_copy_ids(whole[name], copy) if copy else whole[name])
+                for copy in range(copies)
+                for name in names
+            ]
+            return messages[:count]
         chosen = [members[i * len(members) // count].name for i in range(count)]
+    contents = _read_members(chosen)
+    return [(name.rsplit("/", 1)[-1], contents[name]) for name in chosen]
+
+
+def _read_members(chosen: list[str]) -> dict[str, bytes]:
     wanted = set(chosen)
     contents: dict[str, bytes] = {}
     with tarfile.open(CORPUS) as archive:  # one pass in archive order: a .gz cannot seek back
@@ -152,7 +192,7 @@ def load_corpus(count: int) -> list[tuple[str, bytes]]:
                 if handle is None:
                     raise SystemExit(f"cannot read {member.name} from {CORPUS}")
                 contents[member.name] = handle.read()
-    return [(name.rsplit("/", 1)[-1], contents[name]) for name in chosen]
+    return contents
 
 
 def wire_size(raw: bytes) -> int:
@@ -194,7 +234,9 @@ def warm_up(server, user: str, password: str, expected: int) -> None:
         selected = client.select_folder("INBOX", readonly=True)
         if int(selected[b"EXISTS"]) != expected:
             raise SystemExit(f"Dovecot shows {selected[b'EXISTS']} messages for {user}, seeded {expected}")
-        client.fetch(client.search(["ALL"]), ["FLAGS", "RFC822.SIZE", "INTERNALDATE"])
+        uids = client.search(["ALL"])
+        for start in range(0, len(uids), 5000):  # one command naming 100,000 UIDs is too long
+            client.fetch(uids[start : start + 5000], ["FLAGS", "RFC822.SIZE", "INTERNALDATE"])
 
 
 # --- (a) anchor -------------------------------------------------------------------------
@@ -343,14 +385,14 @@ def child_main(spec: dict) -> None:
     import mailbox.sync.engine as engine
 
     batches: list[tuple[int, int]] = []  # (bytes of bodies in the batch, RSS KiB after it)
-    store = engine.store_messages
+    store = engine.store_prepared
 
-    def watched_store(folder, messages, **kwargs):
-        stored = store(folder, messages, **kwargs)
-        batches.append((sum(len(m.raw or b"") for m in messages), _status_kib("VmRSS") or 0))
+    def watched_store(folder, prepared, **kwargs):
+        stored = store(folder, prepared, **kwargs)
+        batches.append((sum(len(p.message.raw or b"") for p in prepared), _status_kib("VmRSS") or 0))
         return stored
 
-    engine.store_messages = watched_store
+    engine.store_prepared = watched_store
     profiler = None
     if spec.get("profile"):
         import cProfile
@@ -708,6 +750,7 @@ def main() -> None:
         help="(d) also imports the N messages spread over this many Maildirs in one invocation (default 100)",
     )
     parser.add_argument("--skip-import", action="store_true", help="skip (d), import_mail")
+    parser.add_argument("--skip-notmuch", action="store_true", help="skip (c), notmuch new")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     CORPUS = args.corpus / "mail-dev.tar.gz"
@@ -741,7 +784,7 @@ def main() -> None:
     import_root = Path(tempfile.mkdtemp(prefix="mf-bench-import-"))
     try:
         call_command("migrate", verbosity=0)
-        notmuch = prepare_notmuch(messages, notmuch_root)
+        notmuch = None if args.skip_notmuch else prepare_notmuch(messages, notmuch_root)
         if not args.skip_import:
             write_maildir(import_root / "one", messages)
             write_tree(import_root / "tree", messages, max(1, args.import_folders))

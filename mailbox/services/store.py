@@ -21,6 +21,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from accounts.models import FolderRole
+from mailbox.ids import uuid7
 from mailbox.models import (
     AttachmentExtraction,
     Availability,
@@ -32,10 +33,13 @@ from mailbox.models import (
 )
 from mailbox.parsing import ParsedMessage, is_bulk, is_list_mail, parse_envelope, parse_message
 from mailbox.services import suppression, threads
-from mailbox.services.copy_rows import copy_rows
+from mailbox.services.copy_rows import copy_rows, copy_values
 from mailbox.sync.failures import LeaseLost
 
 COMPRESSION_LEVEL = 6
+# The columns of the rows written as plain values (copy_values), in the order they are built.
+_RAW_FIELDS = ("email_id", "compressed", "sha256", "original_size", "stored_size")
+_PARTICIPANT_FIELDS = ("email_id", "role", "position", "address", "display_name")
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,43 @@ class StorageRoom:
         return True
 
 
+@dataclass(frozen=True)
+class PreparedMessage:
+    """A message with what storing it needs and no database gives: parsed, compressed, hashed."""
+
+    message: IncomingMessage
+    parsed: ParsedMessage | None  # None: neither content nor header block to read
+    compressed: bytes | None = None  # the raw content at COMPRESSION_LEVEL, when there is content
+    sha256: str = ""
+    # Its row's key, drawn with the rest of the preparation.
+    email_id: uuid.UUID = field(default_factory=uuid7)
+
+
+def prepare_messages(messages: Sequence[IncomingMessage]) -> list[PreparedMessage]:
+    """Parse, compress and hash `messages`: the part of storing that touches no database.
+
+    It reads nothing shared and writes nothing: the work before the transaction, which the
+    transaction need not wait on (a second thread for it was measured and not kept:
+    docs/benchmarks.md).
+    """
+    prepared = []
+    for message in messages:
+        if message.raw is not None:
+            prepared.append(
+                PreparedMessage(
+                    message,
+                    parse_message(message.raw),
+                    zlib.compress(message.raw, COMPRESSION_LEVEL),
+                    hashlib.sha256(message.raw).hexdigest(),
+                )
+            )
+        else:
+            prepared.append(
+                PreparedMessage(message, parse_envelope(message.headers) if message.headers else None)
+            )
+    return prepared
+
+
 def store_messages(
     folder: Folder,
     messages: Sequence[IncomingMessage],
@@ -121,7 +162,20 @@ def store_messages(
     advance_to_uid: int | None = None,
     lease_token: uuid.UUID | None = None,
 ) -> StoreResult:
-    """Parse and store `messages` into `folder` in one transaction.
+    """Parse and store `messages` into `folder` in one transaction (see store_prepared)."""
+    return store_prepared(
+        folder, prepare_messages(messages), advance_to_uid=advance_to_uid, lease_token=lease_token
+    )
+
+
+def store_prepared(
+    folder: Folder,
+    prepared: Sequence[PreparedMessage],
+    *,
+    advance_to_uid: int | None = None,
+    lease_token: uuid.UUID | None = None,
+) -> StoreResult:
+    """Store messages `prepare_messages` has read into `folder` in one transaction.
 
     With `advance_to_uid`, the folder's committed progress moves to that UID in the same
     transaction, so progress never runs ahead of the rows it describes. With `lease_token`,
@@ -142,14 +196,6 @@ def store_messages(
     is_sent_folder = folder.mapping is not None and folder.mapping.role in outgoing_roles
     local_parts = bulk_local_parts()
     result = StoreResult()
-    prepared: list[tuple[IncomingMessage, ParsedMessage | None]] = []
-    for message in messages:
-        parsed: ParsedMessage | None
-        if message.raw is not None:
-            parsed = parse_message(message.raw)
-        else:
-            parsed = parse_envelope(message.headers) if message.headers else None
-        prepared.append((message, parsed))
 
     with transaction.atomic():
         locked = Folder.objects.select_for_update().filter(pk=folder.pk)
@@ -157,38 +203,40 @@ def store_messages(
             locked = locked.filter(lease_token=lease_token)
         if not locked.exists() and lease_token is not None:
             raise LeaseLost
-        prepared = _unsuppressed(folder, prepared, result)
+        kept = _unsuppressed(folder, prepared, result)
         held = set(
             Email.objects.filter(
                 folder=folder,
-                uidvalidity__in={m.uidvalidity for m in messages},
-                uid__in=[m.uid for m in messages],
+                uidvalidity__in={p.message.uidvalidity for p in prepared},
+                uid__in=[p.message.uid for p in prepared],
             ).values_list("uidvalidity", "uid")
         )
         room = StorageRoom(account.pk, account.storage_ceiling_bytes)
-        emails, raws, participants = [], [], []
+        emails: list[Email] = []
+        raws: list[tuple[uuid.UUID, bytes, str, int, int]] = []
+        participants: list[tuple[uuid.UUID, str, int, str, str]] = []
         now = timezone.now()
-        for message, parsed in prepared:
+        for ready in kept:
+            message, parsed = ready.message, ready.parsed
             if (message.uidvalidity, message.uid) in held:
                 result.skipped += 1
                 continue
             held.add((message.uidvalidity, message.uid))
             raw_row = None
             availability = message.withheld or Availability.AVAILABLE
-            if message.raw is not None:
-                compressed = zlib.compress(message.raw, COMPRESSION_LEVEL)
-                if not room.take(len(compressed)):
+            if message.raw is not None and ready.compressed is not None:
+                if not room.take(len(ready.compressed)):
                     availability = Availability.AWAITING_STORAGE_HEADROOM
                     parsed_for_row = None
                     result.awaiting_headroom += 1
                 else:
-                    raw_row = (compressed, message.raw)
+                    raw_row = (ready.compressed, ready.sha256, len(message.raw))
                     parsed_for_row = parsed
             else:
                 parsed_for_row = None
             # Content kept out (over the size limit, or no headroom) still has its envelope.
             envelope = parsed_for_row or parsed
-            email = _email_row(folder, message, parsed_for_row, availability, now, envelope)
+            email = _email_row(folder, message, parsed_for_row, availability, now, envelope, ready.email_id)
             if envelope is not None:
                 if parsed_for_row is None:
                     _apply_envelope(email, envelope)
@@ -197,26 +245,18 @@ def store_messages(
                 email.direction = _direction(envelope, own_address, is_sent_folder)
                 if parsed_for_row is not None and parsed_for_row.defects:
                     result.defective += 1
-                participants.extend(_participants(email, envelope))
+                participants.extend(_participant_values(email.id, envelope))
             elif is_sent_folder:
                 email.direction = Direction.OUTGOING
             if raw_row is not None:
-                compressed, original = raw_row
-                raws.append(
-                    RawMessage(
-                        email=email,
-                        compressed=compressed,
-                        sha256=hashlib.sha256(original).hexdigest(),
-                        original_size=len(original),
-                        stored_size=len(compressed),
-                    )
-                )
+                compressed, sha256, original_size = raw_row
+                raws.append((email.id, compressed, sha256, original_size, len(compressed)))
                 result.stored_bytes += len(compressed)
             emails.append(email)
         threads.assign_threads(account.pk, emails)
         copy_rows(Email, emails)
-        copy_rows(RawMessage, raws)
-        copy_rows(Participant, participants)
+        copy_values(RawMessage, _RAW_FIELDS, raws)
+        copy_values(Participant, _PARTICIPANT_FIELDS, participants)
         result.stored = len(emails)
         result.email_ids = [email.id for email in emails]
         if advance_to_uid is not None:
@@ -227,30 +267,30 @@ def store_messages(
 
 
 def _unsuppressed(
-    folder: Folder,
-    prepared: list[tuple[IncomingMessage, ParsedMessage | None]],
-    result: StoreResult,
-) -> list[tuple[IncomingMessage, ParsedMessage | None]]:
+    folder: Folder, prepared: Sequence[PreparedMessage], result: StoreResult
+) -> list[PreparedMessage]:
     """Drop the messages erased on request, counting them in `result.suppressed`."""
     by_uidvalidity: dict[int, list[int]] = {}
-    for message, _ in prepared:
-        by_uidvalidity.setdefault(message.uidvalidity, []).append(message.uid)
+    for ready in prepared:
+        by_uidvalidity.setdefault(ready.message.uidvalidity, []).append(ready.message.uid)
     erased = {
         (uidvalidity, uid)
         for uidvalidity, uids in by_uidvalidity.items()
         for uid in suppression.suppressed_uids(folder, uidvalidity, uids)
     }
     erased_ids = suppression.suppressed_message_ids(
-        folder.account_id, (p.message_id[:998] for _, p in prepared if p is not None and p.message_id)
+        folder.account_id,
+        (r.parsed.message_id[:998] for r in prepared if r.parsed is not None and r.parsed.message_id),
     )
     kept = []
-    for message, parsed in prepared:
+    for ready in prepared:
+        message, parsed = ready.message, ready.parsed
         if (message.uidvalidity, message.uid) in erased or (
             parsed is not None and parsed.message_id and parsed.message_id[:998] in erased_ids
         ):
             result.suppressed += 1
         else:
-            kept.append((message, parsed))
+            kept.append(ready)
     return kept
 
 
@@ -279,7 +319,10 @@ def fill_content(email: Email, raw: bytes) -> bool:
         threads.assign_threads(locked.account_id, [locked])
         locked.save()
         locked.participants.all().delete()
-        Participant.objects.bulk_create(_participants(locked, parsed))
+        Participant.objects.bulk_create(
+            Participant(**dict(zip(_PARTICIPANT_FIELDS, values, strict=True)))
+            for values in _participant_values(locked.pk, parsed)
+        )
         # New content (a repair, or content held back for headroom): its attachments are read
         # again, since a pass that met the damaged copy recorded the email done with nothing.
         AttachmentExtraction.objects.filter(email=locked).delete()
@@ -293,10 +336,12 @@ def _email_row(
     availability: str,
     now: datetime,
     envelope: ParsedMessage | None = None,
+    email_id: uuid.UUID | None = None,
 ) -> Email:
     """The row for `message`: its content from `parsed`, else its envelope alone."""
     envelope = parsed or envelope
     email = Email(
+        id=email_id or uuid7(),
         account_id=folder.account_id,
         folder=folder,
         uidvalidity=message.uidvalidity,
@@ -357,7 +402,10 @@ def _direction(parsed: ParsedMessage, own_address: str, is_sent_folder: bool) ->
     return Direction.INCOMING
 
 
-def _participants(email: Email, parsed: ParsedMessage) -> list[Participant]:
+def _participant_values(
+    email_id: uuid.UUID, parsed: ParsedMessage
+) -> list[tuple[uuid.UUID, str, int, str, str]]:
+    """The participant rows of an email, as values in the order of _PARTICIPANT_FIELDS."""
     rows = []
     for role, addresses in (
         ("to", parsed.to),
@@ -366,13 +414,5 @@ def _participants(email: Email, parsed: ParsedMessage) -> list[Participant]:
         ("reply_to", parsed.reply_to),
     ):
         for position, address in enumerate(addresses):
-            rows.append(
-                Participant(
-                    email=email,
-                    role=role,
-                    position=position,
-                    address=address.address[:320],
-                    display_name=address.display_name[:998],
-                )
-            )
+            rows.append((email_id, role, position, address.address[:320], address.display_name[:998]))
     return rows

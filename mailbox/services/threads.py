@@ -65,6 +65,10 @@ def _stored_threads(
     One GIN probe per key (`@>` a one-element array), not one `&&` with all of them: the
     planner's estimate for an overlap with hundreds of elements is most of the table, and
     it scans the table (6.6 s at 100,000 emails, 11 ms this way; docs/benchmarks.md).
+    Each probe is a subquery of its own that holds only the `@>` (OFFSET 0 keeps the
+    account and the other conditions out of it), so the GIN index is its only way in: as
+    a plain join, a table not yet analyzed (a first backfill) had the planner read every
+    email of the account once per key instead, a cost growing with the mailbox.
     """
     rows: list[tuple[uuid.UUID, list[str]]] = []
     ordered = sorted(keys)
@@ -73,12 +77,14 @@ def _stored_threads(
     keys_column, thread = column(Email, "thread_keys"), column(Email, "thread_id")
     for start in range(0, len(ordered), _KEYS_PER_QUERY):
         p = Params()
+        account, key = column(Email, "account"), column(Email, "id")
         sql = (
-            f"SELECT e.{thread}, e.{keys_column} "
-            f"FROM unnest({p(ordered[start : start + _KEYS_PER_QUERY])}::varchar[]) AS wanted(key) "
-            f"JOIN {e} AS e ON e.{keys_column} @> ARRAY[wanted.key]::varchar[] "
-            f"WHERE e.{column(Email, 'account')} = {p(account_pk)} AND e.{thread} IS NOT NULL "
-            f"AND NOT (e.{column(Email, 'id')} = ANY({p(excluded)}::uuid[]))"
+            f"SELECT t.{thread}, t.{keys_column} "
+            f"FROM unnest({p(ordered[start : start + _KEYS_PER_QUERY])}::varchar[]) AS wanted(key), "
+            f"LATERAL (SELECT e.{key}, e.{account}, e.{thread}, e.{keys_column} FROM {e} AS e "
+            f"WHERE e.{keys_column} @> ARRAY[wanted.key]::varchar[] OFFSET 0) AS t "
+            f"WHERE t.{account} = {p(account_pk)} AND t.{thread} IS NOT NULL "
+            f"AND NOT (t.{key} = ANY({p(excluded)}::uuid[]))"
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, p.values)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,12 @@ from accounts.models import MailAccount, awaiting_someone
 from accounts.services.imap import close_client, open_client
 from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email, Folder, RepairRequest
 from mailbox.parsing import HEADER_BLOCK_BYTES
-from mailbox.services.store import IncomingMessage, fill_content, store_messages
+from mailbox.services.store import (
+    IncomingMessage,
+    fill_content,
+    prepare_messages,
+    store_prepared,
+)
 from mailbox.services.suppression import suppressed_uids
 from mailbox.signals import folder_mail_deleted, synchronization_finished
 from mailbox.sync import folder_state, pace
@@ -235,30 +240,9 @@ def synchronize_folder(
     result.expunged = _remove_expunged(folder, uidvalidity, server_uids)
 
     new_uids = sorted(uid for uid in server_uids if uid > folder.highest_uid)
-    limit = folder.account.max_message_bytes
-    done = 0
     if progress:
         progress(Progress(label=result.alias, done=0, total=len(new_uids)))
-    for chunk in _chunks(new_uids, BATCH_SIZE):
-        meta = client.fetch(chunk, ["RFC822.SIZE", "INTERNALDATE", "FLAGS"])
-        # Erased copies are not even fetched; store_messages checks again under the folder lock.
-        erased = suppressed_uids(folder, folder.uidvalidity or 0, chunk)
-        result.suppressed += len(erased & set(meta))
-        meta = {uid: info for uid, info in meta.items() if uid not in erased}
-        for batch in _byte_bounded(chunk, meta, limit):
-            if not folder_state.renew_lease(folder, token):
-                raise LeaseLost
-            pace.check(folder.account, timezone.now())
-            messages = _fetch_bodies(client, folder, batch, meta)
-            pace.spend(folder.account, sum(len(m.raw) for m in messages if m.raw is not None), timezone.now())
-            stored = store_messages(folder, messages, advance_to_uid=batch[-1], lease_token=token)
-            result.stored += stored.stored
-            result.suppressed += stored.suppressed
-            result.withheld += sum(1 for m in messages if m.raw is None)
-            folder.highest_uid = batch[-1]
-            if progress:  # committed through batch[-1]: every new UID up to it is done with
-                done = bisect.bisect_right(new_uids, batch[-1])
-                progress(Progress(label=result.alias, done=done, total=len(new_uids)))
+    done = _store_new_mail(client, folder, token, result, new_uids, progress)
     if progress and done < len(new_uids):  # the tail was erased on request: nothing to fetch
         progress(Progress(label=result.alias, done=len(new_uids), total=len(new_uids)))
 
@@ -267,6 +251,58 @@ def synchronize_folder(
     Folder.objects.filter(pk=folder.pk, lease_token=token).record_progress(
         timezone.now(), highest_modseq=int(modseq) if modseq is not None else None
     )
+
+
+def _store_new_mail(
+    client: IMAPClient,
+    folder: Folder,
+    token: uuid.UUID,
+    result: FolderRun,
+    new_uids: list[int],
+    progress: ProgressCallback | None,
+) -> int:
+    """Fetch and store `new_uids` batch by batch; return how many of them are done with."""
+    done = 0
+    for uids, meta in _fetchable_batches(client, folder, new_uids, result):
+        messages = _fetch_batch(client, folder, token, uids, meta)
+        stored = store_prepared(
+            folder, prepare_messages(messages), advance_to_uid=uids[-1], lease_token=token
+        )
+        result.stored += stored.stored
+        result.suppressed += stored.suppressed
+        result.withheld += sum(1 for m in messages if m.raw is None)
+        folder.highest_uid = uids[-1]
+        if progress:  # committed through uids[-1]: every new UID up to it is done with
+            done = bisect.bisect_right(new_uids, uids[-1])
+            progress(Progress(label=result.alias, done=done, total=len(new_uids)))
+    return done
+
+
+def _fetchable_batches(
+    client: IMAPClient, folder: Folder, new_uids: list[int], result: FolderRun
+) -> Iterator[tuple[list[int], dict[int, Any]]]:
+    """Each batch of `new_uids` to fetch, with its FETCH metadata; erased copies left out."""
+    limit = folder.account.max_message_bytes
+    for chunk in _chunks(new_uids, BATCH_SIZE):
+        meta = client.fetch(chunk, ["RFC822.SIZE", "INTERNALDATE", "FLAGS"])
+        # Erased copies are not even fetched; store_prepared checks again under the folder lock.
+        erased = suppressed_uids(folder, folder.uidvalidity or 0, chunk)
+        result.suppressed += len(erased & set(meta))
+        meta = {uid: info for uid, info in meta.items() if uid not in erased}
+        for batch in _byte_bounded(chunk, meta, limit):
+            yield batch, meta
+
+
+def _fetch_batch(
+    client: IMAPClient, folder: Folder, token: uuid.UUID, uids: list[int], meta: dict[int, Any]
+) -> list[IncomingMessage]:
+    """Fetch one batch's bodies under the lease and the download pace."""
+    if not folder_state.renew_lease(folder, token):
+        raise LeaseLost
+    pace.check(folder.account, timezone.now())
+    messages = _fetch_bodies(client, folder, uids, meta)
+    pace.spend(folder.account, sum(len(m.raw) for m in messages if m.raw is not None), timezone.now())
+    return messages
 
 
 def _reset_uidvalidity(folder: Folder, uidvalidity: int) -> None:

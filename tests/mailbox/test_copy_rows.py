@@ -1,4 +1,4 @@
-"""copy_rows writes exactly what the ORM's INSERT would: awkward text, arrays, NULLs, bytes, keys."""
+"""copy_rows and copy_values write what the ORM's INSERT would: awkward text, arrays, NULLs, bytes, keys."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from mailbox.models import Email, Participant, ParticipantRole, RawMessage
-from mailbox.services.copy_rows import copy_rows
+from mailbox.services.copy_rows import copy_rows, copy_values
 from tests.mailbox.factories import FolderFactory
 
 pytestmark = pytest.mark.django_db
@@ -88,3 +88,29 @@ def test_bytes_and_a_key_the_database_assigns():
 
 def test_nothing_to_write():
     assert copy_rows(Email, []) == 0
+
+
+def test_plain_values_are_written_as_the_instances_would_be():
+    folder = FolderFactory()
+    email = _email(folder, 1, subject="values")
+    copy_rows(Email, [email])
+    raw = b"Subject: y\r\n\r\n\x00\xff\\N binary"
+    compressed = zlib.compress(raw)
+    fields = ("email_id", "compressed", "sha256", "original_size", "stored_size")
+    assert copy_values(RawMessage, fields, [(email.pk, compressed, "1" * 64, len(raw), len(compressed))]) == 1
+    people = [(email.pk, ParticipantRole.CC, i, f"q{i}@example.com", AWKWARD) for i in range(2)]
+    names = ("email_id", "role", "position", "address", "display_name")
+    assert copy_values(Participant, names, people) == 2
+
+    assert zlib.decompress(bytes(RawMessage.objects.get(email=email).compressed)) == raw
+    stored = list(Participant.objects.filter(email=email).order_by("position"))
+    assert [(p.role, p.address, p.display_name) for p in stored] == [
+        (ParticipantRole.CC, "q0@example.com", AWKWARD),
+        (ParticipantRole.CC, "q1@example.com", AWKWARD),
+    ]
+    assert all(p.pk for p in stored)
+
+
+def test_values_of_a_field_that_needs_preparing_are_refused():
+    with pytest.raises(ValueError, match="received_at"):
+        copy_values(Email, ("uid", "received_at"), [(1, "2024-05-01")])

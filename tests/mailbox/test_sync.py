@@ -241,7 +241,7 @@ def test_changes_made_by_another_client_during_a_run_converge_on_the_next(user, 
     user.append("INBOX", [_message(n) for n in range(30)])
     account = account_for(user)
     monkeypatch.setattr(engine, "BATCH_SIZE", 10)
-    original = engine.store_messages
+    original = engine.store_prepared
     calls = {"n": 0}
 
     def meddle(*args, **kwargs):
@@ -256,7 +256,7 @@ def test_changes_made_by_another_client_during_a_run_converge_on_the_next(user, 
                 other.append("INBOX", _message(99))
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "store_messages", meddle)
+    monkeypatch.setattr(engine, "store_prepared", meddle)
     synchronize_account(account.pk)
     synchronize_account(account.pk, force=True)
 
