@@ -6,8 +6,9 @@ email sent by the query's own author is not the mail the text answers, nor is on
 quotes the text (it answers it); junk and bulk mail (not mailing-list discussion) come
 after correspondence, still reachable further down. A thread's second and later emails can
 be made to give way to other threads (THREAD_FACTOR), but that is off: it did not help on
-the reply pairs, so grouping by thread is left to the caller through each match's threadId. Each factor was chosen by cross-validation on the reply pairs
-(bench/retrieval.py; docs/benchmarks.md).
+the reply pairs, so grouping by thread is left to the caller through each match's threadId.
+Each factor was chosen by cross-validation on the reply pairs (bench/retrieval.py;
+docs/benchmarks.md).
 """
 
 from __future__ import annotations
