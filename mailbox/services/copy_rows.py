@@ -72,7 +72,8 @@ def copy_values(model: type[models.Model], names: Sequence[str], rows: Sequence[
     ]
     if awkward:
         raise ValueError(f"copy_values writes values as they are; these fields need preparing: {awkward}")
-    columns = ", ".join(connection.ops.quote_name(cast(str, field.column)) for field in fields)  # type: ignore[union-attr]
+    # The stubs type a model's fields as possibly foreign objects, which have no .column.
+    columns = ", ".join(connection.ops.quote_name(cast(str, field.column)) for field in fields)  # type: ignore[union-attr]  # concrete fields only (checked above)
     statement = f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN"
     with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
         for row in rows:

@@ -46,6 +46,7 @@ def test_search_results_are_cut_again_to_the_window_and_extract_bounds():
             search.SearchMatch(
                 summary=_summary(n),
                 relevance_rank=1.0,
+                thread_id=f"thread-{n}",
                 snippets=["x" * 5000] * 7,
                 match_kind="exact",
                 attachment_matches=[
