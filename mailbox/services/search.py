@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from mailbox.models import Email, EmailQuerySet
 from mailbox.services import embedding
@@ -53,7 +54,8 @@ from mailfathom.providers.local import E5_MODEL, USE_MODEL
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARACTERS = 512
-MAX_ADDRESS_CHARACTERS = 320  # as stored (Email.sender_address)
+# An author address can be no longer than a stored sender address.
+MAX_ADDRESS_CHARACTERS = cast(int, Email._meta.get_field("sender_address").max_length)  # a CharField: set
 MIN_RESULT_LIMIT, MAX_RESULT_LIMIT, DEFAULT_RESULT_LIMIT = 1, 50, 20
 RESULT_LIMIT_OUT_OF_RANGE = Code.RESULT_LIMIT_OUT_OF_RANGE
 EXTRACTS_PER_EMAIL = 3

@@ -148,7 +148,9 @@ def test_junk_and_bulk_rank_below_correspondence_but_stay_reachable(account, inb
 # --- threads ------------------------------------------------------------------------------
 
 
-def test_each_match_carries_its_thread(inbox):
+def _outage_threads(inbox):
+    """Three replies of one thread that match "outage report" strongly, and one email of
+    another thread that matches it more weakly: (the thread, its replies, the other)."""
     thread = uuid.uuid4()
     siblings = [
         EmailFactory(
@@ -160,6 +162,11 @@ def test_each_match_carries_its_thread(inbox):
         folder=inbox, subject="Outage report", thread_id=uuid.uuid4(), body="outage and notes on the network"
     )
     refresh_term_stats()
+    return thread, siblings, other
+
+
+def test_each_match_carries_its_thread(inbox):
+    thread, siblings, other = _outage_threads(inbox)
     threads = {
         match.summary.stored_email_id: match.thread_id for match in search_emails("outage report").matches
     }
@@ -168,17 +175,7 @@ def test_each_match_carries_its_thread(inbox):
 
 
 def test_siblings_give_way_to_other_threads_under_a_thread_factor(inbox, monkeypatch):
-    thread = uuid.uuid4()
-    siblings = [
-        EmailFactory(
-            folder=inbox, subject=f"Re: outage report {n}", thread_id=thread, body="outage outage outage"
-        )
-        for n in range(3)
-    ]
-    other = EmailFactory(
-        folder=inbox, subject="Outage report", thread_id=uuid.uuid4(), body="outage and notes on the network"
-    )
-    refresh_term_stats()
+    thread, siblings, other = _outage_threads(inbox)
     # Off by default (cross-validation kept siblings in place); weaker than every sibling,
     # the other thread's match comes last.
     ids = [match.summary.stored_email_id for match in search_emails("outage report").matches]
