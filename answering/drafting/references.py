@@ -29,6 +29,7 @@ PREFIX = "reference:"
 FOLDER = "reference"
 MAX_WORDS = 64
 DEPTH = 50
+REFERENCE_RRF_K = 10  # the fusion's k as it was when reference search was built (see search_references)
 _WORD = re.compile(r"\w{2,}")
 
 
@@ -82,11 +83,12 @@ def search_references(
 ) -> list[Passage]:
     """Up to `limit` chunks of the account's reference documents, fused best first."""
     # The search's fusion by rank, with nothing held back: every chunk either arm found counts.
+    # Its k is not mail search's: that one was chosen on reply pairs, which say nothing of chunks.
     lexical = [
         LexicalHit(email_id=str(chunk_id), score=0.0, exact=False) for chunk_id in _lexical(account_pk, raw)
     ]
     vector = [VectorHit(email_id=str(chunk_id), distance=0.0) for chunk_id in _vector(account_pk, condensed)]
-    whole = Fusion(method="rrf", min_similarity=NO_FLOOR, enough_lexical=len(lexical) + 1)
+    whole = Fusion(method="rrf", k=REFERENCE_RRF_K, min_similarity=NO_FLOOR, enough_lexical=len(lexical) + 1)
     scores, _kinds, _held_back = fused_scores(lexical, vector, whole)
     order = [
         int(chunk_id) for chunk_id in sorted(scores, key=lambda chunk_id: (-scores[chunk_id], int(chunk_id)))

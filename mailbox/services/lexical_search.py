@@ -45,9 +45,10 @@ ATTACHMENT_WEIGHT = 0.5
 # An occurrence of another word of the family ("payment" for "payments") counts this much
 # of one of the query word itself.
 VARIANT_WEIGHT = 0.5
-# Whether a query word naming the query's own author (rank_lexical's author_words) is left
-# out of the query altogether, rather than only counting nothing among the participants.
-AUTHOR_WORDS_LEFT_OUT = False
+# A query word naming the query's own author (rank_lexical's author_words) is left out of
+# the query altogether (chosen with the fusion by cross-validation), not only counted for
+# nothing among the participants.
+AUTHOR_WORDS_LEFT_OUT = True
 # Until the first snapshot measures it: a typical length in characters of an indexed email.
 DEFAULT_AVERAGE_LENGTH = 2000.0
 # Occurrences counted at most per word: a message repeating a word hundreds of times is no

@@ -4,16 +4,15 @@ The fused scores say how well each email's words and meaning fit the query. Fact
 emails themselves then reorder it (docs/search.md, "Author, threads, junk and bulk"): an
 email sent by the query's own author is not the mail the text answers, nor is one that
 quotes the text (it answers it); junk and bulk mail (not mailing-list discussion) come
-after correspondence, still reachable further down. A thread's second and later emails can
-be made to give way to other threads (THREAD_FACTOR), but that is off: it did not help on
-the reply pairs, so grouping by thread is left to the caller through each match's threadId.
+after correspondence, still reachable further down. Then the conversation counts: an email
+whose thread has another match near the top gains a share of that match's score, so the
+message asked for rises with its best-matching sibling instead of being crowded out by it.
 Each factor was chosen by cross-validation on the reply pairs (bench/retrieval.py;
 docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -29,10 +28,11 @@ from mailbox.services.raw_sql import Params
 
 # A fused score is multiplied by these (1.0 leaves it as it was).
 AUTHOR_FACTOR = 0.6  # an email the query's own author sent
-# The n-th email of a thread in the ranking (from the second on) by this to the power n - 1.
-# Off: the cross-validation chose 1.0 in every fold (the message asked for is one of its
-# thread's matches, often not the first; docs/search.md).
-THREAD_FACTOR = 1.0
+# An email gains this share of the best score another email of its thread has among the
+# first SUPPORT_FROM places (after the factors): the conversation of a strong match is
+# likely the one asked about, and the message asked for is often not its best match.
+THREAD_SUPPORT = 0.5
+SUPPORT_FROM = 20
 BULK_FACTOR = 0.5  # junk-folder mail, and bulk mail that is not list discussion
 # An email that quotes the query's words (it answers the text, so it is not what the text
 # answers), told by QUOTED_RUN-word runs of a query of at least QUOTING_FROM words, at
@@ -63,7 +63,8 @@ class Reranking:
     """The factors one ranking is reordered by (module docstring)."""
 
     author_factor: float = AUTHOR_FACTOR
-    thread_factor: float = THREAD_FACTOR
+    thread_support: float = THREAD_SUPPORT
+    support_from: int = SUPPORT_FROM
     bulk_factor: float = BULK_FACTOR
     quoting_factor: float = QUOTING_FACTOR
 
@@ -177,11 +178,8 @@ def rerank(
     author_address: str | None,
     reranking: Reranking,
 ) -> list[tuple[str, float]]:
-    """`order` ([(email id, score)], best first) reordered by the factors; ties keep `order`.
-
-    The thread factor is applied as the ranking is built, so each thread's emails take the
-    factor by their place among that thread's emails already placed.
-    """
+    """`order` ([(email id, score)], best first) reordered by the factors, then by thread
+    support (module docstring); ties keep `order`."""
     author = (author_address or "").strip().casefold()
     adjusted = []
     for place, (email_id, score) in enumerate(order):
@@ -194,27 +192,30 @@ def rerank(
             if fact.quotes_query:
                 score *= reranking.quoting_factor
         adjusted.append((score, place, email_id))
-    if reranking.thread_factor >= 1.0:
-        adjusted.sort(key=lambda item: (-item[0], item[1]))
-        return [(email_id, score) for score, _place, email_id in adjusted]
-    # Greedy, with a lazy heap: each email waits at the score it had when its thread last
-    # placed one; taken out stale, it goes back at its current score.
-    factor = reranking.thread_factor
-    heap = [(-score, place, email_id, 0) for score, place, email_id in adjusted]
-    heapq.heapify(heap)
-    placed: list[tuple[str, float]] = []
-    seen: dict[str, int] = {}
-    while heap:
-        negative, place, email_id, counted = heapq.heappop(heap)
+    adjusted.sort(key=lambda item: (-item[0], item[1]))
+    if reranking.thread_support > 0:
+        adjusted = _supported(adjusted, facts, reranking)
+    return [(email_id, score) for score, _place, email_id in adjusted]
+
+
+def _supported(
+    adjusted: list[tuple[float, int, str]], facts: dict[str, Facts], reranking: Reranking
+) -> list[tuple[float, int, str]]:
+    """Each email's score plus thread_support times its thread's best other score near the top."""
+    # The two best of each thread among the first places: an email's best other is the
+    # first of them that is not itself.
+    leaders: dict[str, list[tuple[float, str]]] = {}
+    for score, _place, email_id in adjusted[: reranking.support_from]:
         thread = _thread(facts, email_id)
-        now = seen.get(thread, 0) if thread else 0
-        if now != counted:
-            heapq.heappush(heap, (negative * factor ** (now - counted), place, email_id, now))
-            continue
-        placed.append((email_id, -negative))
-        if thread:
-            seen[thread] = now + 1
-    return placed
+        if thread and len(leaders.setdefault(thread, [])) < 2:
+            leaders[thread].append((score, email_id))
+    supported = []
+    for rank, (score, _place, email_id) in enumerate(adjusted):
+        thread = _thread(facts, email_id)
+        other = next((best for best, leader in leaders.get(thread or "", ()) if leader != email_id), 0.0)
+        supported.append((score + reranking.thread_support * other, rank, email_id))
+    supported.sort(key=lambda item: (-item[0], item[1]))
+    return supported
 
 
 def _thread(facts: dict[str, Facts], email_id: str) -> str | None:

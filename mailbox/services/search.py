@@ -66,11 +66,12 @@ MAX_ATTACHMENT_MATCHES = 3
 # Each ranking contributes this many candidates to the fusion. How they combine was
 # chosen by 5-fold cross-validation on the corpus's reply pairs with the default embedder
 # over each email's own words (bench/retrieval.py; docs/benchmarks.md): weighted
-# reciprocal rank fusion, k 10, a vector rank weighing 0.4 of a lexical one, chosen by MRR
-# together with the reranking factors (mailbox.services.reranking) by three folds of five.
+# reciprocal rank fusion, k 3 (the first places count most), a vector rank weighing 0.4 of
+# a lexical one, chosen by MRR together with the reranking factors and thread support
+# (mailbox.services.reranking).
 # "scores" fuses each ranking's own scores scaled to 0..1 instead.
 FUSION_DEPTH = 100
-RRF_K = 10
+RRF_K = 3
 LEXICAL_WEIGHT = 1.0
 VECTOR_WEIGHT = 0.4
 FUSION_METHOD = "rrf"

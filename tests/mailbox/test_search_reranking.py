@@ -1,4 +1,4 @@
-"""search_emails after ranking: the query's author, threads, junk and bulk, and the kept lexical hit."""
+"""search_emails after ranking: the query's author, thread support, junk, bulk and the kept lexical hit."""
 
 from __future__ import annotations
 
@@ -174,16 +174,23 @@ def test_each_match_carries_its_thread(inbox):
     assert threads[str(other.id)] == str(other.thread_id)
 
 
-def test_siblings_give_way_to_other_threads_under_a_thread_factor(inbox, monkeypatch):
-    thread, siblings, other = _outage_threads(inbox)
-    # Off by default (cross-validation kept siblings in place); weaker than every sibling,
-    # the other thread's match comes last.
-    ids = [match.summary.stored_email_id for match in search_emails("outage report").matches]
-    assert ids[-1] == str(other.id)
-    monkeypatch.setattr(search, "Reranking", lambda: Reranking(thread_factor=0.7))
-    ids = [match.summary.stored_email_id for match in search_emails("outage report").matches]
-    assert ids[0] in {str(e.id) for e in siblings}
-    assert ids[1] == str(other.id)
+def test_a_strong_matchs_thread_lifts_its_weaker_message_over_another_thread(inbox, monkeypatch):
+    strong = EmailFactory(
+        folder=inbox, subject="Outage report", thread_id=(thread := uuid.uuid4()), body="outage outage report"
+    )
+    asked = EmailFactory(folder=inbox, subject="Re: notes", thread_id=thread, body="the outage")
+    other = EmailFactory(
+        folder=inbox, subject="Weekly", thread_id=uuid.uuid4(), body="a report of the week's outage"
+    )
+    refresh_term_stats()
+
+    def ids() -> list[str]:
+        return [match.summary.stored_email_id for match in search_emails("outage report").matches]
+
+    monkeypatch.setattr(search, "Reranking", lambda: Reranking(thread_support=0.0))
+    assert ids() == [str(strong.id), str(other.id), str(asked.id)]
+    monkeypatch.undo()
+    assert ids() == [str(strong.id), str(asked.id), str(other.id)]
 
 
 def test_mail_stored_before_threading_has_no_thread_id(inbox):
@@ -197,14 +204,33 @@ def _facts(thread: str | None = None, sender: str = "x@example.org", unwanted: b
     return Facts(received_at=moment, sender_address=sender, thread_id=thread, unwanted=unwanted)
 
 
-def test_rerank_diversifies_a_thread_by_its_factor():
-    order = [("a1", 1.0), ("a2", 0.9), ("a3", 0.8), ("b", 0.65)]
-    facts = {"a1": _facts("A"), "a2": _facts("A"), "a3": _facts("A"), "b": _facts("B")}
-    kept = rerank(order, facts, None, Reranking(author_factor=1.0, thread_factor=1.0, bulk_factor=1.0))
-    assert [email_id for email_id, _ in kept] == ["a1", "a2", "a3", "b"]
-    spread = rerank(order, facts, None, Reranking(author_factor=1.0, thread_factor=0.7, bulk_factor=1.0))
-    # a2 scores 0.9 * 0.7 = 0.63 < 0.65; a3 then 0.8 * 0.49.
-    assert [email_id for email_id, _ in spread] == ["a1", "b", "a2", "a3"]
+def _plain(**knobs) -> Reranking:
+    return Reranking(author_factor=1.0, bulk_factor=1.0, quoting_factor=1.0, **knobs)
+
+
+def test_rerank_adds_a_share_of_the_threads_best_other_score():
+    order = [("a1", 1.0), ("b", 0.6), ("a2", 0.3), ("x", 0.25), ("y", 0.2)]
+    facts = {"a1": _facts("A"), "b": _facts("B"), "a2": _facts("A"), "x": _facts(None), "y": _facts(None)}
+    assert [e for e, _ in rerank(order, facts, None, _plain(thread_support=0.0))] == [
+        "a1",
+        "b",
+        "a2",
+        "x",
+        "y",
+    ]
+    supported = dict(rerank(order, facts, None, _plain(thread_support=0.5)))
+    # a2 gains half of a1's 1.0, a1 half of a2's 0.3; mail without a thread supports nothing.
+    assert supported == pytest.approx({"a1": 1.15, "a2": 0.8, "b": 0.6, "x": 0.25, "y": 0.2})
+    assert list(supported) == ["a1", "a2", "b", "x", "y"]
+
+
+def test_only_a_match_near_the_top_supports_its_thread():
+    order = [("b", 1.0), ("a1", 0.9), ("a2", 0.3)]
+    facts = {"b": _facts("B"), "a1": _facts("A"), "a2": _facts("A")}
+    near = dict(rerank(order, facts, None, _plain(thread_support=0.5, support_from=2)))
+    assert near["a2"] == pytest.approx(0.75)
+    far = dict(rerank(order, facts, None, _plain(thread_support=0.5, support_from=1)))
+    assert far == pytest.approx({"b": 1.0, "a1": 0.9, "a2": 0.3})
 
 
 # --- fusion keeps a strong lexical hit ----------------------------------------------------
