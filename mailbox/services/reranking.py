@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db import connection
+from django.db.models import Case, Value, When
 from django.db.models.functions import Left
 
 from accounts.models import FolderRole
@@ -69,14 +70,20 @@ class Reranking:
     quoting_factor: float = QUOTING_FACTOR
 
 
-def candidate_facts(candidates: EmailQuerySet, ids: Iterable[str]) -> dict[str, Facts]:
+def candidate_facts(
+    candidates: EmailQuerySet, ids: Iterable[str], *, quoting_window: int = 0, query: str = ""
+) -> dict[str, Facts]:
     """Facts of the emails `ids` among `candidates`, in one query; an id not among them is absent.
 
-    Whether an email quotes the query is not read here but by `quoting`, for the first few
-    of a ranking only (with_quoting).
+    With `quoting_window`, the first that many of `ids` (a ranking, best first) are also read
+    for whether they quote `query` (as `quoting` reads them) in the same query. Otherwise
+    quoting is read apart, for a fused window only (with_quoting).
     """
-    rows = candidates.filter(id__in=list(ids)).values_list(
-        "id", "received_at", "sender_address", "thread_id", "is_bulk", "is_list_mail", "folder__mapping__role"
+    ids = list(ids)
+    runs = _runs(query) if quoting_window and len(_words(query)) >= QUOTING_FROM else set()
+    window = ids[:quoting_window] if runs else []
+    rows = candidates.filter(id__in=ids).annotate(
+        start=Case(When(id__in=window, then=Left("text_body", QUOTING_READ)), default=Value(""))
     )
     return {
         str(email_id): Facts(
@@ -84,8 +91,18 @@ def candidate_facts(candidates: EmailQuerySet, ids: Iterable[str]) -> dict[str, 
             sender_address=(sender or "").casefold(),
             thread_id=str(thread) if thread else None,
             unwanted=role == FolderRole.JUNK or (bulk and not listed),
+            quotes_query=bool(start) and _quotes(start, runs),
         )
-        for email_id, received, sender, thread, bulk, listed, role in rows
+        for email_id, received, sender, thread, bulk, listed, role, start in rows.values_list(
+            "id",
+            "received_at",
+            "sender_address",
+            "thread_id",
+            "is_bulk",
+            "is_list_mail",
+            "folder__mapping__role",
+            "start",
+        )  # fmt: skip
     }
 
 
@@ -100,13 +117,13 @@ def quoting(ids: Iterable[str], query: str) -> set[str]:
     if len(_words(query)) < QUOTING_FROM or not runs or not wanted:
         return set()
     bodies = Email.objects.filter(id__in=wanted).annotate(start=Left("text_body", QUOTING_READ))
-    found = set()
-    for email_id, body in bodies.values_list("id", "start"):
-        # The words joined by single spaces, so a substring test is a test of whole words.
-        quoted = _joined(quoted_part(body))
-        if sum(run in quoted for run in runs) >= QUOTED_RUNS:
-            found.add(str(email_id))
-    return found
+    return {str(email_id) for email_id, body in bodies.values_list("id", "start") if _quotes(body, runs)}
+
+
+def _quotes(body: str, runs: set[str]) -> bool:
+    # The words joined by single spaces, so a substring test is a test of whole words.
+    quoted = _joined(quoted_part(body))
+    return sum(run in quoted for run in runs) >= QUOTED_RUNS
 
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits, as str.isalnum

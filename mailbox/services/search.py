@@ -346,12 +346,14 @@ def _lexical_only(
 ) -> list[tuple[str, float, str]]:
     order = [(hit.email_id, hit.score) for hit in lexical]
     reranking = Reranking()
-    quoted = (
-        quoting([email_id for email_id, _ in order[:limit]], words)
-        if reranking.quoting_factor < 1.0
-        else set()
+    # The window is the lexical order's own first `limit`, known before any fact: one query
+    # reads the facts and whether the window quotes the query.
+    facts = candidate_facts(
+        candidates,
+        [email_id for email_id, _ in order],
+        quoting_window=limit if reranking.quoting_factor < 1.0 else 0,
+        query=words,
     )
-    facts = with_quoting(candidate_facts(candidates, [hit.email_id for hit in lexical]), order, quoted, limit)
     kinds = {hit.email_id: "exact" if hit.exact else "stemmed" for hit in lexical}
     order = rerank(order, facts, author_address, reranking)
     return [(email_id, score, kinds[email_id]) for email_id, score in order[:limit]]
