@@ -24,6 +24,7 @@ from django.db.models.functions import Left
 
 from accounts.models import FolderRole
 from mailbox.models import Email, EmailQuerySet, Participant
+from mailbox.services.lexical_search import LexicalHit, RowFacts
 from mailbox.services.own_words import quoted_part
 from mailbox.services.raw_sql import Params
 
@@ -104,6 +105,29 @@ def candidate_facts(
             "start",
         )  # fmt: skip
     }
+
+
+def facts_of_rows(hits: Sequence[LexicalHit], query: str) -> dict[str, Facts]:
+    """Facts of lexical hits ranked with their rows (rank_lexical's `row_facts`): what
+    candidate_facts with a quoting window gives, without a second query."""
+    runs = _runs(query) if len(_words(query)) >= QUOTING_FROM else set()
+    facts = {}
+    for hit in hits:
+        assert hit.row is not None, "rank_lexical was not asked for the rows"
+        received, sender, thread, bulk, listed, role, start = hit.row
+        facts[hit.email_id] = Facts(
+            received_at=received,
+            sender_address=(sender or "").casefold(),
+            thread_id=str(thread) if thread else None,
+            unwanted=role == FolderRole.JUNK or (bulk and not listed),
+            quotes_query=bool(start) and bool(runs) and _quotes(start, runs),
+        )
+    return facts
+
+
+def row_facts(window: int) -> RowFacts:
+    """What rank_lexical reads with each hit for facts_of_rows, quoting read for `window` hits."""
+    return RowFacts(body_window=window if QUOTING_FACTOR < 1.0 else 0, body_characters=QUOTING_READ)
 
 
 def quoting(ids: Iterable[str], query: str) -> set[str]:

@@ -35,8 +35,10 @@ from mailbox.services.reranking import (
     Reranking,
     author_words,
     candidate_facts,
+    facts_of_rows,
     quoting,
     rerank,
+    row_facts,
     with_quoting,
 )
 from mailbox.services.selection import Selection, select
@@ -307,10 +309,13 @@ def rank(
         return [], ("hybrid" if state == embedding.AVAILABLE else "lexical"), state
     words = query if lexical_query is None else lexical_query
     authors = author_words(candidates, author_address)
-    depth = FUSION_DEPTH if state != embedding.INACTIVE else lexical_depth(limit)
-    lexical = rank_lexical(candidates, words, depth, author_words=authors)
     if state == embedding.INACTIVE:
+        # Lexical only: the hits' own rows come with them, for reranking without a second query.
+        lexical = rank_lexical(
+            candidates, words, lexical_depth(limit), author_words=authors, row_facts=row_facts(limit)
+        )
         return _lexical_only(candidates, lexical, limit, author_address, words), "lexical", state
+    lexical = rank_lexical(candidates, words, FUSION_DEPTH, author_words=authors)
     embedder = get_embedder()
     try:
         # A degraded provider is still asked: its circuit fails fast while open, and the
@@ -346,14 +351,17 @@ def _lexical_only(
 ) -> list[tuple[str, float, str]]:
     order = [(hit.email_id, hit.score) for hit in lexical]
     reranking = Reranking()
-    # The window is the lexical order's own first `limit`, known before any fact: one query
-    # reads the facts and whether the window quotes the query.
-    facts = candidate_facts(
-        candidates,
-        [email_id for email_id, _ in order],
-        quoting_window=limit if reranking.quoting_factor < 1.0 else 0,
-        query=words,
-    )
+    if lexical and all(hit.row is not None for hit in lexical):
+        facts = facts_of_rows(lexical, words)
+    else:  # ranked for a fusion whose provider then failed: the rows were not read
+        # The window is the lexical order's own first `limit`, known before any fact: one
+        # query reads the facts and whether the window quotes the query.
+        facts = candidate_facts(
+            candidates,
+            [email_id for email_id, _ in order],
+            quoting_window=limit if reranking.quoting_factor < 1.0 else 0,
+            query=words,
+        )
     kinds = {hit.email_id: "exact" if hit.exact else "stemmed" for hit in lexical}
     order = rerank(order, facts, author_address, reranking)
     return [(email_id, score, kinds[email_id]) for email_id, score in order[:limit]]

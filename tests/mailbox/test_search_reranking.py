@@ -8,10 +8,11 @@ from datetime import UTC, datetime
 import pytest
 
 from accounts.models import FolderRole
+from mailbox.models import Email
 from mailbox.services import search
 from mailbox.services.embedding import VectorHit
-from mailbox.services.lexical_search import LexicalHit, refresh_term_stats
-from mailbox.services.reranking import Facts, Reranking, rerank
+from mailbox.services.lexical_search import LexicalHit, rank_lexical, refresh_term_stats
+from mailbox.services.reranking import Facts, Reranking, candidate_facts, facts_of_rows, rerank, row_facts
 from mailbox.services.search import Fusion, fuse, search_emails
 from mailbox.services.selection import MailFilter
 from mailfathom.core.errors import MailFathomError
@@ -126,6 +127,24 @@ def test_the_same_words_unquoted_are_not_taken_for_a_quotation(inbox):
 
 def test_a_short_query_quotes_nothing(quoted_reply):
     assert _subjects(search_emails("backup server failed"))[0] == "Re: Nightly backup"
+
+
+def test_facts_read_with_the_lexical_rows_are_those_read_apart(account, inbox, quoted_reply):
+    # A lexical-only search reads reranking's facts in its ranking statement; they must be
+    # what the fusion's own query reads, quoting included, for every kind of candidate.
+    junk = mapped_folder(account, "junk", FolderRole.JUNK)
+    EmailFactory(folder=junk, subject="Backup offer", body="backup server archive", thread_id=None)
+    EmailFactory(folder=inbox, subject="Backup news", body="nightly backup", is_bulk=True, is_list_mail=False)
+    EmailFactory(folder=inbox, subject="Backup list", body="the server", is_bulk=True, is_list_mail=True)
+    refresh_term_stats()
+    candidates = Email.objects.all()
+    hits = rank_lexical(candidates, QUERY, 40, row_facts=row_facts(3))
+    assert len(hits) == 5
+    ids = [hit.email_id for hit in hits]
+    read_apart = candidate_facts(candidates, ids, quoting_window=3, query=QUERY)
+    assert facts_of_rows(hits, QUERY) == read_apart
+    assert sum(fact.quotes_query for fact in read_apart.values()) == 1
+    assert sum(fact.unwanted for fact in read_apart.values()) == 2
 
 
 # --- junk and bulk ------------------------------------------------------------------------
