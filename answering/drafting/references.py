@@ -29,7 +29,8 @@ PREFIX = "reference:"
 FOLDER = "reference"
 MAX_WORDS = 64
 DEPTH = 50
-REFERENCE_RRF_K = 10  # the fusion's k as it was when reference search was built (see search_references)
+# Not mail search's RRF_K: that was chosen on reply pairs, which say nothing of document chunks.
+REFERENCE_RRF_K = 10
 _WORD = re.compile(r"\w{2,}")
 
 
@@ -83,7 +84,6 @@ def search_references(
 ) -> list[Passage]:
     """Up to `limit` chunks of the account's reference documents, fused best first."""
     # The search's fusion by rank, with nothing held back: every chunk either arm found counts.
-    # Its k is not mail search's: that one was chosen on reply pairs, which say nothing of chunks.
     lexical = [
         LexicalHit(email_id=str(chunk_id), score=0.0, exact=False) for chunk_id in _lexical(account_pk, raw)
     ]

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import math
 import threading
+import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from django.db import connection, transaction
 
@@ -99,10 +101,19 @@ class LexicalHit:
     score: float
     exact: bool  # whether a query word matched as written, not only another word of its family
     in_attachment: bool = False  # whether some query word matched in the text of an attachment
-    # With rank_lexical's `row_facts`: what reranking reads of the email, from the same
-    # statement (received_at, sender_address, thread_id, is_bulk, is_list_mail, the folder's
-    # role, and the start of the body for the first `body_window` hits, else "").
-    row: tuple[Any, ...] | None = None
+    row: HitRow | None = None  # with rank_lexical's `row_facts`: the email's own columns
+
+
+class HitRow(NamedTuple):
+    """What rank_lexical's `row_facts` reads of a hit's email in the ranking statement itself."""
+
+    received_at: datetime
+    sender_address: str
+    thread_id: uuid.UUID | None
+    is_bulk: bool
+    is_list_mail: bool
+    folder_role: str | None  # the folder mapping's role (None for a folder not mapped)
+    body_start: str  # the first body_characters of the body for the first body_window hits, else ""
 
 
 @dataclass(frozen=True)
@@ -433,14 +444,14 @@ def rank_lexical(
             score=float(row[1]),
             exact=bool(row[2]),
             in_attachment=bool(row[3]),
-            row=tuple(row[4:]) if row_facts else None,
+            row=HitRow(*row[4:]) if row_facts else None,
         )
         for row in rows
     ]
 
 
 def _row_columns(row_facts: RowFacts | None, bind: Params) -> str:
-    """The ranked hits' own columns (LexicalHit.row) and the joins reading them, or only FROM."""
+    """The ranked hits' own columns (HitRow, in its order) and the joins reading them, or only FROM."""
     if row_facts is None:
         return "\n        FROM ranked r"
     email, folder, mapping = table(Email), table(Folder), table(FolderMapping)

@@ -19,12 +19,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Case, Value, When
 from django.db.models.functions import Left
 
 from accounts.models import FolderRole
 from mailbox.models import Email, EmailQuerySet, Participant
-from mailbox.services.lexical_search import LexicalHit, RowFacts
+from mailbox.services.lexical_search import HitRow, LexicalHit, RowFacts
 from mailbox.services.own_words import quoted_part
 from mailbox.services.raw_sql import Params
 
@@ -71,58 +70,41 @@ class Reranking:
     quoting_factor: float = QUOTING_FACTOR
 
 
-def candidate_facts(
-    candidates: EmailQuerySet, ids: Iterable[str], *, quoting_window: int = 0, query: str = ""
-) -> dict[str, Facts]:
+def candidate_facts(candidates: EmailQuerySet, ids: Iterable[str]) -> dict[str, Facts]:
     """Facts of the emails `ids` among `candidates`, in one query; an id not among them is absent.
 
-    With `quoting_window`, the first that many of `ids` (a ranking, best first) are also read
-    for whether they quote `query` (as `quoting` reads them) in the same query. Otherwise
-    quoting is read apart, for a fused window only (with_quoting).
+    Whether an email quotes the query is not read here but by `quoting`, for the first few
+    of a ranking only (with_quoting).
     """
-    ids = list(ids)
-    runs = _runs(query) if quoting_window and len(_words(query)) >= QUOTING_FROM else set()
-    window = ids[:quoting_window] if runs else []
-    rows = candidates.filter(id__in=ids).annotate(
-        start=Case(When(id__in=window, then=Left("text_body", QUOTING_READ)), default=Value(""))
+    rows = candidates.filter(id__in=list(ids)).values_list(
+        "id", "received_at", "sender_address", "thread_id", "is_bulk", "is_list_mail", "folder__mapping__role"
     )
     return {
-        str(email_id): Facts(
-            received_at=received,
-            sender_address=(sender or "").casefold(),
-            thread_id=str(thread) if thread else None,
-            unwanted=role == FolderRole.JUNK or (bulk and not listed),
-            quotes_query=bool(start) and _quotes(start, runs),
-        )
-        for email_id, received, sender, thread, bulk, listed, role, start in rows.values_list(
-            "id",
-            "received_at",
-            "sender_address",
-            "thread_id",
-            "is_bulk",
-            "is_list_mail",
-            "folder__mapping__role",
-            "start",
-        )  # fmt: skip
+        str(email_id): _facts(HitRow(received, sender, thread, bulk, listed, role, ""), set())
+        for email_id, received, sender, thread, bulk, listed, role in rows
     }
 
 
 def facts_of_rows(hits: Sequence[LexicalHit], query: str) -> dict[str, Facts]:
-    """Facts of lexical hits ranked with their rows (rank_lexical's `row_facts`): what
-    candidate_facts with a quoting window gives, without a second query."""
-    runs = _runs(query) if len(_words(query)) >= QUOTING_FROM else set()
+    """Facts of lexical hits ranked with their rows (rank_lexical's `row_facts`), quoting
+    included for those whose body start was read: what candidate_facts and `quoting` give
+    over the same window, without two more queries."""
+    runs = _query_runs(query)
     facts = {}
     for hit in hits:
         assert hit.row is not None, "rank_lexical was not asked for the rows"
-        received, sender, thread, bulk, listed, role, start = hit.row
-        facts[hit.email_id] = Facts(
-            received_at=received,
-            sender_address=(sender or "").casefold(),
-            thread_id=str(thread) if thread else None,
-            unwanted=role == FolderRole.JUNK or (bulk and not listed),
-            quotes_query=bool(start) and bool(runs) and _quotes(start, runs),
-        )
+        facts[hit.email_id] = _facts(hit.row, runs)
     return facts
+
+
+def _facts(row: HitRow, runs: set[str]) -> Facts:
+    return Facts(
+        received_at=row.received_at,
+        sender_address=(row.sender_address or "").casefold(),
+        thread_id=str(row.thread_id) if row.thread_id else None,
+        unwanted=row.folder_role == FolderRole.JUNK or (row.is_bulk and not row.is_list_mail),
+        quotes_query=bool(row.body_start) and bool(runs) and _quotes(row.body_start, runs),
+    )
 
 
 def row_facts(window: int) -> RowFacts:
@@ -136,9 +118,9 @@ def quoting(ids: Iterable[str], query: str) -> set[str]:
     A message quoting the query's words replies to them. A query shorter than
     QUOTING_FROM words quotes nothing (typed words recur everywhere).
     """
-    runs = _runs(query)
+    runs = _query_runs(query)
     wanted = [str(email_id) for email_id in ids]
-    if len(_words(query)) < QUOTING_FROM or not runs or not wanted:
+    if not runs or not wanted:
         return set()
     bodies = Email.objects.filter(id__in=wanted).annotate(start=Left("text_body", QUOTING_READ))
     return {str(email_id) for email_id, body in bodies.values_list("id", "start") if _quotes(body, runs)}
@@ -159,6 +141,11 @@ def _words(text: str) -> list[str]:
 
 def _joined(text: str) -> str:
     return " " + " ".join(_words(text)) + " "
+
+
+def _query_runs(query: str) -> set[str]:
+    """The runs a quotation of `query` is told by; none for a query too short to quote."""
+    return _runs(query) if len(_words(query)) >= QUOTING_FROM else set()
 
 
 def _runs(text: str) -> set[str]:

@@ -353,14 +353,14 @@ def _lexical_only(
     reranking = Reranking()
     if lexical and all(hit.row is not None for hit in lexical):
         facts = facts_of_rows(lexical, words)
-    else:  # ranked for a fusion whose provider then failed: the rows were not read
-        # The window is the lexical order's own first `limit`, known before any fact: one
-        # query reads the facts and whether the window quotes the query.
-        facts = candidate_facts(
-            candidates,
-            [email_id for email_id, _ in order],
-            quoting_window=limit if reranking.quoting_factor < 1.0 else 0,
-            query=words,
+    else:  # ranked for a fusion whose provider then failed: read as the fusion reads them
+        quoted = (
+            quoting([email_id for email_id, _ in order[:limit]], words)
+            if reranking.quoting_factor < 1.0
+            else set()
+        )
+        facts = with_quoting(
+            candidate_facts(candidates, [hit.email_id for hit in lexical]), order, quoted, limit
         )
     kinds = {hit.email_id: "exact" if hit.exact else "stemmed" for hit in lexical}
     order = rerank(order, facts, author_address, reranking)

@@ -86,6 +86,30 @@ def test_provider_failure_answers_lexically_reports_degraded_and_recovers(settin
     assert recovered.semantic_search == "available"
 
 
+def test_a_degraded_answer_is_reranked_as_a_lexical_only_one(settings, scripted, inbox):
+    # Ranked for a fusion, then answered lexically: the reranking's facts and quoting are
+    # read apart (the rows were not read with the ranking), with the same outcome.
+    configure(settings, **scripted_embeddings(scripted, embedding_max_retries=0))
+    query = "the backup server failed again last night during the nightly copy of the archive"
+    EmailFactory(
+        folder=inbox, subject="Nightly backup", body="Did the backup server copy the archive last night?"
+    )
+    EmailFactory(folder=inbox, subject="Re: Nightly backup", body=f"Thanks, fixed.\n\n> {query}\n")
+    junk = mapped_folder(inbox.mapping.account, "junk", FolderRole.JUNK)
+    EmailFactory(folder=junk, subject="Backup server failed again last night", body=query)
+    embed_pending()
+    refresh_term_stats()
+
+    scripted.embeddings.script(status(500))
+    failed = search_emails(query, mail_filter=MailFilter(include_junk=True))
+    assert failed.semantic_search == "degraded"
+    # Each of the other two holds the whole query; only the junk and quoting factors put
+    # the answered mail above them.
+    subjects = [m.summary.subject for m in failed.matches]
+    assert subjects[0] == "Nightly backup"
+    assert set(subjects[1:]) == {"Re: Nightly backup", "Backup server failed again last night"}
+
+
 def test_configured_model_other_than_the_active_profile_is_degraded(settings, scripted, inbox):
     configure(settings, **scripted_embeddings(scripted, embedding_max_retries=0))
     EmailFactory(folder=inbox, subject="a", body="b")

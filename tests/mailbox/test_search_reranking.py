@@ -12,7 +12,16 @@ from mailbox.models import Email
 from mailbox.services import search
 from mailbox.services.embedding import VectorHit
 from mailbox.services.lexical_search import LexicalHit, rank_lexical, refresh_term_stats
-from mailbox.services.reranking import Facts, Reranking, candidate_facts, facts_of_rows, rerank, row_facts
+from mailbox.services.reranking import (
+    Facts,
+    Reranking,
+    candidate_facts,
+    facts_of_rows,
+    quoting,
+    rerank,
+    row_facts,
+    with_quoting,
+)
 from mailbox.services.search import Fusion, fuse, search_emails
 from mailbox.services.selection import MailFilter
 from mailfathom.core.errors import MailFathomError
@@ -141,7 +150,8 @@ def test_facts_read_with_the_lexical_rows_are_those_read_apart(account, inbox, q
     hits = rank_lexical(candidates, QUERY, 40, row_facts=row_facts(3))
     assert len(hits) == 5
     ids = [hit.email_id for hit in hits]
-    read_apart = candidate_facts(candidates, ids, quoting_window=3, query=QUERY)
+    order = [(hit.email_id, hit.score) for hit in hits]
+    read_apart = with_quoting(candidate_facts(candidates, ids), order, quoting(ids[:3], QUERY), 3)
     assert facts_of_rows(hits, QUERY) == read_apart
     assert sum(fact.quotes_query for fact in read_apart.values()) == 1
     assert sum(fact.unwanted for fact in read_apart.values()) == 2
