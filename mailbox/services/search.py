@@ -312,7 +312,7 @@ def rank(
     if state == embedding.INACTIVE:
         # Lexical only: the hits' own rows come with them, for reranking without a second query.
         lexical = rank_lexical(
-            candidates, words, lexical_depth(limit), author_words=authors, row_facts=row_facts(limit)
+            candidates, words, lexical_depth(limit), author_words=authors, row_facts=row_facts(limit, words)
         )
         return _lexical_only(candidates, lexical, limit, author_address, words), "lexical", state
     lexical = rank_lexical(candidates, words, FUSION_DEPTH, author_words=authors)
