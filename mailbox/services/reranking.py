@@ -129,21 +129,9 @@ def quoting(ids: Iterable[str], query: str) -> set[str]:
 
 
 def _quotes(body: str, runs: set[str]) -> bool:
-    words = _words(quoted_part(body))
-    # A run can stand in the quotation only if each of its words does: a set lookup per
-    # word leaves few runs for the substring test, which is what a long query pays for.
-    present = set(words)
-    possible = [run for run in runs if all(word in present for word in run.split())]
-    if len(possible) < QUOTED_RUNS:
-        return False
     # The words joined by single spaces, so a substring test is a test of whole words.
-    quoted = " " + " ".join(words) + " "
-    found = 0
-    for run in possible:
-        found += run in quoted
-        if found >= QUOTED_RUNS:
-            return True
-    return False
+    quoted = _joined(quoted_part(body))
+    return sum(run in quoted for run in runs) >= QUOTED_RUNS
 
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits, as str.isalnum
@@ -153,13 +141,17 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
 
 
+def _joined(text: str) -> str:
+    return " " + " ".join(_words(text)) + " "
+
+
 def _query_runs(query: str) -> set[str]:
     """The runs a quotation of `query` is told by; none for a query too short to quote."""
     return _runs(query) if len(_words(query)) >= QUOTING_FROM else set()
 
 
 def _runs(text: str) -> set[str]:
-    """Each QUOTED_RUN words of `text` in a row, joined by single spaces and framed by one each."""
+    """Each QUOTED_RUN words of `text` in a row, joined as _joined joins them."""
     words = _words(text)
     return {" " + " ".join(words[i : i + QUOTED_RUN]) + " " for i in range(len(words) - QUOTED_RUN + 1)}
 

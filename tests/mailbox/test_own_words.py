@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mailbox.models import Passage
 from mailbox.services.embedding import embed_pending, passage_text
-from mailbox.services.own_words import own_words
+from mailbox.services.own_words import _END, _QUOTED, own_words, quoted_part
 from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
@@ -42,6 +44,24 @@ def test_a_dash_line_inside_a_sentence_is_no_signature():
 def test_a_body_of_nothing_but_quotation_is_kept_whole():
     assert own_words("> forwarded\n> text") == "> forwarded\n> text"
     assert own_words("-- \nonly a signature") == "-- \nonly a signature"
+
+
+def test_the_quoted_part_is_the_quote_lines_and_everything_from_the_original_on():
+    body = "Yes.\n> the plan\nmine\n| piped\n-----Original Message-----\nold text"
+    assert quoted_part(body) == "> the plan\n| piped\n-----Original Message-----\nold text"
+    assert quoted_part("Nothing quoted here.") == "\n"
+
+
+_PIECES = ["word", " ", "\n", ">", "|", "-", "--", "-- ", "_", "_____", "Original Message", "\t", "x>y"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
+def test_the_quoted_part_looks_for_markers_first_without_changing_its_answer(body):
+    # quoted_part skips a pattern when the characters it needs are absent; the answer must
+    # be the one the two patterns give when always run.
+    end = _END.search(body)
+    head, tail = (body[: end.start()], body[end.start() :]) if end else (body, "")
+    assert quoted_part(body) == "\n".join(_QUOTED.findall(head)) + "\n" + tail
 
 
 def test_the_passage_is_the_subject_and_own_words_cut_to_the_window(settings):
