@@ -815,7 +815,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     # quotations, a lexical-only search reading only its window and reranking nothing.
     "before reranking": {
         "search.candidate_facts": lambda candidates, ids: _received_only(candidates, ids),
-        "search.row_facts": lambda window: None,
+        "search.row_facts": lambda window, query: None,
         "search.quoting": lambda ids, query: set(),
         "search.LEXICAL_RERANK_DEPTH": 0,
         "search._lexical_only": lambda candidates, lexical, limit, author, words: [
