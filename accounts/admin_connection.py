@@ -1,17 +1,8 @@
 """Admin pages "Test connection and map folders" for one mail account.
 
-The account page's button posts to test_and_map_view: one click tests the saved settings
-and maps INBOX and the server's SPECIAL-USE folders, and the result is a message back on
-the account page. test_connection_view is the page for the rest ("Choose folders by
-hand"): testing settings not saved yet, and picking folders one by one.
-
-GET only shows the connection settings in a form; nothing connects. POST with the
-"Test connection" button logs in (read-only) to the IMAP server those settings name and
-shows its folders with suggested aliases and roles; any other POST creates the mappings
-the operator ticked. Both need change permission on the account. Wired into
-MailAccountAdmin.get_urls() as `admin:accounts_mailaccount_test_connection`, wrapped in
-`admin_site.admin_view` (staff login, CSRF protection, no caching).
-See docs/operations/accounts.md.
+test_and_map_view is the account page's one-click button (test the saved settings, map
+INBOX and the SPECIAL-USE folders); test_connection_view is the page for the rest: settings
+not saved yet, and folders picked by hand. See docs/operations/accounts.md.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -20,9 +20,23 @@ from accounts.models import (
     normalize_alias,
 )
 
+if TYPE_CHECKING:  # the stubs' name for a string or a lazy translation; a development package
+    from django_stubs_ext import StrOrPromise
+
 # Binary units, as mail servers and operating systems count storage: 1 MB is 1,048,576 bytes.
 UNITS = {"KB": 1024, "MB": 1024**2, "GB": 1024**3}
 UNIT_CHOICES = [(unit, unit) for unit in UNITS]
+
+
+def stored_secret_field(label: StrOrPromise, *, strip: bool) -> forms.CharField:
+    """A secret the form stores encrypted: never rendered back, blank keeps the stored one."""
+    return forms.CharField(
+        label=label,
+        required=False,
+        strip=strip,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text=_("Stored encrypted and never shown again. Leave blank to keep the stored one."),
+    )
 
 
 def in_units(size: int) -> tuple[Decimal, str]:
@@ -87,13 +101,7 @@ class ByteSizeField(forms.MultiValueField):
 
 
 class MailAccountForm(forms.ModelForm):
-    credential = forms.CharField(
-        label=_("IMAP password or app password"),
-        required=False,
-        strip=False,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text=_("Stored encrypted and never shown again. Leave blank to keep the stored one."),
-    )
+    credential = stored_secret_field(_("IMAP password or app password"), strip=False)
     # A declared field takes no default from the model, so a new account's form states it.
     max_message_bytes = ByteSizeField(
         label=_("Per-message size limit"),
@@ -246,13 +254,7 @@ class MailAccountForm(forms.ModelForm):
 
 
 class OAuthRegistrationForm(forms.ModelForm):
-    client_secret = forms.CharField(
-        label=_("Client secret"),
-        required=False,
-        strip=True,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text=_("Stored encrypted and never shown again. Leave blank to keep the stored one."),
-    )
+    client_secret = stored_secret_field(_("Client secret"), strip=True)
 
     issuer_url = forms.URLField(
         label=_("Issuer URL"),

@@ -22,6 +22,10 @@ from accounts.mcp_oauth_models import McpAuthorizationCode as McpAuthorizationCo
 from accounts.mcp_oauth_models import McpConnection as McpConnection
 from accounts.mcp_oauth_models import McpOAuthClient as McpOAuthClient
 from accounts.mcp_oauth_models import McpToken as McpToken
+from accounts.notification_models import (  # people's notification preferences, re-exported
+    NotificationPreference as NotificationPreference,
+)
+from accounts.notification_models import NotificationSent as NotificationSent
 from accounts.signals import drafting_switched_on
 from mailfathom.core.hosts import is_loopback_host
 from mailfathom.core.labels import label_fields, label_model
@@ -714,7 +718,3 @@ label_fields(
 label_fields(DraftingSignature, language=_("language"), text=_("text"))
 label_fields(DraftingExample, position=_("position"), reply=_("reply"))
 label_fields(AccountMembership, user=_("user"), group=_("group"), role=_("role"))
-
-
-# People's notification preferences and what they were told, defined beside these models.
-from accounts.notification_models import NotificationPreference, NotificationSent  # noqa: E402, F401

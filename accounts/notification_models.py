@@ -17,7 +17,6 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from accounts import crypto
-from accounts.models import MailAccount
 from mailfathom.core.hosts import is_loopback_host
 
 
@@ -131,7 +130,8 @@ class NotificationSent(models.Model):
     """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="+")
+    # By name: accounts.models imports this module to register its models.
+    account = models.ForeignKey("accounts.MailAccount", on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=32, choices=NotificationKind.choices)
     channel = models.CharField(max_length=16, choices=NotificationChannel.choices)
     state = models.JSONField(default=dict, blank=True)

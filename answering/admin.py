@@ -1,21 +1,8 @@
 """The review queue: drafts listed (pending first, oldest mail first), and one review page per draft.
 
-The list opens with the model's view permission. Its rows show the answered mail's
-received time, the verdict and the count of reasons; the answered mail's subject and
-sender are mail content, shown (and loaded) only for a user who also holds the permission
-to read mail (`mailbox.view_mail_content`). The review page shows the answered mail, where
-the reply will go, what the draft was built from and the draft with its flagged facts
-marked; it takes the draft's change permission (`answering.change_draft`) and the
-permission to read mail even to look at. Save edit, approve (with each open reason
-acknowledged when the draft needs review), save-edit-and-approve, discard and
-deliver-again call the use cases in answering.drafting.review; no page adds or deletes a
-draft (the drafting run makes them; discarding is how one is dropped).
-
-A person sees and reviews the drafts of the accounts they hold any role on (owner,
-delegate, reviewer: accounts.services.people); another account's draft is 404 by its URL.
-Approving (alone or with an edit) takes the owner's role besides: a delegate or reviewer
-may edit, discard and deliver again, but the approve buttons are not offered and an
-approval they post is refused (403). Operators and superusers see and approve every draft.
+A person sees the drafts of the accounts they hold a role on (accounts.services.people). The
+answered mail's subject and sender, and the review page, take the permission to read mail
+besides; approving takes the owner's role. The page's buttons call answering.drafting.review.
 """
 
 from __future__ import annotations
@@ -173,6 +160,7 @@ class DraftAdmin(PeopleScoped):
             request, {"title": gettext("Drafts to review"), **(extra_context or {})}
         )
 
+    # The drafting run makes drafts and discarding drops one: no page adds or deletes them.
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 

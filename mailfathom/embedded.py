@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -332,23 +332,22 @@ def ensure_keyring() -> str:
     """Return the embedded default's key ring, generating one Fernet key under var/ once."""
     from cryptography.fernet import Fernet
 
-    path = var_dir() / "keyring"
-    with _locked(path.parent):
-        if not path.exists():
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w") as handle:
-                handle.write(Fernet.generate_key().decode() + "\n")
-    return path.read_text().strip()
+    return _generated_once("keyring", lambda: Fernet.generate_key().decode())
 
 
 def ensure_secret_key() -> str:
     """Return the embedded default's Django SECRET_KEY, generated under var/ once."""
     import secrets
 
-    path = var_dir() / "secret_key"
+    return _generated_once("secret_key", lambda: secrets.token_urlsafe(50))
+
+
+def _generated_once(name: str, generate: Callable[[], str]) -> str:
+    """The secret in var/`name`, written by `generate` (readable by this user only) if absent."""
+    path = var_dir() / name
     with _locked(path.parent):
         if not path.exists():
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(descriptor, "w") as handle:
-                handle.write(secrets.token_urlsafe(50) + "\n")
+                handle.write(generate() + "\n")
     return path.read_text().strip()

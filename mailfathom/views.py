@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 
+from mailfathom.core.wire import wire_keys, wire_name
 from mailfathom.status.health import check_health
 
 
@@ -22,7 +23,7 @@ def health(request: HttpRequest) -> JsonResponse:
     body = {
         "status": report.status,
         "parts": {
-            name: {"status": part.status, "required": part.required, **part.detail}
+            wire_name(name): {"status": part.status, "required": part.required, **wire_keys(part.detail)}
             for name, part in report.parts.items()
         },
     }
@@ -52,10 +53,12 @@ def favicon(request: HttpRequest) -> HttpResponse:
 def api_root(request: HttpRequest) -> JsonResponse:
     """List what the REST API offers under /api/."""
     return JsonResponse(
-        {
-            "schema": reverse("api-schema"),
-            "docs": reverse("api-docs"),
-            "tokens": reverse("api-tokens"),
-            "tokensExport": reverse("api-tokens-export"),
-        }
+        wire_keys(
+            {
+                "schema": reverse("api-schema"),
+                "docs": reverse("api-docs"),
+                "tokens": reverse("api-tokens"),
+                "tokens_export": reverse("api-tokens-export"),
+            }
+        )
     )

@@ -1,18 +1,8 @@
 """The clients of /mcp's authorization server: metadata documents, registrations, redirect URIs.
 
-A client is known in one of two ways (docs/operations/connecting-assistants.md):
-
-- its client_id is an https URL whose JSON document names it and its redirect URIs (a client
-  ID metadata document). The document is fetched with a timeout and a size cap, never from a
-  private, link-local or loopback address (loopback only with
-  MAILFATHOM_MCP_OAUTH_LOOPBACK_CLIENT_METADATA, for development and tests), only from the
-  hosts MAILFATHOM_MCP_OAUTH_CLIENT_METADATA_HOSTS allows, and read again after
-  DOCUMENT_CACHE_SECONDS;
-- it registered itself (RFC 7591), while MAILFATHOM_MCP_OAUTH_DYNAMIC_REGISTRATION is true.
-
-Redirect URIs are compared exactly, except that a loopback redirect URI (http on 127.0.0.1,
-[::1] or localhost) matches on any port, as RFC 8252 §7.3 asks of native apps that listen
-on whatever port is free.
+A client is known by its client ID metadata document (an https client_id, fetched under the
+guards of fetch_document) or by registering itself (RFC 7591) while dynamic registration is
+on; docs/operations/connecting-assistants.md has the settings for each.
 """
 
 from __future__ import annotations
@@ -118,7 +108,11 @@ def _allowed_metadata_host(host: str) -> bool:
 
 
 def fetch_document(url: str) -> Any:
-    """GET the JSON document at `url`: https, an allowed public host, 5 s, 64 KiB, no redirects."""
+    """GET the JSON document at `url`: https, an allowed public host, bounded, no redirects.
+
+    Loopback (and http on it) only with MAILFATHOM_MCP_OAUTH_LOOPBACK_CLIENT_METADATA, for
+    development and tests; the copy is read again after DOCUMENT_CACHE_SECONDS.
+    """
     parts = urlsplit(url)
     host = parts.hostname or ""
     loopback_allowed = settings.MAILFATHOM.mcp_oauth_loopback_client_metadata
@@ -212,7 +206,11 @@ def checked_redirect_uris(uris: object) -> list[str]:
 
 
 def redirect_uri_matches(registered: list[str], requested: str) -> bool:
-    """Whether `requested` is one of `registered`: exactly, or a loopback one on another port."""
+    """Whether `requested` is one of `registered`: exactly, or a loopback one on another port.
+
+    Any port on loopback, as RFC 8252 §7.3 asks for native apps that listen on whatever port
+    is free.
+    """
     if requested in registered:
         return True
     wanted = urlsplit(requested)

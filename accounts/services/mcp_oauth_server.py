@@ -1,16 +1,9 @@
 """MailFathom as the OAuth 2.1 authorization server of /mcp, on authlib's server (decision 0010).
 
-authlib does the protocol: request parsing and errors, the authorization code and refresh
-grants (RFC 6749), PKCE (RFC 7636, here S256 only and always required), client
-authentication, registration (RFC 7591), revocation (RFC 7009) and the `iss` parameter of
-the authorization response (RFC 9207). This module supplies what is ours: clients
-(accounts.services.mcp_oauth_clients), codes and tokens stored as digests
-(accounts.services.mcp_oauth_tokens), the accounts a person consented to, and resource
-indicators (RFC 8707): a `resource` other than this server's /mcp URL is refused with
-invalid_target, and every token is bound to that URL.
-
-A server is built per request from the issuer (`base`), which is MAILFATHOM_PUBLIC_BASE_URL
-or the origin the request reached (accounts.services.mcp_oauth_tokens.base_url).
+authlib does the protocol (grants, PKCE, client authentication, registration, revocation);
+this module supplies what is ours: the clients, codes and tokens stored as digests, the
+accounts a person consented to, and resource indicators (RFC 8707), which bind every token
+to this server's /mcp URL.
 """
 
 from __future__ import annotations
@@ -306,7 +299,11 @@ class Issuer(IssuerParameter):
 
 
 class McpAuthorizationServer(DjangoAuthorizationServer):
-    """The authorization server for one issuer, with our clients, grants and endpoints."""
+    """The authorization server for one issuer, with our clients, grants and endpoints.
+
+    Built per request: the issuer (`base`) is MAILFATHOM_PUBLIC_BASE_URL or the origin the
+    request reached (accounts.services.mcp_oauth_tokens.base_url).
+    """
 
     def __init__(self, base: str) -> None:
         super().__init__(McpOAuthClient, McpToken)

@@ -32,9 +32,8 @@ from audit.services.answering_trail import RetrievedEmail, RunAudit, RunOutcome,
 from mailbox.services import sensitive
 from mailbox.services.bounds import bounded_text
 from mailbox.services.passages import Passage
-from mailfathom.core.capability import CapabilityState
+from mailfathom.core.capability import CapabilityState, capability_refused
 from mailfathom.core.config import MailFathomSettings
-from mailfathom.core.errors import CAPABILITY_UNAVAILABLE, MailFathomError
 from mailfathom.core.wire import WireModel
 from mailfathom.providers import get_chat_model
 from mailfathom.providers.chat import ChatModel
@@ -121,7 +120,12 @@ def ask_mail(
     with admit_question() as capability:
         chat = get_chat_model() if capability.state == CapabilityState.AVAILABLE else None
         if chat is None:
-            raise _unavailable(capability.state)
+            raise capability_refused(
+                capability.state,
+                does="answers questions about mail",
+                lacking="This deployment does not answer questions about mail: it declares no chat "
+                "endpoint or embeds no mail.",
+            )
         ledger = period_ledger()
         ledger.admit()
         return _answer(question, chat, scope, folder_names, ledger)
@@ -138,19 +142,6 @@ def _recorded(names: Iterable[str] | None, into: list[str] | None) -> Iterable[s
             yield name
 
     return reading()
-
-
-def _unavailable(state: CapabilityState) -> MailFathomError:
-    if state == CapabilityState.DEGRADED:
-        return MailFathomError(
-            CAPABILITY_UNAVAILABLE,
-            CAPABILITY_UNAVAILABLE.message(does="answers questions about mail"),
-        )
-    return MailFathomError(
-        CAPABILITY_UNAVAILABLE,
-        "This deployment does not answer questions about mail: it declares no chat endpoint or "
-        "embeds no mail.",
-    )
 
 
 def _answer(

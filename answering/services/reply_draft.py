@@ -20,8 +20,8 @@ from answering.ledger import SPEND_REFUSED, drafting_ledger
 from answering.models import AttemptOutcome
 from mailbox.models import Email
 from mailbox.services import sensitive
-from mailfathom.core.capability import CapabilityState
-from mailfathom.core.errors import CAPABILITY_UNAVAILABLE, UNKNOWN_EMAIL, MailFathomError
+from mailfathom.core.capability import CapabilityState, capability_refused
+from mailfathom.core.errors import UNKNOWN_EMAIL, MailFathomError
 from mailfathom.core.identifiers import issued_uuid
 from mailfathom.core.wire import WireModel
 
@@ -63,7 +63,11 @@ def draft_reply(stored_email_id: str) -> DraftReplyResult:
     scope = resolve_scope()
     capability = drafting_capability()
     if capability.state != CapabilityState.AVAILABLE:
-        raise _unavailable(capability.state)
+        raise capability_refused(
+            capability.state,
+            does="drafts replies",
+            lacking="This deployment does not draft replies: it declares no drafting endpoint.",
+        )
     email = Email.objects.readable(scope).filter(pk=email_id).select_related("account").first()
     if email is None:
         raise MailFathomError(
@@ -113,15 +117,3 @@ def draft_reply(stored_email_id: str) -> DraftReplyResult:
 
 def _tokens(tokens: dict[str, dict[str, int]]) -> dict[str, StageTokens]:
     return {stage: StageTokens(**counts) for stage, counts in tokens.items()}
-
-
-def _unavailable(state: CapabilityState) -> MailFathomError:
-    if state == CapabilityState.DEGRADED:
-        return MailFathomError(
-            CAPABILITY_UNAVAILABLE,
-            CAPABILITY_UNAVAILABLE.message(does="drafts replies"),
-        )
-    return MailFathomError(
-        CAPABILITY_UNAVAILABLE,
-        "This deployment does not draft replies: it declares no drafting endpoint.",
-    )

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from mailfathom.core.errors import CAPABILITY_UNAVAILABLE, MailFathomError
+
 
 class CapabilityState(StrEnum):
     # Not configured here: nothing is wrong, and nothing changes on its own.
@@ -23,3 +25,14 @@ class CapabilityState(StrEnum):
 # Semantic search only (search's semanticSearch, never answering's capability): available,
 # but too little of the scope is embedded yet for the vector ranking to speak for all of it.
 SEMANTIC_PARTIAL = "partial"
+
+
+def capability_refused(state: CapabilityState, does: str, lacking: str) -> MailFathomError:
+    """56001 for a capability that is not available now.
+
+    Degraded: the code's own sentence, "This deployment {does} but cannot right now". Inactive:
+    `lacking`, the sentence saying what this deployment does not declare.
+    """
+    if state == CapabilityState.DEGRADED:
+        return MailFathomError(CAPABILITY_UNAVAILABLE, CAPABILITY_UNAVAILABLE.message(does=does))
+    return MailFathomError(CAPABILITY_UNAVAILABLE, lacking)

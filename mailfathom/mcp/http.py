@@ -112,6 +112,19 @@ def key_caller(grant: KeyGrant) -> caller.Caller:
     return caller.Caller(caller.MCP_KEY, caller.bounded_name(grant.name))
 
 
+def bearer_token(scope: Scope) -> str:
+    """The token of the request's `Authorization: Bearer` header; "" without one."""
+    scheme, _, token = Headers(scope=scope).get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+async def key_grant(checks: UseCaseRunner, token: str) -> KeyGrant | None:
+    """The grant of an API key (from the last few seconds' checks, else verified off the loop)."""
+    if recently_refused(token):
+        return None
+    return recently_verified(token) or await checks.run(verify, token)
+
+
 class BearerKeyGate:
     """Admit a request only with a valid, unrevoked MCP API key; limit it to the key's accounts.
 
@@ -133,13 +146,11 @@ class BearerKeyGate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        header = Headers(scope=scope).get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        token = token.strip()
+        token = bearer_token(scope)
         grant = None
-        if scheme.lower() == "bearer" and well_formed(token) and not recently_refused(token):
+        if well_formed(token):
             try:
-                grant = recently_verified(token) or await self.checks.run(verify, token)
+                grant = await key_grant(self.checks, token)
             except Exception as error:
                 outage = outage_of(error)
                 if outage is None:
@@ -191,19 +202,16 @@ class OAuthGate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        header = Headers(scope=scope).get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        token = token.strip() if scheme.lower() == "bearer" else ""
+        token = bearer_token(scope)
         base = request_base(scope)
         account_pks: frozenset[int] | None = None
         admitted = False
         who: caller.Caller | None = None
         try:
             if self.keys and well_formed(token):
-                if not recently_refused(token):
-                    grant = recently_verified(token) or await self.checks.run(verify, token)
-                    admitted, account_pks = grant is not None, grant.account_pks if grant else None
-                    who = key_caller(grant) if grant else None
+                grant = await key_grant(self.checks, token)
+                admitted, account_pks = grant is not None, grant.account_pks if grant else None
+                who = key_caller(grant) if grant else None
             elif mcp_oauth_tokens.well_formed(token):
                 found = await self.checks.run(
                     mcp_oauth_tokens.verify_access_token, token, mcp_oauth_tokens.resource_url(base)

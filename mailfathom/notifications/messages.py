@@ -19,6 +19,7 @@ from django.urls import reverse
 from accounts.notification_models import NotificationKind
 from mailfathom.core.errors import code_of
 from mailfathom.core.instants import to_the_second
+from mailfathom.core.wire import wire_keys
 
 
 @dataclass(frozen=True)
@@ -95,14 +96,16 @@ def failing_entry(
         account_pk,
         account_id,
         state={"since": instant(since)},
-        wire={
-            "account": account_id,
-            "since": instant(since),
-            "failingFolders": folders,
-            "codes": described,
-            "link": status,
-            "accountLink": page,
-        },
+        wire=wire_keys(
+            {
+                "account": account_id,
+                "since": instant(since),
+                "failing_folders": folders,
+                "codes": described,
+                "link": status,
+                "account_link": page,
+            }
+        ),
         lines=(
             f"{account_id}: failing since {to_the_second(since)} on {folders} {folder_word}",
             *(f"  {item['code']}: {item['sentence']}" for item in described),
@@ -167,12 +170,14 @@ def compose(kind: str, entries: list[Entry], now: datetime) -> Message:
         body.extend(entry.lines)
         body.append("")
     body.append(f"You chose to be told this in MailFathom; change or stop it at {preferences}")
-    payload = {
-        "kind": kind,
-        "sentAt": instant(now),
-        "accounts": [entry.wire for entry in entries],
-        "preferences": preferences,
-    }
+    payload = wire_keys(
+        {
+            "kind": kind,
+            "sent_at": instant(now),
+            "accounts": [entry.wire for entry in entries],
+            "preferences": preferences,
+        }
+    )
     return Message(
         kind=kind, subject=SUBJECTS[NotificationKind(kind)], text="\n".join(body) + "\n", payload=payload
     )

@@ -1,18 +1,7 @@
 """What is due to each person, sent and recorded: one pass, run by beat every few minutes.
 
-Per person, per channel (mail, webhook) and per kind:
-
-- drafts waiting: a digest listing every account of theirs with drafts waiting and how many,
-  sent when some wait and the last digest on that channel is at least the digest interval old;
-- synchronization failing: accounts failing longer than the threshold, each told once per
-  failing streak (a streak is known by when it began);
-- sign-in needed: accounts whose sign-in must be done again, each told once per state.
-
-A person is told only about accounts they may review (accounts.services.people); an operator
-about every account when they ask for it, else about those they hold a role on. What was
-sent is recorded per account (NotificationSent) in the same transaction as the person's row
-lock, so two passes never send one person the same thing; a delivery that fails records
-nothing and is tried again on the next pass.
+Each person is told, per channel and kind, what they have not been told yet about the
+accounts they may review (docs/operations/notifications.md has the rules for each kind).
 """
 
 from __future__ import annotations
@@ -116,6 +105,8 @@ def send_due_notifications(*, now: datetime | None = None) -> Outcome:
         Q(by_mail=True) | ~Q(webhook_url="")
     )
     for pk in subscribed.values_list("pk", flat=True):
+        # What was sent is recorded under the person's row lock, so two passes never send one
+        # person the same thing; a delivery that fails records nothing and is tried again.
         with transaction.atomic():
             preference = (
                 NotificationPreference.objects.select_for_update(skip_locked=True, of=("self",))

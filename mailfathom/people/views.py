@@ -12,6 +12,8 @@ the person (docs/operations/compliance.md, Access trail).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +24,7 @@ from django.urls import reverse_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.services.caller import acting_as, person
+from accounts.services.caller import Caller, acting_as, person
 from accounts.services.people import readable_accounts
 from accounts.services.scope import limited_to_accounts, observing_scope
 from answering.capability import answering_capability
@@ -51,6 +53,14 @@ NOT_ANSWERING = {
         "Try again in a minute; searching still works."
     ),
 }
+
+
+@contextmanager
+def _as_the_person(request: HttpRequest) -> Iterator[tuple[Caller, AccountDirectory]]:
+    """The person as the caller, limited to the accounts they may read; and those accounts."""
+    who = person(request.user)
+    with limited_to_accounts(readable_accounts(request.user)), acting_as(who):
+        yield who, list_accounts()
 
 
 def _called(request: HttpRequest, use_case: str, refusal: Refusal | None) -> None:
@@ -92,9 +102,7 @@ def _page(request: HttpRequest, directory: AccountDirectory, **context: Any) -> 
 @require_GET
 def search_page(request: HttpRequest) -> HttpResponse:
     """The page; with a query (`q` present), one search_emails call and its matches."""
-    who = person(request.user)
-    with limited_to_accounts(readable_accounts(request.user)), acting_as(who):
-        directory = list_accounts()
+    with _as_the_person(request) as (who, directory):
         if "q" not in request.GET:
             return _page(request, directory)
         form = SearchForm(request.GET, accounts=directory.accounts)
@@ -117,9 +125,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
 @require_POST
 def ask_page(request: HttpRequest) -> HttpResponse:
     """One ask_mail call (it records its own run in the answering audit trail)."""
-    who = person(request.user)
-    with limited_to_accounts(readable_accounts(request.user)), acting_as(who):
-        directory = list_accounts()
+    with _as_the_person(request) as (who, directory):
         form = AskForm(request.POST, accounts=directory.accounts)
         answer, refusal = None, None
         if form.is_valid():

@@ -1,19 +1,8 @@
 """The bundled embedders: models run in-process from a registry package, no network at all.
 
-MAILFATHOM_EMBEDDING_MODEL picks `universal-sentence-encoder-multilingual-3` (the default;
-symmetric, 512 floats, no window limit) or `multilingual-e5-small` (384 floats, asymmetric,
-long texts averaged over windows; much slower, docs/benchmarks.md). One engine per model and
-process, kept at module level so forked processes share its pages; one thread unless
-OMP_NUM_THREADS says otherwise, because a thread team on busy cores waits for threads the
-scheduler took away. Parallelism comes from processes; a lock serializes calls to one engine.
-
-Loading is kept apart from calling. Reading the tokenizer and the weights takes seconds (6-7 s
-at load 15 on the project's machine), far more than one batch, so it must never run inside a
-call's deadline. `warm()` starts the load on a background thread and returns;
-`ensure_loaded()` waits for it (bounded by LOAD_SECONDS, not by any call's deadline). Concurrent
-first callers share one load. Web servers and workers warm at start
-(mailfathom.providers.warm_embedder); a call made before the load is over waits for it, and the
-resilience wrapper starts the call's deadline only once it has.
+MAILFATHOM_EMBEDDING_MODEL picks the model (MODELS). Loading is kept apart from calling,
+because reading a model takes far longer than one batch and must never run inside a call's
+deadline: `warm()` starts the load in the background, `ensure_loaded()` waits for it.
 """
 
 from __future__ import annotations
@@ -33,8 +22,10 @@ logger = logging.getLogger("mailfathom.providers")
 USE_MODEL = "universal-sentence-encoder-multilingual-3"
 E5_MODEL = "multilingual-e5-small"
 # How long a caller waits for the model to load before its call fails as a timeout (the load
-# itself goes on, and the next call waits for it again). Generous: the load took 6-7 s on this
-# project's 2-core machine at load 15 (docs/benchmarks.md, "Warm start").
+# itself goes on, and the next call waits for it again). Generous, many times the loads
+# measured on a busy machine (docs/benchmarks.md, "Warm start"). Web servers and workers warm
+# at start (mailfathom.providers.warm_embedder), and the resilience wrapper starts a call's
+# deadline only once the load is over.
 LOAD_SECONDS = 120.0
 
 
@@ -42,9 +33,10 @@ LOAD_SECONDS = 120.0
 class BundledModel:
     """One model the local provider serves: its vector size and the most texts per call.
 
-    `max_batch` keeps one call well within the default 10 s deadline on a busy machine:
-    e5 ran at about 300 tokens/s on one thread (two 2,000-character passages take ~4 s);
-    USE at about 80 such passages/s, so 32 take well under a second.
+    `max_batch` keeps one call well within the default deadline on a busy machine: e5 is
+    much slower per passage than USE (docs/benchmarks.md), so it takes two where USE takes 32.
+    USE is symmetric with no window limit; e5 is asymmetric (query and passage prefixes) and
+    averages a long text over windows.
     """
 
     name: str
@@ -60,7 +52,11 @@ DEFAULT_MODEL = USE_MODEL
 
 
 def _threads() -> int:
-    """OMP_NUM_THREADS's first level if it is a positive whole number, else 1."""
+    """OMP_NUM_THREADS's first level if it is a positive whole number, else 1.
+
+    One by default: a thread team on busy cores waits for the threads the scheduler took
+    away. Parallelism comes from processes.
+    """
     first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
     return int(first) if first.isdigit() and int(first) > 0 else 1
 
@@ -93,6 +89,8 @@ class _Loading:
 _LOADED = _Loading()
 _LOADED.done.set()
 
+# One engine per model and process, at module level so forked processes share its pages; a
+# lock per model serializes the calls to its engine, and concurrent first callers share one load.
 _engines: dict[str, Any] = {}
 _loading: dict[str, _Loading] = {}
 _call_locks: dict[str, threading.Lock] = {name: threading.Lock() for name in MODELS}

@@ -5,7 +5,8 @@ Required parts (the database, Redis) down: "unavailable" and 503. Any other part
 so a load balancer keeps a web process whose worker is late. The push worker counts only
 while some account is in push mode. Figures are counts and ages only: nothing names an
 account, a folder or a mail, except the mailbox sign-in part's list of accounts, given only
-to a staff user who may view mail accounts (`detailed`).
+to a staff user who may view mail accounts (`detailed`). Parts and their figures carry Python
+names; the view publishes them under their wire names.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from mailbox.services import attachment_text, coverage_status, sync_status
 from mailfathom.core import heartbeat
 from mailfathom.core.errors import Code
 from mailfathom.core.redis_store import redis_client
+from mailfathom.core.wire import wire_keys
 
 logger = logging.getLogger(__name__)
 
@@ -90,11 +92,11 @@ def _redis() -> Part:
 def _seen_part(seen: heartbeat.Seen, now: float) -> Part:
     age = seen.age(now)
     status = OK if seen.alive(now) else (NEVER if age is None else STALE)
-    return Part(status, detail={"lastSeenSecondsAgo": None if age is None else round(age)})
+    return Part(status, detail={"last_seen_seconds_ago": None if age is None else round(age)})
 
 
 def _processes(redis_part: Part, database_part: Part, now: float) -> dict[str, Part]:
-    unknown = {"worker": Part(UNKNOWN), "pushWorker": Part(UNKNOWN), "beat": Part(UNKNOWN)}
+    unknown = {"worker": Part(UNKNOWN), "push_worker": Part(UNKNOWN), "beat": Part(UNKNOWN)}
     if redis_part.status != OK:
         return unknown
     try:
@@ -103,11 +105,11 @@ def _processes(redis_part: Part, database_part: Part, now: float) -> dict[str, P
         return unknown
     worker = _seen_part(seen[heartbeat.worker_role("celery")], now)
     push = _seen_part(seen[heartbeat.worker_role("push")], now)
-    # Kept beside the pushWorker part for readers of the earlier shape.
-    worker.detail["pushWorkerLastSeenSecondsAgo"] = push.detail["lastSeenSecondsAgo"]
+    # Kept beside the push_worker part for readers of the earlier shape.
+    worker.detail["push_worker_last_seen_seconds_ago"] = push.detail["last_seen_seconds_ago"]
     return {
         "worker": worker,
-        "pushWorker": _push_worker(push, database_part),
+        "push_worker": _push_worker(push, database_part),
         "beat": _seen_part(seen[heartbeat.BEAT], now),
     }
 
@@ -117,11 +119,11 @@ def _push_worker(seen: Part, database_part: Part) -> Part:
     if database_part.status != OK:
         # Whether push is in use cannot be read; a live worker is still worth saying.
         return seen if seen.status == OK else Part(UNKNOWN, detail=seen.detail)
-    in_use = _read_or_unknown(lambda: Part(OK, detail={"pushAccounts": sync_status.push_mode_accounts()}))
+    in_use = _read_or_unknown(lambda: Part(OK, detail={"push_accounts": sync_status.push_mode_accounts()}))
     if in_use.status == UNKNOWN:
         return seen if seen.status == OK else Part(UNKNOWN, detail=seen.detail)
     detail = {**seen.detail, **in_use.detail}
-    if not in_use.detail["pushAccounts"]:
+    if not in_use.detail["push_accounts"]:
         return Part(INACTIVE, detail=detail)
     return Part(seen.status, detail=detail)
 
@@ -130,27 +132,27 @@ def _last_sync(now: float) -> Part:
     overview = sync_status.sync_overview()
     last = overview.last_committed_at
     detail: dict[str, object] = {
-        "lastCommittedSecondsAgo": None if last is None else round(max(0.0, now - last.timestamp())),
+        "last_committed_seconds_ago": None if last is None else round(max(0.0, now - last.timestamp())),
         "folders": overview.folders,
-        "failingFolders": overview.failing_folders,
-        "synchronizingFolders": overview.synchronizing_folders,
-        "pausedFolders": overview.paused_folders,
+        "failing_folders": overview.failing_folders,
+        "synchronizing_folders": overview.synchronizing_folders,
+        "paused_folders": overview.paused_folders,
     }
     if not overview.enabled or not overview.folders:
         return Part(INACTIVE, detail=detail)
     return Part(FAILING if overview.failing_folders else OK, detail=detail)
 
 
-# The mailbox sign-in part's counts, each account under the first state that applies.
+# The mailbox sign-in part's counts, one per state, each account under the first that applies.
 PAUSED_BY_PROVIDER, PAUSED_AT_PACE = "paused_by_provider", "paused_at_pace"
-SIGN_IN_COUNTS = {
-    SignInState.SIGNED_IN: "signedIn",
-    SignInState.NEEDS_SIGN_IN: "needsSignIn",
-    SignInState.REGISTRATION_REFUSED: "registrationRefused",
-    SignInState.NOT_SIGNED_IN: "notSignedIn",
-    PAUSED_BY_PROVIDER: "pausedByProvider",
-    PAUSED_AT_PACE: "pausedAtPace",
-}
+COUNTED_STATES = (
+    SignInState.SIGNED_IN,
+    SignInState.NEEDS_SIGN_IN,
+    SignInState.REGISTRATION_REFUSED,
+    SignInState.NOT_SIGNED_IN,
+    PAUSED_BY_PROVIDER,
+    PAUSED_AT_PACE,
+)
 
 
 def _mailbox_sign_in(detailed: bool) -> Part:
@@ -164,7 +166,7 @@ def _mailbox_sign_in(detailed: bool) -> Part:
     state, code).
     """
     paused = sync_status.paused_accounts()
-    counts = dict.fromkeys(SIGN_IN_COUNTS.values(), 0)
+    counts = dict.fromkeys(map(str, COUNTED_STATES), 0)
     listed: list[dict[str, object]] = []
     waiting = 0
     for sign_in in sign_in_states().values():
@@ -182,16 +184,20 @@ def _mailbox_sign_in(detailed: bool) -> Part:
             state, code = sign_in.state, sign_in.code
         else:
             continue
-        counts[SIGN_IN_COUNTS[state]] += 1
+        counts[state] += 1
+        # A row of a list inside the detail: named for the wire here, as the view renames
+        # only the detail's own keys.
         listed.append(
-            {
-                "accountId": sign_in.account_id,
-                "authentication": sign_in.authentication,
-                "state": state,
-                "code": code,
-            }
+            wire_keys(
+                {
+                    "account_id": sign_in.account_id,
+                    "authentication": sign_in.authentication,
+                    "state": state,
+                    "code": code,
+                }
+            )
         )
-    detail: dict[str, object] = {**counts, "waitingForSomeone": waiting}
+    detail: dict[str, object] = {**counts, "waiting_for_someone": waiting}
     if detailed:
         detail["accounts"] = listed
     return Part(DEGRADED if waiting else OK, detail=detail)
@@ -200,12 +206,12 @@ def _mailbox_sign_in(detailed: bool) -> Part:
 def _embedding_backlog() -> Part:
     """The embedding backlog and the coverage the status page shows (one function computes both).
 
-    sampledCoverage is kept, equal to coverage, for readers of the earlier shape; it once
+    sampled_coverage is kept, equal to coverage, for readers of the earlier shape; it once
     held the latest sample's figure, which lagged the page.
     """
     found = coverage_status.backlog()
     return Part(
-        OK, detail={"pending": found.pending, "coverage": found.coverage, "sampledCoverage": found.coverage}
+        OK, detail={"pending": found.pending, "coverage": found.coverage, "sampled_coverage": found.coverage}
     )
 
 
@@ -225,10 +231,10 @@ def check_health(detailed: Callable[[], bool] = lambda: False) -> HealthReport:
     redis_part = _redis()
     parts = {"database": database, "redis": redis_part, **_processes(redis_part, database, now)}
     reads: tuple[tuple[str, Callable[[], Part]], ...] = (
-        ("lastSync", lambda: _last_sync(now)),
-        ("embeddingBacklog", _embedding_backlog),
-        ("attachmentTextBacklog", _attachment_text_backlog),
-        ("mailboxSignIn", lambda: _mailbox_sign_in(detailed())),
+        ("last_sync", lambda: _last_sync(now)),
+        ("embedding_backlog", _embedding_backlog),
+        ("attachment_text_backlog", _attachment_text_backlog),
+        ("mailbox_sign_in", lambda: _mailbox_sign_in(detailed())),
     )
     for name, read in reads:
         parts[name] = _read_or_unknown(read) if database.status == OK else Part(UNKNOWN)
