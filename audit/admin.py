@@ -20,6 +20,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.admin_people import PeopleScoped
 from accounts.services import people
 from audit.access_models import ACCESS_TRAIL_FIELDS, AccessEntry, AccessEntryEmail
+from audit.admin_tokens import ApiTokenAdmin  # noqa: F401  (registers itself)
 from audit.case_export_admin import CaseExportAdmin  # noqa: F401  (registers itself)
 from audit.erasure_admin import ErasureRequestRecordAdmin  # noqa: F401  (registers itself)
 from audit.hold_admin import LegalHoldAdmin  # noqa: F401  (registers itself)
@@ -27,17 +28,22 @@ from audit.models import MUTATION_TRAIL_FIELDS, AnsweringRunEmail, AnsweringRunE
 from mailbox.admin_read_only import ReadOnly
 
 
-class AnsweringRunEmailInline(ReadOnly, admin.TabularInline):
-    model = AnsweringRunEmail
-    fields = ["position", "email_link", "cited", "relied_on_rank"]
-    readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
+class EmailRowsInline(ReadOnly, admin.TabularInline):
+    """An entry's email rows, each linking to the stored email's page."""
+
     extra = 0
     can_delete = False
 
     @admin.display(description=_("Email"))
-    def email_link(self, row: AnsweringRunEmail) -> str:
+    def email_link(self, row: AnsweringRunEmail | AccessEntryEmail) -> str:
         url = reverse("admin:mailbox_email_change", args=[row.email_id])
         return format_html('<a href="{}">{}</a>', url, row.email_id)
+
+
+class AnsweringRunEmailInline(EmailRowsInline):
+    model = AnsweringRunEmail
+    fields = ["position", "email_link", "cited", "relied_on_rank"]
+    readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
 
 
 # Whoever may read the trails through the compliance API reads every account's entries here too.
@@ -101,19 +107,12 @@ class MutationEntryAdmin(ReadOnly, PeopleScoped):
     readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
 
 
-class AccessEntryEmailInline(ReadOnly, admin.TabularInline):
+class AccessEntryEmailInline(EmailRowsInline):
     model = AccessEntryEmail
     # Not the model's plural, which Django makes "email returneds" by appending an "s".
     verbose_name_plural = _("emails returned")
     fields = ["position", "email_link"]
     readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
-    extra = 0
-    can_delete = False
-
-    @admin.display(description=_("Email"))
-    def email_link(self, row: AccessEntryEmail) -> str:
-        url = reverse("admin:mailbox_email_change", args=[row.email_id])
-        return format_html('<a href="{}">{}</a>', url, row.email_id)
 
 
 @admin.register(AccessEntry)
@@ -122,22 +121,9 @@ class AccessEntryAdmin(ReadOnly, PeopleScoped):
 
     account_roles = people.READ_ROLES
     inlines = [AccessEntryEmailInline]
-    list_display = [
-        "accessed_at",
-        "account_identifier",
-        "channel",
-        "action",
-        "requester_kind",
-        "requester",
-        "owner",
-        "client_name",
-        "email_count",
-    ]
+    list_display = ACCESS_TRAIL_FIELDS
     list_filter = ["account", "channel", "action", "requester_kind", "accessed_at"]
     date_hierarchy = "accessed_at"
     search_fields = ["=account_identifier", "=requester", "=owner"]
     fields = [*ACCESS_TRAIL_FIELDS[:2], "account", *ACCESS_TRAIL_FIELDS[2:], "retention_days"]
     readonly_fields = fields  # type: ignore[assignment]  # names only; the stubs widen fields to groups
-
-
-import audit.admin_tokens  # noqa: F401,E402  (registers the API tokens' admin)

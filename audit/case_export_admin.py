@@ -32,6 +32,8 @@ from accounts.services.caller import person
 from audit.case_export_models import EXPORT_PERMISSION, CaseExport, CaseExportStatus
 from audit.services import case_export
 from audit.services.access_trail import AccessChannel, record_access
+from audit.services.arguments import MAX_ADDRESS_LENGTH, MAX_ADDRESSES
+from audit.tasks import run_case_export_task
 from mailfathom.core.errors import MailFathomError
 
 STATUS_ROWS = 50  # the most recent exports the status JSON reports
@@ -56,7 +58,7 @@ class CaseExportForm(forms.Form):
     addresses = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
         required=False,
-        max_length=case_export.MAX_ADDRESSES * (case_export.MAX_ADDRESS_LENGTH + 2),
+        max_length=MAX_ADDRESSES * (MAX_ADDRESS_LENGTH + 2),
         label=_("Addresses"),
         help_text=_(
             "A person: their addresses, one per line, matched as sender or any recipient. "
@@ -95,8 +97,6 @@ def _midnight(day: date | None) -> datetime | None:
 
 def queue_export(record: CaseExport, addresses: list[str]) -> None:
     """Hand the export to a worker once the record is committed (tests replace this)."""
-    from audit.tasks import run_case_export_task
-
     transaction.on_commit(lambda: run_case_export_task.delay(str(record.id), addresses))
 
 

@@ -24,7 +24,8 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts.models import MailAccount
 from audit.hold_models import HoldRequesterKind, LegalHold
-from audit.services.hold_requests import MAX_ADDRESS_LENGTH, MAX_ADDRESSES, MAX_REASON_LENGTH, hold_request
+from audit.services.arguments import MAX_ADDRESS_LENGTH, MAX_ADDRESSES
+from audit.services.hold_requests import MAX_REASON_LENGTH, hold_request
 from audit.services.holds import Requester, place_hold, release_hold
 from mailfathom.core.errors import MailFathomError
 

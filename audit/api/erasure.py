@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit import api_tokens as tokens
-from audit.api.openapi import ErrorSerializer
+from audit.api.openapi import ErrorSerializer, refusals
 from audit.api.serializers import WireSerializer
 from audit.api.views import ComplianceApiView
 from audit.api_tokens import ApiToken
@@ -32,6 +32,8 @@ from audit.services.erasure import (
     request_erasure,
 )
 from mailbox.services.erasure import KINDS, AccountCounts
+from mailfathom.core.errors import MailFathomError
+from mailfathom.core.identifiers import issued_uuid
 from mailfathom.core.wire import wire_keys, wire_name
 
 # --- Serializers ------------------------------------------------------------------------------
@@ -167,22 +169,23 @@ def render_statement(statement: ErasureStatement) -> dict[str, Any]:
             "message_id_hashes": list(statement.message_id_hashes),
             "suppressions": wire_keys(dict(statement.suppressions)),
             "removed_rows": dict(statement.removed_rows),
-            "cleanup": {
-                "completedAt": _iso(statement.cleanup_completed_at),
-                "steps": list(statement.cleanup_steps),
-            },
+            "cleanup": wire_keys(
+                {"completed_at": _iso(statement.cleanup_completed_at), "steps": list(statement.cleanup_steps)}
+            ),
             "what_stays": list(statement.what_stays),
             "how_to_find": list(statement.how_to_find),
             "cannot_erase": list(statement.cannot_erase),
             "guide": statement.guide,
             # Exactly as signed: a verifier needs these bytes, not a re-keyed copy.
             "signed_document": statement.document,
-            "signature": {
-                "algorithm": SIGNATURE_ALGORITHM,
-                "value": statement.signature,
-                "publicKey": statement.public_key,
-                "signedAt": _iso(statement.signed_at),
-            }
+            "signature": wire_keys(
+                {
+                    "algorithm": SIGNATURE_ALGORITHM,
+                    "value": statement.signature,
+                    "public_key": statement.public_key,
+                    "signed_at": _iso(statement.signed_at),
+                }
+            )
             if statement.signature
             else None,
         }
@@ -207,19 +210,15 @@ def requester_of(request: Request) -> Requester:
 def _held(request_id: str) -> uuid.UUID:
     """The id of a request this deployment holds; 404 (the error body) otherwise."""
     try:
-        parsed = uuid.UUID(request_id) if len(request_id) <= 64 else None
-    except ValueError:
+        parsed: uuid.UUID | None = issued_uuid(request_id, "The request id")
+    except MailFathomError:
         parsed = None
     if parsed is None or not ErasureRequestRecord.objects.filter(pk=parsed).exists():
         raise exceptions.NotFound("No erasure request has this id.")
     return parsed
 
 
-_REFUSALS = {
-    401: OpenApiResponse(ErrorSerializer, description="No credential, or one not accepted."),
-    403: OpenApiResponse(ErrorSerializer, description="The credential lacks the route's permission."),
-    429: OpenApiResponse(ErrorSerializer, description="The credential's rate is spent; see Retry-After."),
-}
+_REFUSALS = refusals(401, 403, 429)
 _NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No erasure request has this id.")
 
 

@@ -1,18 +1,8 @@
 """Streaming exports: any queryset as CSV or JSON Lines, in constant memory.
 
-An export names its columns once (ExportSpec); the rows are read with values_list(...)
-.iterator(chunk_size=MAILFATHOM_API_EXPORT_CHUNK_ROWS), a server-side cursor on
-PostgreSQL, so neither the rows nor the output are ever held whole. Under ASGI (uvicorn,
-how the product is served) the body is an async iterator that advances the database cursor
-on Django's thread-sensitive executor: handing Django a sync iterator there would make it
-read the whole body into a list first. See docs/operations/compliance-api.md, Export.
-
-CSV cells that a spreadsheet would run as a formula (starting with = + - @, a tab or a
-carriage return) are prefixed with an apostrophe, and so is each such character that
-follows a list separator inside a cell (`,` `;` a tab or `|`, spaces and a quote between
-allowed): a spreadsheet whose list separator is `;` splits `probe;=1+1` into a second cell
-starting with `=`. Booleans are written true/false, as in JSON. `?bom=1` starts the CSV with a
-byte-order mark, so spreadsheet programs read it as UTF-8. JSON Lines carries values unchanged.
+An export names its columns once (ExportSpec); rows are read from a server-side cursor and
+sent as they come, so neither the rows nor the output are ever held whole. Formats and the
+CSV quoting rules: docs/operations/compliance-api.md, Export.
 """
 
 from __future__ import annotations
@@ -44,6 +34,7 @@ ACCEPTED = {
 }
 DEFAULT_FORMAT = "jsonl"
 BLOCK_CHARACTERS = 64 * 1024  # rows are sent in blocks about this size, not one write per row
+# A spreadsheet runs a cell starting with one of these as a formula: such a cell gets an apostrophe.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # A formula character after a list separator (some spreadsheets split cells on `;` or `|`).
 _FORMULA_AFTER_SEPARATOR = re.compile(r"([,;\t|][ \"']*)([=+\-@])")
@@ -118,6 +109,7 @@ def stream(
 ) -> StreamingHttpResponse:
     """A response streaming `queryset` as `fmt`: async under ASGI, sync otherwise; constant memory."""
     text = blocks(spec, fmt, rows(queryset, spec), bom=request.GET.get("bom") in ("1", "true"))
+    # Under ASGI Django reads a sync iterator whole into a list before sending it: hand it an async one.
     content: Iterator[str] | AsyncIterator[str] = _async(text) if isinstance(request, ASGIRequest) else text
     response = StreamingHttpResponse(content, content_type=FORMATS[fmt])
     response["Content-Disposition"] = f'attachment; filename="{spec.name}.{fmt}"'

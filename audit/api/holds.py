@@ -7,14 +7,14 @@ docs/operations/compliance-api.md (Legal holds) and docs/operations/compliance.m
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit import api_tokens as tokens
-from audit.api.openapi import ErrorSerializer
-from audit.api.pagination import SignedCursorPagination
+from audit.api.openapi import ErrorSerializer, refusals
+from audit.api.pagination import PAGE_PARAMETERS, SignedCursorPagination
 from audit.api.serializers import WireSerializer
 from audit.api.views import ComplianceApiView
 from audit.hold_models import HoldRequesterKind, HoldScope, LegalHold
@@ -60,18 +60,11 @@ class LegalHoldListView(ComplianceApiView):
 
     @extend_schema(
         operation_id="holds_list",
-        parameters=[
-            OpenApiParameter("cursor", str, description="nextCursor of the previous page."),
-            OpenApiParameter("page_size", int, description="Rows per page, 1 to 100 (default 50)."),
-        ],
+        parameters=PAGE_PARAMETERS,
         responses={
             200: LegalHoldPageSerializer,
             400: OpenApiResponse(ErrorSerializer, description="A page size or cursor refused."),
-            401: OpenApiResponse(ErrorSerializer, description="No credential, or one not accepted."),
-            403: OpenApiResponse(ErrorSerializer, description="The credential lacks the route's permission."),
-            429: OpenApiResponse(
-                ErrorSerializer, description="The credential's rate is spent; see Retry-After."
-            ),
+            **refusals(401, 403, 429),
         },
     )
     def get(self, request: Request) -> Response:

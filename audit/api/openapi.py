@@ -57,6 +57,10 @@ _WHY = {
 }
 
 
-def refusals(*statuses: int) -> dict[int, OpenApiResponse]:
+# A view's `responses`: by status, or by (status, media type) where one status has several bodies.
+Responses = dict[int | tuple[int, str], OpenApiResponse]
+
+
+def refusals(*statuses: int) -> Responses:
     """The `responses` entries of the refusal `statuses`, each with the ErrorSerializer body."""
     return {status: OpenApiResponse(ErrorSerializer, description=_WHY[status]) for status in statuses}

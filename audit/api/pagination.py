@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from django.core.exceptions import ValidationError
 from django.db.models import Field, Model, Q, QuerySet
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.pagination import BasePagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -124,3 +125,15 @@ def _wire(value: Any) -> Any:
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return str(value)
+
+
+# The query parameters of every paged route, as the OpenAPI schema states them.
+PAGE_PARAMETERS = [
+    OpenApiParameter("cursor", str, description="nextCursor of the previous page, with the same filters."),
+    OpenApiParameter(
+        "page_size",
+        {"type": "integer", "minimum": 1, "maximum": SignedCursorPagination.max_page_size},
+        description=f"Rows per page, 1 to {SignedCursorPagination.max_page_size} (default "
+        f"{SignedCursorPagination.default_page_size}); another number is refused with 51001.",
+    ),
+]

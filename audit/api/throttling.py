@@ -1,14 +1,9 @@
 """Per-credential rate limits of the compliance API, counted in Redis for every web worker.
 
-Each view names a scope (read, export, erasure); each scope has a rate declared in
-mailfathom/config.py and a fixed window (a minute for reads, an hour for the others). The
-credential is the token's id, or the user's id for a session, so a script cannot borrow its
-creator's allowance nor the creator the script's. Keys carry those ids, never a name.
-
-Fixed windows start on the epoch, like the answering allowance: a refused caller is told
-exactly when the window turns (Retry-After), at the cost that a burst across a boundary may
-reach twice the rate. If Redis does not answer the request is let through and a warning
-logged: a rate limit protects the database, it is not an access control.
+Each view names a scope (read, export, erasure) with a rate from mailfathom/config.py and a
+fixed window. The credential is the token's id, or the user's id for a session, so a script
+cannot borrow its creator's allowance nor the creator the script's (docs/operations/compliance-api.md,
+Rate limits).
 """
 
 from __future__ import annotations
@@ -88,6 +83,8 @@ class CredentialThrottle(BaseThrottle):
     def allow_request(self, request: Request, view: Any) -> bool:
         scope = SCOPES[view.throttle_scope]
         now = time.time()
+        # Fixed windows from the epoch: Retry-After can say exactly when the window turns, at the
+        # cost that a burst across a boundary may reach twice the rate.
         window_start = int(now // scope.window_seconds) * scope.window_seconds
         key = f"{KEY_PREFIX}{view.throttle_scope}:{credential_of(request)}:{window_start}"
         try:
@@ -100,6 +97,7 @@ class CredentialThrottle(BaseThrottle):
             finally:
                 client.close()
         except redis.RedisError:
+            # Let through: the limit protects the database, it is not an access control.
             logger.warning(
                 "Compliance API throttle unavailable: Redis did not answer; request not throttled."
             )

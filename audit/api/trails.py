@@ -23,8 +23,8 @@ from rest_framework.response import Response
 from audit import api_tokens as tokens
 from audit.api import export, filters
 from audit.api.chain import with_chain_head
-from audit.api.openapi import ErrorSerializer
-from audit.api.pagination import SignedCursorPagination
+from audit.api.openapi import ErrorSerializer, Responses, refusals
+from audit.api.pagination import PAGE_PARAMETERS, SignedCursorPagination
 from audit.api.serializers import Fields, WireSerializer
 from audit.api.views import ComplianceApiView
 from audit.models import (
@@ -34,6 +34,8 @@ from audit.models import (
     MutationKind,
     RunOutcome,
 )
+from mailfathom.core.errors import MailFathomError
+from mailfathom.core.identifiers import issued_uuid
 from mailfathom.core.wire import wire_keys, wire_name
 
 # --- Serializers (what the schema documents) ------------------------------------------------
@@ -130,16 +132,10 @@ class MutationPageSerializer(WireSerializer):
 
 # --- Parameters and responses shared by the routes --------------------------------------------
 
-_REFUSALS: dict[int | tuple[int, str], OpenApiResponse] = {
+_REFUSALS: Responses = {
     400: OpenApiResponse(ErrorSerializer, description="A filter, page size, cursor or format refused."),
-    401: OpenApiResponse(ErrorSerializer, description="No credential, or one not accepted."),
-    403: OpenApiResponse(ErrorSerializer, description="The credential lacks the route's permission."),
-    429: OpenApiResponse(ErrorSerializer, description="The credential's rate is spent; see Retry-After."),
+    **refusals(401, 403, 429),
 }
-_PAGE = [
-    OpenApiParameter("cursor", str, description="nextCursor of the previous page, with the same filters."),
-    OpenApiParameter("page_size", int, description="Rows per page, 1 to 100 (default 50)."),
-]
 _RANGE = [
     OpenApiParameter(
         "from", OpenApiTypes.DATETIME, description="{} at or after this time (ISO 8601, offset)."
@@ -167,7 +163,7 @@ MUTATION_FILTERS = [
     *_range("Acts requested"),
     OpenApiParameter("requester", str, description="User name, API token name or task name, exactly."),
 ]
-_EXPORT_RESPONSES: dict[int | tuple[int, str], OpenApiResponse] = {
+_EXPORT_RESPONSES: Responses = {
     (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV with a header row."),
     (200, "application/jsonl"): OpenApiResponse(OpenApiTypes.STR, description="One JSON object a line."),
     **_REFUSALS,
@@ -194,7 +190,7 @@ class AnsweringRunListView(ComplianceApiView):
 
     @extend_schema(
         operation_id="answering_runs_list",
-        parameters=[*ANSWERING_FILTERS, *_PAGE],
+        parameters=[*ANSWERING_FILTERS, *PAGE_PARAMETERS],
         responses={200: AnsweringPageSerializer, **_REFUSALS},
     )
     def get(self, request: Request) -> Response:
@@ -218,9 +214,9 @@ class AnsweringRunDetailView(ComplianceApiView):
     )
     def get(self, request: Request, run_id: str) -> Response:
         try:
-            run = uuid.UUID(run_id) if len(run_id) <= 64 else None
-        except ValueError:
-            run = None
+            run: uuid.UUID | None = issued_uuid(run_id, "The run id")
+        except MailFathomError:
+            run = None  # no UUID names no run: 404, as an unknown one does
         entries = (
             list(_with_emails(AnsweringRunEntry.objects.filter(run_id=run)).order_by("account__account_id"))
             if run is not None
@@ -247,7 +243,7 @@ class MutationListView(ComplianceApiView):
 
     @extend_schema(
         operation_id="mutations_list",
-        parameters=[*MUTATION_FILTERS, *_PAGE],
+        parameters=[*MUTATION_FILTERS, *PAGE_PARAMETERS],
         responses={200: MutationPageSerializer, **_REFUSALS},
     )
     def get(self, request: Request) -> Response:

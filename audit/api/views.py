@@ -22,7 +22,7 @@ from audit.api import export, throttling
 from audit.api.authentication import BearerTokenAuthentication, refuse_token_in_url
 from audit.api.errors import api_exception_handler
 from audit.api.openapi import refusals
-from audit.api.pagination import SignedCursorPagination
+from audit.api.pagination import PAGE_PARAMETERS, SignedCursorPagination
 from audit.api.permissions import ANY, HasApiPermission
 from audit.api.serializers import WireModelSerializer, WireSerializer
 from audit.api_tokens import ApiToken
@@ -102,18 +102,6 @@ class CreatedTokenSerializer(TokenSerializer):
 
 
 _REVOKED = OpenApiParameter("revoked", bool, description="Only revoked, or only active, tokens.")
-_PAGE_PARAMETERS = [
-    OpenApiParameter("cursor", str, description="nextCursor of the previous page, with the same filters."),
-    OpenApiParameter(
-        "page_size",
-        {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": SignedCursorPagination.max_page_size,
-        },
-        description="Rows per page, 1 to 100 (default 50); another number is refused with 51001.",
-    ),
-]
 
 
 def _revoked_filter(request: Request) -> bool | None:
@@ -147,7 +135,7 @@ class TokenListView(ComplianceApiView):
         responses={200: TokenPageSerializer, **refusals(400, 401, 403, 404, 406, 429)},
         parameters=[
             _REVOKED,
-            *_PAGE_PARAMETERS,
+            *PAGE_PARAMETERS,
         ],
     )
     def get(self, request: Request) -> Response:

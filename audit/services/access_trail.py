@@ -1,20 +1,9 @@
 """Record who read which mail: one access entry per account whose access trail is on.
 
-Called after a read has returned, by whatever served it: the MCP bridge for every tool
-call, the admin email page, the people pages (docs/operations/compliance.md, Access trail).
-The caller hands over what it knows: the channel and the tool or page, the requester
-(accounts.services.caller), the emails it returned by id, in the order returned, and the
-accounts its scope reached. Accounts are read from the emails themselves, so a caller that
-only has ids needs no query of its own.
-
-- One query decides whether anything is recorded: the accounts whose trail is on. With none
-  on (the default), that is the whole cost.
-- An account reached gets an entry even when it returned no email (a search that found
-  nothing, list_accounts): the mailbox was read and gave nothing.
-- An email erased between the read and the append is left out, as in the answering trail.
-- No content: not the query, the question, a subject or an address. Names, ids and counts.
-- It never raises: the read has been served. A failure is logged naming the channel and
-  action only and counted on `mailfathom.audit.access.refused_appends`.
+Called by whatever served a read (the MCP bridge, the admin email pages, the people pages)
+after it returned, with the emails returned and the accounts reached. Names, ids and counts
+only, never content; it never raises, since the read has been served. What an entry holds:
+docs/operations/compliance.md, Access trail.
 """
 
 from __future__ import annotations
@@ -33,6 +22,7 @@ from accounts.services.caller import Caller, bounded_name
 from audit.access_models import AccessChannel, AccessEntry, AccessEntryEmail, AccessRequesterKind
 from audit.services import chain
 from mailbox.models import Email
+from mailfathom.core.identifiers import uuid_from_text
 
 __all__ = ["REFUSED_APPENDS", "AccessChannel", "record_access"]
 
@@ -76,10 +66,10 @@ def record_access(
 def _ids(values: Iterable[object]) -> list[uuid.UUID]:
     seen: dict[uuid.UUID, None] = {}
     for value in values:
-        try:
-            seen.setdefault(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
-        except ValueError:
+        parsed = value if isinstance(value, uuid.UUID) else uuid_from_text(str(value))
+        if parsed is None:
             continue
+        seen.setdefault(parsed)
         if len(seen) >= MAX_EMAILS:
             break
     return list(seen)
@@ -93,6 +83,7 @@ def _append(
     account_pks: Iterable[int],
     at: datetime | None,
 ) -> int:
+    # With every account's trail off (the default), this query is the whole cost.
     enabled = {
         pk: (account_id, days)
         for pk, account_id, days in MailAccount.objects.filter(access_trail_enabled=True).values_list(
@@ -114,6 +105,7 @@ def _append(
                 .values_list("pk", "account_id")
             )
         returned = [(email_id, holders[email_id]) for email_id in ids if email_id in holders]
+        # An account reached gets an entry even when it returned nothing: its mailbox was read.
         accounts = list(dict.fromkeys([*reached, *(account_pk for _, account_pk in returned)]))
         if not accounts:
             return 0

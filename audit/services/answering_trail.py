@@ -21,9 +21,9 @@ from accounts.models import MailAccount
 from accounts.services.caller import CLIENT_NAME_LENGTH, Caller, bounded_name
 from audit.models import AnsweringRunEmail, AnsweringRunEntry, RunOutcome
 from audit.services import chain
+from mailbox.models import Email
 
 __all__ = ["REFUSED_APPENDS", "RetrievedEmail", "RunAudit", "RunOutcome", "record_run"]
-from mailbox.models import Email
 
 logger = logging.getLogger(__name__)
 

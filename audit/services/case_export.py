@@ -1,27 +1,14 @@
 """Case exports: the mail of an account, a person or a case, as EML files and an mbox in one zip.
 
-Compliance staff (permission `audit.export_case`) select mail by account identifiers, by a
-person's addresses (matched against the sender and every participant, as erasure matches
-them), by a received range, or any combination. The selection's stored raw size is checked
-against MAILFATHOM_CASE_EXPORT_MAX_BYTES before anything is written (58003 when over), and
-again while writing. The zip holds, streamed to a file on disk message by message:
-
-- messages/<n>-<sha256 prefix>.eml: each message's raw MIME exactly as stored, read through
-  mailbox.services.content.stored_raws (stored_raw for many), which checks it against its recorded SHA-256;
-- messages.mbox: the same messages in mboxrd (From_ lines quoted with one more ">");
-- manifest.json: the selection as given, every message (stored id, account, folder alias,
-  received_at, Message-ID hash, size, SHA-256 of the EML bytes) or, for one whose stored
-  copy is damaged or was never stored, its reason for being missing; the mbox's SHA-256;
-  the SHA-256 of the message list; the trails' chain heads; counts;
-- manifest.sha256: sha256sum's format for every file above, so `sha256sum -c` checks them.
-
-Nothing of the mail or the addresses is logged. docs/operations/compliance.md, Case exports.
+Mail leaving the product is an act to record and to bound: the selection's size is checked
+before and while writing (58003), the zip is streamed to disk message by message, the record
+keeps addresses only as keyed hashes, and nothing of the mail or the addresses is logged.
+What the zip holds: docs/operations/compliance.md, Case exports.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
 import os
@@ -35,7 +22,6 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -47,23 +33,21 @@ from django.utils import timezone
 from accounts.models import MailAccount
 from audit.case_export_models import CaseExport, CaseExportStatus
 from audit.models import MutationKind, MutationOutcome, RequesterKind
-from audit.services import chain
+from audit.services import arguments, chain
+from audit.services.address_hashes import hashes_match, recorded_hashes
+from audit.services.arguments import refused
 from audit.services.mutations import Mutation, message_id_hash, record_mutation
 from mailbox.models import Availability, Email, Participant, RawMessage
 from mailbox.services.content import StoredRaw, stored_raws
-from mailfathom.core.errors import FILTER_REFUSED, UNDESCRIBED, Code, MailFathomError
+from mailfathom.core.errors import UNDESCRIBED, Code, MailFathomError
 from mailfathom.core.progress import Progress, ProgressCallback
-from mailfathom.core.signing import derived_keys
 
 logger = logging.getLogger(__name__)
 
 FORMAT = "mailfathom-case-export"
 FORMAT_VERSION = 1
 KEY_PURPOSE = "case-export"
-MAX_ACCOUNTS = 64
 MAX_ACCOUNT_ID_LENGTH = 256
-MAX_ADDRESSES = 100
-MAX_ADDRESS_LENGTH = 320
 MAX_CASE_REFERENCE_LENGTH = 200
 PAGE = 200  # emails read from the database per round trip
 RAW_GROUP_BYTES = 16 * 1024 * 1024  # stored (compressed) raw bytes held in memory at once
@@ -117,11 +101,8 @@ class CaseSelection:
 
     def recorded(self) -> dict[str, Any]:
         """The query as the record keeps it: addresses as keyed hashes only."""
-        keys = derived_keys(KEY_PURPOSE)
-        if self.addresses and not keys:
-            raise RuntimeError("MAILFATHOM_KEYRING is empty")
         described = self.described()
-        described["address_hashes"] = sorted(_address_hash(a, keys[0]) for a in self.addresses)
+        described["address_hashes"] = recorded_hashes(self.addresses, KEY_PURPOSE) if self.addresses else []
         del described["addresses"]
         return described
 
@@ -134,36 +115,14 @@ def case_selection(
     received_before: datetime | None = None,
 ) -> CaseSelection:
     """Validate a selection; refuse with 51002 naming the argument and its limit, never a value."""
-    accounts: list[str] = []
-    for value in _bounded(account_ids or (), MAX_ACCOUNTS, "accountIds"):
-        if not isinstance(value, str) or not value.strip() or len(value.strip()) > MAX_ACCOUNT_ID_LENGTH:
-            raise _refused(
-                "accountIds",
-                f"Each entry of the accountIds argument must be an account identifier of 1 to "
-                f"{MAX_ACCOUNT_ID_LENGTH} characters.",
-            )
-        if value.strip() not in accounts:
-            accounts.append(value.strip())
-    folded: list[str] = []
-    for value in _bounded(addresses or (), MAX_ADDRESSES, "addresses"):
-        address = _address(value)
-        if address not in folded:
-            folded.append(address)
-    for name, moment in (("receivedOnOrAfter", received_on_or_after), ("receivedBefore", received_before)):
-        if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
-            raise _refused(name, f"The {name} argument must be a date and time with a time zone.")
-    if received_on_or_after and received_before and received_before <= received_on_or_after:
-        raise _refused("receivedBefore", "The receivedBefore argument must come after receivedOnOrAfter.")
+    accounts = arguments.account_ids(account_ids or (), longest=MAX_ACCOUNT_ID_LENGTH)
+    folded = arguments.addresses(addresses or ())
+    arguments.received_range(received_on_or_after, received_before)
     if not (accounts or folded or received_on_or_after or received_before):
-        raise _refused(
+        raise refused(
             "selection", "A case export must name accounts, a person's addresses or a received range."
         )
-    if accounts:
-        known = set(MailAccount.objects.filter(account_id__in=accounts).values_list("account_id", flat=True))
-        if known != set(accounts):
-            raise _refused(
-                "accountIds", "The accountIds argument names an account this deployment does not hold."
-            )
+    arguments.refuse_unknown_accounts(accounts)
     return CaseSelection(tuple(accounts), tuple(folded), received_on_or_after, received_before)
 
 
@@ -225,7 +184,7 @@ def start_case_export(
     """
     reference = case_reference.strip()
     if len(reference) > MAX_CASE_REFERENCE_LENGTH or any(ord(ch) < 32 for ch in reference):
-        raise _refused(
+        raise refused(
             "caseReference",
             f"The caseReference argument must be at most {MAX_CASE_REFERENCE_LENGTH} characters "
             "without control characters.",
@@ -435,12 +394,9 @@ def _selection_of(record: CaseExport, addresses: Iterable[str]) -> CaseSelection
         received_on_or_after=_parsed_instant(recorded.get("received_on_or_after")),
         received_before=_parsed_instant(recorded.get("received_before")),
     )
-    stored = sorted(recorded.get("address_hashes") or [])
-    for key in derived_keys(KEY_PURPOSE) or [b""]:
-        supplied = sorted(_address_hash(address, key) for address in given.addresses)
-        if hmac.compare_digest("".join(supplied), "".join(stored)):
-            return given
-    raise _refused("addresses", "The addresses argument must be the addresses the export was started with.")
+    if hashes_match(given.addresses, recorded.get("address_hashes") or [], KEY_PURPOSE):
+        return given
+    raise refused("addresses", "The addresses argument must be the addresses the export was started with.")
 
 
 # --- Writing the zip -------------------------------------------------------------------------
@@ -675,40 +631,6 @@ def _instant(moment: datetime | None) -> str | None:
 
 def _parsed_instant(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
-
-
-def _address_hash(address: str, key: bytes) -> str:
-    return hmac.new(key, address.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
-
-
-def _bounded(values: Iterable[str], limit: int, argument: str) -> list[str]:
-    if isinstance(values, str | bytes) or not hasattr(values, "__iter__"):
-        raise _refused(argument, f"The {argument} argument must be a list of at most {limit} entries.")
-    items = list(islice(iter(values), limit + 1))  # at most one past the bound is read
-    if len(items) > limit:
-        raise _refused(argument, f"The {argument} argument must hold at most {limit} entries.")
-    return items
-
-
-def _address(value: object) -> str:
-    text = value.strip() if isinstance(value, str) else ""
-    local, _, domain = text.rpartition("@")
-    if (
-        not local
-        or not domain
-        or len(text) > MAX_ADDRESS_LENGTH
-        or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in text)
-    ):
-        raise _refused(
-            "addresses",
-            f"Each entry of the addresses argument must be one whole email address of at most "
-            f"{MAX_ADDRESS_LENGTH} characters.",
-        )
-    return text.casefold()
-
-
-def _refused(argument: str, sentence: str) -> MailFathomError:
-    return MailFathomError(FILTER_REFUSED, sentence, argument=argument)
 
 
 __all__ = [

@@ -1,26 +1,9 @@
 """Tamper evidence for the audit trails: a keyed hash chain kept beside them, and its check.
 
-Each registered trail (a model, and a function giving an entry's canonical content as bytes)
-has a chain of links in audit.chain_models.TrailLink, numbered 1, 2, 3... without gaps:
-
-- a `state` link records the SHA-256 of an entry's canonical content when the entry is
-  written, and again whenever the application changes it (an erasure request executed, an
-  answering entry losing an email that was erased);
-- a `removed` link records that the application deleted an entry, and why (`retention`, or
-  `deleted` for any other deletion through the ORM, such as following its account);
-- a `checkpoint` link, written by retention's compaction, records that every link up to
-  `covers_seq` was pruned and the chain hash they ended on.
-
-Every link's chain hash is HMAC-SHA256 under the "trail-chain" purpose key of
-mailfathom.core.signing over the previous link's chain hash and the link's own fields, and
-names the ring key it used by an id, so rotating the ring keeps older links verifiable while
-their key stays in the ring. Appends lock the trail's head row (TrailHead) until the writing
-transaction ends, so two writers never fork a chain.
-
-`verify_trail` walks a chain and compares every stored entry with its latest link: an entry
-changed, deleted or inserted outside the application (by SQL) is reported, with the link
-sequence, the entry's primary key and a reason. See docs/operations/compliance.md (Tamper
-evidence) and docs/decisions/0012-tamper-evident-trails.md.
+Every write, change and removal the application makes to a registered trail's entry appends
+a link (TrailLink) whose HMAC covers the link before it, so `verify_trail` can report an entry
+changed, deleted or inserted outside the application (by SQL). The design and its limits:
+docs/decisions/0012-tamper-evident-trails.md; operating it: docs/operations/compliance.md.
 """
 
 from __future__ import annotations
@@ -223,6 +206,7 @@ def chain_hash(key: bytes, previous: str, link: TrailLink) -> str:
 
 
 def _lock_head(name: str) -> TrailHead:
+    # Held until the writing transaction ends: two writers of one trail take turns, never fork it.
     head = TrailHead.objects.select_for_update().filter(pk=name).first()
     if head is None:
         TrailHead.objects.bulk_create([TrailHead(trail=name)], ignore_conflicts=True)

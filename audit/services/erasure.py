@@ -1,25 +1,13 @@
 """Erasure requests: preview and record, execute and record, and the erasure statement.
 
-The mailbox app removes the mail (mailbox.services.erasure); this module keeps the record
-of the act (audit.erasure_models.ErasureRequestRecord) and writes it to the mutation trail.
-Addresses are never stored: a request keeps one keyed hash per address, and executing a
-request means supplying the addresses again, which must hash to the stored hashes. The
-record therefore cannot serve as a list of the people who asked to be forgotten.
-
-Two people: the person who executes a request must not be the person who requested it
-(58002), unless MAILFATHOM_ERASURE_SINGLE_OPERATOR says the deployment has one operator,
-which the statement then records. The statement of an executed request lists the erased
-messages' Message-ID hashes, the suppressions written and the rows of other apps removed,
-says what stays and how to find it, and is signed (Ed25519 under the deployment's
-"erasure-statement" key, mailfathom.core.signing) with the time of signing.
-After an execution the clean-up (clean_up_after_erasure) rewrites the affected tables.
-See docs/operations/compliance.md (Erasure requests) and docs/operations/erasure.md.
+The mailbox app removes the mail (mailbox.services.erasure); this module keeps the record of
+the act. The record holds keyed hashes of the addresses, never the addresses, so it cannot
+serve as a list of the people who asked to be forgotten. See docs/operations/compliance.md
+(Erasure requests) and docs/operations/erasure.md.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 import uuid
@@ -35,7 +23,8 @@ from django.utils import timezone
 from accounts.models import MailAccount
 from audit.erasure_models import ErasureRequesterKind, ErasureRequestRecord, ErasureStatus
 from audit.models import MutationKind, MutationOutcome, RequesterKind
-from audit.services import chain
+from audit.services import arguments, chain
+from audit.services.address_hashes import hashes_match, recorded_hashes
 from audit.services.holds import refuse_held_erasure
 from audit.services.mutations import Mutation, record_mutation
 from mailbox.services.erasure import KINDS, AccountCounts, ErasureRequest, ErasureResult, erasure_request
@@ -157,11 +146,6 @@ class ErasureStatement:
         return sum(getattr(counts, kind) for counts in self.accounts)
 
 
-def address_hash(address: str, key: bytes) -> str:
-    """The hex HMAC-SHA256 of a case-folded address (as erasure_request() folds it) under `key`."""
-    return hmac.new(key, address.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
-
-
 def request_erasure(
     addresses: Iterable[str],
     *,
@@ -183,16 +167,14 @@ def request_erasure(
         received_before=received_before,
         accounts_only=accounts_only,
     )
-    ring = signing.derived_keys(PURPOSE)
-    if not ring:
-        raise RuntimeError("MAILFATHOM_KEYRING is empty")
+    hashes = recorded_hashes(request.addresses, PURPOSE)
     preview = count_mail(request)
     record = ErasureRequestRecord.objects.create(
         requested_by=requester.name[:200],
         requested_by_kind=requester.kind,
         requested_by_person=requester.who[:150],
         requested_at=timezone.now(),
-        address_hashes=sorted(address_hash(address, ring[0]) for address in request.addresses),
+        address_hashes=hashes,
         account_ids=list(request.account_ids),
         received_on_or_after=request.received_on_or_after,
         received_before=request.received_before,
@@ -343,10 +325,7 @@ def erasure_statement(request_id: uuid.UUID | str) -> ErasureStatement:
 
 
 def _record_id(value: uuid.UUID | str) -> uuid.UUID:
-    try:
-        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)[:64])
-    except ValueError as error:
-        raise _not_held() from error
+    return arguments.record_id(value, "requestId", _not_held())
 
 
 def _not_held() -> MailFathomError:
@@ -392,12 +371,9 @@ def _request_again(record: ErasureRequestRecord, addresses: Iterable[str]) -> Er
         received_before=record.received_before,
         accounts_only=record.accounts_only,
     )
-    stored = sorted(record.address_hashes)
     # Every ring key is tried: a request made before a rotation still executes after it.
-    for key in signing.derived_keys(PURPOSE):
-        supplied = sorted(address_hash(address, key) for address in request.addresses)
-        if hmac.compare_digest("".join(supplied), "".join(stored)):
-            return request
+    if hashes_match(request.addresses, record.address_hashes, PURPOSE):
+        return request
     raise MailFathomError(
         FILTER_REFUSED,
         "The addresses argument must list exactly the addresses the erasure request was made for.",

@@ -11,8 +11,6 @@ once with a reason, never deleted (docs/operations/compliance.md, Legal holds).
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import uuid
 from collections.abc import Iterable, Sequence
@@ -28,7 +26,9 @@ from django.utils import timezone
 from accounts.models import MailAccount
 from audit.erasure_models import ErasureRequestRecord, ErasureStatus
 from audit.hold_models import HoldRequesterKind, HoldScope, LegalHold
-from audit.services.hold_requests import checked_text, hold_request, refused
+from audit.services.address_hashes import address_hash, recorded_hashes
+from audit.services.arguments import record_id, refused
+from audit.services.hold_requests import checked_text, hold_request
 from mailbox.models import Email, Participant
 from mailbox.services.erasure import MAX_ADDRESSES as ERASURE_MAX_ADDRESSES
 from mailbox.services.erasure import erasure_request, matching_emails
@@ -78,15 +78,13 @@ def place_hold(
         received_on_or_after=received_on_or_after,
         received_before=received_before,
     )
-    keys = signing.derived_keys(PURPOSE)
-    if not keys:
-        raise RuntimeError("MAILFATHOM_KEYRING is empty")
+    hashes = recorded_hashes(request.addresses, PURPOSE)
     hold = LegalHold.objects.create(
         name=request.name,
         reason=request.reason,
         scope=request.scope,
         account_ids=list(request.account_ids),
-        address_hashes=sorted({_digest(address, keys[0]) for address in request.addresses}),
+        address_hashes=hashes,
         received_on_or_after=request.received_on_or_after,
         received_before=request.received_before,
         created_by=requester.name[:200],
@@ -104,7 +102,7 @@ def release_hold(hold_id: uuid.UUID | str, *, reason: str, requester: Requester)
     active hold has this identifier (never placed, or released already).
     """
     reason = checked_text("reason", reason)
-    pk = _hold_id(hold_id)
+    pk = record_id(hold_id, "holdId", _not_active())
     with transaction.atomic():
         # A conditional UPDATE: of two releases racing, one finds the hold already released.
         released = LegalHold.objects.filter(pk=pk, released_at__isnull=True).update(
@@ -114,7 +112,7 @@ def release_hold(hold_id: uuid.UUID | str, *, reason: str, requester: Requester)
             release_reason=reason,
         )
         if not released:
-            raise refused("holdId", "The holdId argument must name an active legal hold.")
+            raise _not_active()
         hold = LegalHold.objects.get(pk=pk)
     logger.info("legal hold released: %s", hold.id)
     return hold
@@ -276,14 +274,10 @@ def refuse_held_erasure(request_id: uuid.UUID, addresses: Iterable[str]) -> Iter
 # --- Helpers --------------------------------------------------------------------------------
 
 
-def _digest(address: str, key: bytes) -> str:
-    return hmac.new(key, address.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
-
-
 def _digests(addresses: Iterable[str]) -> dict[str, set[str]]:
     """Each address with its hashes under every ring key (a hold placed before a rotation still matches)."""
     keys = signing.derived_keys(PURPOSE)
-    return {address: {_digest(address, key) for key in keys} for address in set(addresses)}
+    return {address: {address_hash(address, key) for key in keys} for address in set(addresses)}
 
 
 def _addresses_of(emails: QuerySet[Email]) -> set[str]:
@@ -314,8 +308,5 @@ def _ranges_meet(hold: LegalHold, start: datetime | None, end: datetime | None) 
     return True
 
 
-def _hold_id(value: uuid.UUID | str) -> uuid.UUID:
-    try:
-        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)[:64])
-    except ValueError as error:
-        raise refused("holdId", "The holdId argument must name an active legal hold.") from error
+def _not_active() -> MailFathomError:
+    return refused("holdId", "The holdId argument must name an active legal hold.")

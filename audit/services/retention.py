@@ -1,20 +1,8 @@
 """Erase audit entries past each account's window, in bounded batches, oldest first.
 
-One pass (docs/operations/compliance.md, Retention):
-
-- visits every account, whether or not its trails are on now: switching a trail off stops
-  new entries, and the ones already written still leave when their window says;
-- erases, per account and per trail, at most `batch` whole entries (5,000 by default)
-  whose run ended (answering) or whose act was requested (mutation) before the window;
-  the next pass erases what this one left;
-- erases mutation entries whose account row is gone by the window they were written under;
-- erases expired access trail entries in a step of its own (`erase_expired_access_entries`),
-  by the same rules and with its own window;
-- touches nothing but the trails: a failure is logged naming the account identifier,
-  counted in the result, and never reaches synchronization's state or its backoff;
-- keeps what an active legal hold covers (audit.services.holds): every entry of an account
-  a hold names, an answering entry that read held mail, a mutation entry naming held mail.
-  They are skipped, not refused: counted as held, erased by a pass after the release.
+A schedule of its own rather than a step of synchronization, so it works for accounts whose
+synchronization is off or backing off, and its failures never touch synchronization's state.
+What a pass erases and what a legal hold keeps: docs/operations/compliance.md, Retention.
 """
 
 from __future__ import annotations
@@ -22,7 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import transaction
 from django.db.models import (
@@ -51,6 +39,7 @@ from mailbox.models import Email
 logger = logging.getLogger(__name__)
 
 BATCH = 5000
+_Entry = TypeVar("_Entry", MutationEntry, AccessEntry)
 
 
 @dataclass
@@ -81,6 +70,8 @@ def erase_expired_entries(now: datetime | None = None, batch: int = BATCH) -> Re
     now = now or timezone.now()
     result = RetentionPass()
     holds = active_holds()  # read once: a hold placed mid-pass applies from the next one
+    # Every account, its trails on or off: switching a trail off stops new entries, and the ones
+    # already written still leave when their window says.
     for account in MailAccount.objects.order_by("pk"):
         try:
             erased = erase_account_entries(account, now, batch, holds=holds)
@@ -182,13 +173,7 @@ def _naming_held_mail(account: MailAccount, expired: QuerySet[MutationEntry], ho
 
 def _erase_orphaned_mutations(now: datetime, batch: int, holds: list[LegalHold]) -> tuple[int, int]:
     """(erased, held) mutation entries of deleted accounts; an account hold keeps its entries."""
-    window = ExpressionWrapper(F("retention_days") * Value(timedelta(days=1)), output_field=DurationField())
-    expired = (
-        MutationEntry.objects.filter(account__isnull=True)
-        .annotate(expires_at=ExpressionWrapper(F("requested_at") + window, output_field=DateTimeField()))
-        .filter(expires_at__lt=now)
-        .order_by("requested_at", "id")
-    )
+    expired = _expired_orphans(MutationEntry.objects.all(), "requested_at", now)
     held = Q(account_identifier__in=sorted(held_account_ids(holds)))
     with transaction.atomic():
         return _erase_batch(expired.exclude(held), batch), expired.filter(held).count()
@@ -214,18 +199,23 @@ def erase_expired_access_entries(
             logger.warning("audit retention: the access trail step failed for account %s", account.account_id)
             if account.account_id not in result.failed_accounts:
                 result.failed_accounts.append(account.account_id)
-    window = ExpressionWrapper(F("retention_days") * Value(timedelta(days=1)), output_field=DurationField())
-    orphaned = (
-        AccessEntry.objects.filter(account__isnull=True)
-        .annotate(expires_at=ExpressionWrapper(F("accessed_at") + window, output_field=DateTimeField()))
-        .filter(expires_at__lt=now)
-        .order_by("accessed_at", "id")
-    )
+    orphaned = _expired_orphans(AccessEntry.objects.all(), "accessed_at", now)
     try:
         with transaction.atomic():
             result.access_erased += _erase_batch(orphaned, batch)
     except Exception:
         logger.warning("audit retention: the access trail step failed for entries of deleted accounts")
+
+
+def _expired_orphans(entries: QuerySet[_Entry], written_at: str, now: datetime) -> QuerySet[_Entry]:
+    """Entries whose account row is gone, past the window recorded on them when written, oldest first."""
+    window = ExpressionWrapper(F("retention_days") * Value(timedelta(days=1)), output_field=DurationField())
+    return (
+        entries.filter(account__isnull=True)
+        .annotate(expires_at=ExpressionWrapper(F(written_at) + window, output_field=DateTimeField()))
+        .filter(expires_at__lt=now)
+        .order_by(written_at, "id")
+    )
 
 
 def _erase_batch(expired: QuerySet[Any], batch: int) -> int:

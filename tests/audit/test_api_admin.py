@@ -6,13 +6,12 @@ import hashlib
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
 from audit import api_tokens as tokens
 from audit.api_tokens import ApiToken
+from tests.audit.support import person
 
 pytestmark = pytest.mark.django_db
 
@@ -42,12 +41,7 @@ def test_operator_creates_a_token_and_sees_the_secret_once(admin_client, admin_u
 
 
 def test_operator_cannot_give_a_token_a_permission_they_lack():
-    operator = get_user_model().objects.create_user(username="op", password="x", is_staff=True)
-    operator.user_permissions.add(
-        *Permission.objects.filter(
-            content_type__app_label="audit", codename__in=["add_apitoken", "view_audit"]
-        )
-    )
+    operator = person("op", "add_apitoken", "view_audit")
     client = Client()
     client.force_login(operator)
     response = client.post(

@@ -12,7 +12,7 @@ from django.test import Client
 
 from audit import api_tokens as tokens
 from audit.erasure_models import ErasureRequestRecord, ErasureStatus
-from tests.audit.support import SECOND_ADDRESS, person
+from tests.audit.support import SECOND_ADDRESS, api_create, api_execute, person, signed_in
 from tests.mailbox.test_erasure import PERSON, row_counts
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
@@ -31,29 +31,13 @@ MODEL_OF_KIND = {
 @pytest.fixture
 def officer():
     """A person who may request, execute and read (but not execute their own requests)."""
-    client = Client()
-    client.force_login(person("officer", "request_erasure", "execute_erasure", "view_audit"))
-    return client
+    return signed_in("officer", "request_erasure", "execute_erasure", "view_audit")
 
 
 @pytest.fixture
 def reviewer():
     """The second person, who executes what the officer requested."""
-    client = Client()
-    client.force_login(person("reviewer", "execute_erasure", "view_audit"))
-    return client
-
-
-def create(client, **body):
-    return client.post("/api/erasure-requests/", body, content_type="application/json")
-
-
-def execute(client, request_id: str, addresses: list[str]):
-    return client.post(
-        f"/api/erasure-requests/{request_id}/execute/",
-        {"addresses": addresses},
-        content_type="application/json",
-    )
+    return signed_in("reviewer", "execute_erasure", "view_audit")
 
 
 def assert_no_address(text: str) -> None:
@@ -66,7 +50,7 @@ def test_create_execute_and_statement_count_exactly_what_disappeared(officer, re
     caplog.set_level(logging.DEBUG)
     untouched = row_counts()
 
-    created = create(officer, addresses=[PERSON, SECOND_ADDRESS])
+    created = api_create(officer, addresses=[PERSON, SECOND_ADDRESS])
 
     assert created.status_code == 201, created.content
     preview = created.json()
@@ -75,7 +59,7 @@ def test_create_execute_and_statement_count_exactly_what_disappeared(officer, re
     assert preview["totals"]["emails"] == 4
     assert row_counts() == untouched  # a preview removes nothing
 
-    executed = execute(reviewer, preview["requestId"], [SECOND_ADDRESS.upper(), PERSON])
+    executed = api_execute(reviewer, preview["requestId"], [SECOND_ADDRESS.upper(), PERSON])
 
     assert executed.status_code == 200, executed.content
     after = row_counts()
@@ -99,8 +83,8 @@ def test_create_execute_and_statement_count_exactly_what_disappeared(officer, re
 
 
 def test_account_and_received_range_narrow_the_request(officer, two_accounts):
-    narrowed = create(officer, addresses=[PERSON, SECOND_ADDRESS], accountIds=["support"])
-    dated = create(
+    narrowed = api_create(officer, addresses=[PERSON, SECOND_ADDRESS], accountIds=["support"])
+    dated = api_create(
         officer,
         addresses=[PERSON],
         receivedOnOrAfter="2025-06-02T00:00:00Z",
@@ -134,7 +118,7 @@ def test_account_and_received_range_narrow_the_request(officer, two_accounts):
 def test_unusable_request_is_refused_with_51002_naming_the_field_and_recording_nothing(
     officer, body, argument
 ):
-    response = create(officer, **body)
+    response = api_create(officer, **body)
 
     assert response.status_code == 400, response.content
     assert (response.json()["code"], response.json()["argument"]) == (51002, argument)
@@ -144,7 +128,7 @@ def test_unusable_request_is_refused_with_51002_naming_the_field_and_recording_n
 
 
 def test_body_that_does_not_validate_is_refused_without_echoing_it(officer):
-    response = create(officer, addresses=PERSON)  # a string, not a list
+    response = api_create(officer, addresses=PERSON)  # a string, not a list
 
     assert response.status_code == 400
     assert response.json()["code"] in ("invalid", 51002)
@@ -154,10 +138,10 @@ def test_body_that_does_not_validate_is_refused_without_echoing_it(officer):
 def test_execute_with_other_addresses_is_refused_with_51002_and_removes_nothing(
     officer, reviewer, two_accounts
 ):
-    request_id = create(officer, addresses=[PERSON, SECOND_ADDRESS]).json()["requestId"]
+    request_id = api_create(officer, addresses=[PERSON, SECOND_ADDRESS]).json()["requestId"]
     before = row_counts()
 
-    response = execute(reviewer, request_id, [PERSON])
+    response = api_execute(reviewer, request_id, [PERSON])
 
     assert response.status_code == 400
     assert (response.json()["code"], response.json()["argument"]) == (51002, "addresses")
@@ -167,17 +151,17 @@ def test_execute_with_other_addresses_is_refused_with_51002_and_removes_nothing(
 
 
 def test_executing_a_request_twice_is_refused_with_53004(officer, reviewer, two_accounts):
-    request_id = create(officer, addresses=[PERSON]).json()["requestId"]
-    assert execute(reviewer, request_id, [PERSON]).status_code == 200
+    request_id = api_create(officer, addresses=[PERSON]).json()["requestId"]
+    assert api_execute(reviewer, request_id, [PERSON]).status_code == 200
 
-    again = execute(reviewer, request_id, [PERSON])
+    again = api_execute(reviewer, request_id, [PERSON])
 
     assert again.status_code == 400
     assert (again.json()["code"], again.json()["argument"]) == (53004, "requestId")
 
 
 def test_statement_before_execution_lists_no_accounts(officer, two_accounts):
-    request_id = create(officer, addresses=[PERSON]).json()["requestId"]
+    request_id = api_create(officer, addresses=[PERSON]).json()["requestId"]
 
     statement = officer.get(f"/api/erasure-requests/{request_id}/statement/").json()
 
@@ -185,9 +169,18 @@ def test_statement_before_execution_lists_no_accounts(officer, two_accounts):
     assert statement["totals"]["emails"] == 0 and statement["addressCount"] == 1
 
 
-@pytest.mark.parametrize("request_id", ["6f1c1b0e-0000-4000-8000-000000000000", "not-a-request"])
+@pytest.mark.parametrize(
+    "request_id",
+    [
+        "6f1c1b0e-0000-4000-8000-000000000000",
+        "not-a-request",
+        "00000000-0000-0000-0000-000000000000",
+        "urn:uuid:6f1c1b0e-0000-4000-8000-000000000000",
+        "6" * 65,
+    ],
+)
 def test_unknown_request_id_is_404_for_execute_and_statement(officer, request_id):
-    executed = execute(officer, request_id, [PERSON])
+    executed = api_execute(officer, request_id, [PERSON])
     stated = officer.get(f"/api/erasure-requests/{request_id}/statement/")
 
     for response in (executed, stated):
@@ -202,9 +195,9 @@ def test_a_token_executing_is_named_by_its_token_name_and_its_owner_in_the_state
     other = tokens.create_token(deputy, "erasure-runner", ["execute_erasure"]).secret
     script = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
     runner = Client(HTTP_AUTHORIZATION=f"Bearer {other}")
-    request_id = create(script, addresses=[PERSON]).json()["requestId"]
+    request_id = api_create(script, addresses=[PERSON]).json()["requestId"]
 
-    statement = execute(runner, request_id, [PERSON]).json()
+    statement = api_execute(runner, request_id, [PERSON]).json()
 
     # A token is named with its owner beside its own free-text name: it cannot pass for someone.
     requested = ("erasure-script (token of lead)", "api_token")

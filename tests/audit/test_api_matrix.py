@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.test import Client
 from django.utils import timezone
 
@@ -38,6 +36,7 @@ from audit.api.urls import ROUTES, Route
 from audit.erasure_models import ErasureRequesterKind
 from audit.models import AnsweringRunEntry, RunOutcome
 from audit.services.erasure import Requester, request_erasure
+from tests.audit.support import person
 from tests.factories import MailAccountFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
@@ -57,11 +56,7 @@ class Caller:
 
 
 def _person(*codenames: str):
-    user = get_user_model().objects.create_user(username=f"p{next(_names)}", password="x", is_staff=True)
-    user.user_permissions.add(
-        *Permission.objects.filter(content_type__app_label="audit", codename__in=codenames)
-    )
-    return user
+    return person(f"p{next(_names)}", *codenames)
 
 
 def _session(*codenames: str) -> Caller:

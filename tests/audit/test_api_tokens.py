@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from audit import api_tokens as tokens
 from audit.api_tokens import ApiToken
-from tests.audit.support import person
+from tests.audit.support import compliance_officer, person
 from tests.privacy import remember
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
@@ -100,8 +100,7 @@ def test_token_of_a_deactivated_creator_is_refused_with_401(client):
 
 
 def test_group_permission_counts_for_person_and_token(client):
-    user = person("ines")
-    user.groups.add(Group.objects.get(name="Compliance"))
+    user = compliance_officer("ines")
     issued = tokens.create_token(user, "export", ["export_audit"])
     assert client.get("/api/tokens/export/", **bearer(issued.secret)).status_code == 200
 

@@ -9,8 +9,6 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 
 from accounts.models import MailAccount
 from audit.models import (
@@ -22,6 +20,7 @@ from audit.models import (
     RequesterKind,
     RunOutcome,
 )
+from tests.audit.support import person
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory
 
@@ -32,13 +31,7 @@ T0 = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
 @pytest.fixture
 def reader(client):
-    user = get_user_model().objects.create_user(username="officer", password="x", is_staff=True)
-    user.user_permissions.add(
-        *Permission.objects.filter(
-            content_type__app_label="audit", codename__in=["view_audit", "export_audit"]
-        )
-    )
-    client.force_login(user)
+    client.force_login(person("officer", "view_audit", "export_audit"))
     return client
 
 
@@ -169,6 +162,18 @@ def test_run_filter_selects_every_account_entry_of_that_run(reader, answering):
     assert sorted(keys_of(rows)) == sorted(keys(answering["a_billing"], answering["a_support"]))
 
 
+def test_a_run_filter_no_entry_has_selects_nothing_even_the_all_zero_uuid(reader, answering):
+    for run in (uuid.uuid4(), uuid.UUID(int=0)):
+        assert every_page(reader, "/api/answering-runs/", f"&run={run}") == []
+
+
+@pytest.mark.parametrize("run", ["not-a-run", "00000000-0000-0000-0000-000000000000", "6" * 65])
+def test_a_run_page_for_an_id_no_entry_has_is_404(reader, answering, run):
+    response = reader.get(f"/api/answering-runs/{run}/")
+
+    assert response.status_code == 404 and response.json()["code"] == "not_found"
+
+
 def test_email_filter_selects_the_runs_that_read_it_with_all_their_emails(reader, answering):
     read_twice = answering["mails"][0]
 
@@ -186,6 +191,8 @@ def test_email_filter_selects_the_runs_that_read_it_with_all_their_emails(reader
         ("from=2025-06-01T12:00:00", "from"),  # no offset: ambiguous
         ("before=2025-06-01T12:00:00Z&from=2025-06-01T12:00:00Z", "before"),
         ("run=not-a-run", "run"),
+        ("run=urn:uuid:6f1c1b0e-0000-4000-8000-000000000000", "run"),
+        ("run=" + "6" * 65, "run"),
         ("email=12", "email"),
         ("account=" + "x" * 201, "account"),
     ],

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, Permission, User
+from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 from django.utils import timezone
 
@@ -23,6 +23,7 @@ from audit.services.case_export import case_selection, run_case_export, start_ca
 from mailbox.archive import read_mbox
 from mailbox.models import RawMessage, RepairRequest
 from mailfathom.core.errors import MailFathomError
+from tests.audit.support import compliance_officer
 from tests.configure import configure
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
@@ -284,12 +285,6 @@ def test_the_export_is_written_in_bounded_memory_through_a_partial_file(mail, ex
 
 
 # --- Admin: compliance staff only --------------------------------------------------------
-
-
-def compliance_officer() -> User:
-    user = User.objects.create_user("officer", password="x", is_staff=True)
-    user.groups.add(Group.objects.get(name="Compliance"))
-    return user
 
 
 def mail_operator() -> User:

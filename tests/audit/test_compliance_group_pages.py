@@ -8,26 +8,20 @@ and the mail operator's pages (accounts, emails) must stay closed.
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.urls import reverse
 
-from audit.erasure_models import ErasureRequesterKind
 from audit.models import MutationEntry
-from audit.services.erasure import Requester, execute_erasure_request, request_erasure
-from tests.audit.support import SECOND_ADDRESS
+from audit.services.erasure import execute_erasure_request, request_erasure
+from tests.audit.support import OFFICER, REVIEWER, SECOND_ADDRESS, compliance_officer
 from tests.mailbox.test_erasure import PERSON
 
 pytestmark = pytest.mark.django_db
 
-OFFICER = Requester(name="compliance-officer", kind=ErasureRequesterKind.USER, person="compliance-officer")
-REVIEWER = Requester(name="second-reviewer", kind=ErasureRequesterKind.USER, person="second-reviewer")
-
 
 @pytest.fixture
 def officer(client):
-    user = User.objects.create_user("officer", password="not-used", is_staff=True)
-    user.groups.add(Group.objects.get(name="Compliance"))
-    client.force_login(user)
+    client.force_login(compliance_officer())
     return client
 
 

@@ -19,28 +19,10 @@ from audit.models import MutationEntry
 from audit.services.erasure import Requester, execute_erasure_request, request_erasure
 from mailbox.models import Email
 from mailfathom.core.errors import Code, MailFathomError
-from tests.audit.support import person
+from tests.audit.support import api_create, api_execute, person, signed_in
 from tests.mailbox.test_erasure import PERSON, row_counts
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
-
-
-def api_create(client, **body):
-    return client.post("/api/erasure-requests/", body, content_type="application/json")
-
-
-def api_execute(client, request_id: str, addresses: list[str]):
-    return client.post(
-        f"/api/erasure-requests/{request_id}/execute/",
-        {"addresses": addresses},
-        content_type="application/json",
-    )
-
-
-def signed_in(username: str, *codenames: str) -> Client:
-    client = Client()
-    client.force_login(person(username, *codenames))
-    return client
 
 
 def command(*args: str) -> str:

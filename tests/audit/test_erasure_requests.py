@@ -5,7 +5,6 @@ from __future__ import annotations
 from io import StringIO
 
 import pytest
-from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.db import connection
 from django.urls import reverse
@@ -14,7 +13,6 @@ from audit.erasure_models import ErasureRequesterKind, ErasureRequestRecord, Era
 from audit.models import MutationEntry, MutationKind
 from audit.services.erasure import (
     ERASURE_REQUEST_NOT_OPEN,
-    Requester,
     erasure_statement,
     execute_erasure_request,
     request_erasure,
@@ -22,14 +20,10 @@ from audit.services.erasure import (
 from mailbox.models import Email
 from mailbox.services.erasure import KINDS
 from mailfathom.core.errors import MailFathomError
-from tests.audit.support import SECOND_ADDRESS, person
+from tests.audit.support import OFFICER, REVIEWER, SECOND_ADDRESS, person
 from tests.mailbox.test_erasure import PERSON, TOKEN, message, row_counts, store
 
 pytestmark = pytest.mark.django_db
-
-OFFICER = Requester(name="compliance-officer", kind=ErasureRequesterKind.USER, person="compliance-officer")
-# Erasure takes two people: the officer requests, the reviewer executes.
-REVIEWER = Requester(name="second-reviewer", kind=ErasureRequesterKind.USER, person="second-reviewer")
 
 
 def table_text(table: str) -> str:
@@ -130,10 +124,12 @@ def test_executing_a_request_twice_is_refused_with_53004(two_accounts):
     assert MutationEntry.objects.count() == 1
 
 
-def test_statement_of_an_unknown_request_is_refused_with_53004():
+@pytest.mark.parametrize("request_id", ["00000000-0000-4000-8000-000000000001", "not-a-request", "0" * 100])
+def test_statement_of_an_unknown_request_is_refused_with_53004(request_id):
     with pytest.raises(MailFathomError) as refused:
-        erasure_statement("00000000-0000-4000-8000-000000000001")
-    assert refused.value.code == 53004
+        erasure_statement(request_id)
+    assert (refused.value.code, refused.value.argument) == (53004, "requestId")
+    assert "names no erasure request" in str(refused.value)
 
 
 # --- The printable statement page -----------------------------------------------------------
@@ -146,25 +142,18 @@ def executed(two_accounts):
     return reverse("audit:erasure-statement", args=[requested.request_id])
 
 
-def staff(*permissions: str) -> User:
-    user = User.objects.create_user("auditor", password="not-used", is_staff=True)
-    for codename in permissions:
-        user.user_permissions.add(Permission.objects.get(codename=codename, content_type__app_label="audit"))
-    return user
-
-
 def test_statement_page_sends_an_anonymous_visitor_to_the_login(client, executed):
     response = client.get(executed)
     assert response.status_code == 302 and reverse("admin:login") in response["Location"]
 
 
 def test_statement_page_refuses_staff_without_the_permission_with_403(client, executed):
-    client.force_login(staff())
+    client.force_login(person("auditor"))
     assert client.get(executed).status_code == 403
 
 
 def test_statement_page_shows_the_counts_and_no_address_to_staff_with_the_permission(client, executed):
-    client.force_login(staff("view_erasurerequestrecord"))
+    client.force_login(person("auditor", "view_erasurerequestrecord"))
 
     response = client.get(executed)
 

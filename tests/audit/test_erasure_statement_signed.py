@@ -168,6 +168,8 @@ def test_the_api_statement_carries_the_signed_document_and_verify_statement_chec
         and answer["removedRows"]["audit.AnsweringRunEmail"]["count"] == 3
     )
     assert answer["signature"]["algorithm"] == "Ed25519" and answer["signedDocument"] == statement.document
+    assert list(answer["signature"]) == ["algorithm", "value", "publicKey", "signedAt"]
+    assert list(answer["cleanup"]) == ["completedAt", "steps"]
     path = tmp_path / "statement.json"
     path.write_text(json.dumps(answer))
     out = StringIO()

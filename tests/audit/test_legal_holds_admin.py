@@ -12,6 +12,7 @@ from accounts.models import MailAccount
 from audit.hold_models import HoldRequesterKind, HoldScope, LegalHold
 from audit.services import holds
 from mailbox.models import Email
+from tests.audit.support import compliance_officer
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory
 
@@ -49,9 +50,7 @@ def operator(client):
 
 @pytest.fixture
 def compliance(client):
-    user = get_user_model().objects.create_user(username="officer", password="x", is_staff=True)
-    user.groups.add(Group.objects.get(name="Compliance"))
-    client.force_login(user)
+    client.force_login(compliance_officer())
     return client
 
 

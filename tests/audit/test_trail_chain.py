@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from accounts.models import MailAccount
 from audit.chain_models import LinkKind, TrailLink
-from audit.erasure_models import ErasureRequesterKind, ErasureRequestRecord, ErasureStatus
+from audit.erasure_models import ErasureRequestRecord, ErasureStatus
 from audit.models import (
     AnsweringRunEmail,
     AnsweringRunEntry,
@@ -27,16 +27,14 @@ from audit.models import (
 )
 from audit.services import chain
 from audit.services.answering_trail import RetrievedEmail, RunAudit, record_run
-from audit.services.erasure import Requester, execute_erasure_request, request_erasure
+from audit.services.erasure import execute_erasure_request, request_erasure
 from audit.services.mutations import Mutation, record_mutation
 from audit.services.retention import erase_expired_entries
 from mailbox.models import Email
-from tests.audit.support import SECOND_ADDRESS
+from tests.audit.support import OFFICER, REVIEWER, SECOND_ADDRESS
 from tests.factories import MailAccountFactory
 from tests.mailbox.test_erasure import PERSON
 
-OFFICER = Requester(name="compliance-officer", kind=ErasureRequesterKind.USER, person="compliance-officer")
-REVIEWER = Requester(name="second-reviewer", kind=ErasureRequesterKind.USER, person="second-reviewer")
 KEY_A = "Y2hhbmdlLW1lLXRoaXMtaXMtYS10ZXN0LWtleS0wMDA="  # the suite's ring (tests/conftest.py)
 KEY_B = "YW5vdGhlci10ZXN0LWtleS1mb3ItdGhlLWNoYWluLTE="
 

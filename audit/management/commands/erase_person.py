@@ -1,20 +1,9 @@
 """erase_person: answer a data-subject request from the command line (docs/operations/erasure.md).
 
-Two runs by two people. The first records a request and previews it:
-
-    erase_person --as alice --address dana@example.org
-
-The second, by another person, executes that request, giving the addresses again:
-
-    erase_person --as bob --execute <request id> --address dana@example.org
-
-`--as` names the Django user the run acts for; that user must hold the permission of the
-step (request: audit.request_erasure; execute: audit.execute_erasure or
-audit.execute_erasurerequestrecord). Executing a request as the user who requested it is
-refused with 58002 unless MAILFATHOM_ERASURE_SINGLE_OPERATOR is on. There is no way to
-request and execute in one run. The record and the output hold counts and keyed hashes
-only: never an address, a subject or any other content. The command lives in the audit app
-because it records the act, and the audit app stands above the mailbox app.
+Two runs by two people: `erase_person --as alice --address dana@example.org` records and
+previews a request; `erase_person --as bob --execute <request id> --address dana@example.org`
+executes it. It lives in the audit app because it records the act, and the audit app stands
+above the mailbox app.
 """
 
 from __future__ import annotations
