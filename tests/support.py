@@ -7,12 +7,13 @@
 - wait_until_serving(): wait for a child uvicorn to answer /health;
 - failure(): the ProviderError a call raises;
 - scripted_server / scripted_openai_server(): the scripted OpenAI-compatible server;
-- isolated_provider_health(): provider-health records of the test's own, removed afterwards;
+- isolated_provider_health(): provider-health records of the test's own, removed afterwards
+  (the fixture own_provider_health gives a whole test the same);
 - screenshots_dir(): var/screenshots, where browser tests leave their pictures (var/ itself,
   not an xdist worker's var/test-<worker>/).
 
-Its fixture `scripted` is registered for the whole suite by tests/conftest.py (tests/mcp
-overrides it with one server per module).
+Its fixtures `scripted` and `own_provider_health` are registered for the whole suite by
+tests/conftest.py (tests/mcp overrides `scripted` with one server per module).
 """
 
 from __future__ import annotations
@@ -129,3 +130,14 @@ def isolated_provider_health(settings, label: str) -> Iterator[None]:
     finally:
         for role in ("embedding", "chat"):
             health.clear_health(role)
+
+
+@pytest.fixture
+def own_provider_health(request, settings) -> Iterator[None]:
+    """Provider-health records of this test's own, named after its module, removed afterwards.
+
+    Not autouse: a module whose tests read or write health takes it with
+    `pytest.mark.usefixtures("own_provider_health")`; a test elsewhere touches no Redis for it.
+    """
+    with isolated_provider_health(settings, request.path.stem.removeprefix("test_")):
+        yield

@@ -19,15 +19,8 @@ from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 from tests.providers.openai_server import hang, model_not_found, status
-from tests.support import isolated_provider_health
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _isolated_health(settings):
-    with isolated_provider_health(settings, "search"):
-        yield
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 
 @pytest.fixture

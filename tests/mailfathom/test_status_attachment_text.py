@@ -21,17 +21,10 @@ from mailbox.models import AttachmentExtraction, AttachmentText, Availability, E
 from mailfathom.status.services import attachment_text_progress
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.support import isolated_provider_health
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 OUTCOMES = ("ok", "too_large", "encrypted", "unreadable", "timed_out", "unsupported")
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    with isolated_provider_health(settings, "status-attachment-text"):
-        yield
 
 
 @pytest.fixture

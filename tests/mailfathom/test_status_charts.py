@@ -26,17 +26,10 @@ from mailbox.services import coverage_status
 from mailbox.services.store import IncomingMessage, store_messages
 from mailbox.sync.folder_state import ensure_folders
 from tests.factories import FolderMappingFactory, MailAccountFactory
-from tests.support import isolated_provider_health
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 SVG = "{http://www.w3.org/2000/svg}"
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    with isolated_provider_health(settings, "status-charts"):
-        yield
 
 
 @pytest.fixture(autouse=True)

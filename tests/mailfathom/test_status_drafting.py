@@ -21,15 +21,8 @@ from answering.models import AttemptOutcome, DraftAttempt, DraftRun, RunTrigger
 from answering.services.drafting_status import drafting_status
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.support import isolated_provider_health
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    with isolated_provider_health(settings, "status-drafting"):
-        yield
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 
 def _waiting(account, ages_in_days: list[float]) -> list:

@@ -31,15 +31,8 @@ from mailfathom.providers.health import failure_advice, record_failure, record_s
 from mailfathom.providers.local import USE_MODEL
 from tests.configure import configure, scripted_embeddings
 from tests.factories import FolderMappingFactory, MailAccountFactory
-from tests.support import isolated_provider_health
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    with isolated_provider_health(settings, "status-embedding"):
-        yield
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 
 @pytest.fixture

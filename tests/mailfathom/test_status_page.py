@@ -26,16 +26,8 @@ from mailbox.services.sync_status import account_statuses
 from mailbox.sync.folder_state import ensure_folders
 from mailfathom.core import heartbeat
 from tests.factories import FolderMappingFactory, MailAccountFactory
-from tests.support import isolated_provider_health
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    """Heartbeats and the ledger of this test only, in the real Redis."""
-    with isolated_provider_health(settings, "status"):
-        yield
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 
 def _message(n: int) -> bytes:

@@ -32,20 +32,13 @@ from mailfathom.core import heartbeat
 from mailfathom.core.errors import Code
 from tests import privacy
 from tests.factories import FolderMappingFactory, MailAccountFactory
-from tests.support import isolated_provider_health
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 ACCESS_TOKEN = "eyJ0eXAiOiJKV1Qi.access-canary-5b1d7e"  # test data: must never be shown
 REFRESH_TOKEN = "M.C5_BAY.refresh-canary-0c9a44"
 CLIENT_SECRET = "Qx8~client-secret-canary-e21f"
 PASSWORD = "imap-password-canary-93d1"
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    with isolated_provider_health(settings, "sign-in"):
-        yield
 
 
 @pytest.fixture
