@@ -6,6 +6,7 @@
 - wait_for(): poll a condition until it holds, failing the test with a message if it never does;
 - wait_until_serving(): wait for a child uvicorn to answer /health;
 - failure(): the ProviderError a call raises;
+- refusals(): what full_clean() refuses on a model instance, by field ({} when it accepts it);
 - scripted_server / scripted_openai_server(): the scripted OpenAI-compatible server;
 - isolated_provider_health(): provider-health records of the test's own, removed afterwards
   (the fixture own_provider_health gives a whole test the same);
@@ -31,7 +32,9 @@ from urllib.parse import quote
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.exceptions import ValidationError
 from django.db import connection
+from django.db.models import Model
 
 from mailfathom.core import config
 from mailfathom.providers import ProviderError, health
@@ -107,6 +110,15 @@ def failure(call: Callable[[], object]) -> ProviderError:
     with pytest.raises(ProviderError) as caught:
         call()
     return caught.value
+
+
+def refusals(instance: Model) -> dict[str, list[str]]:
+    """The messages full_clean() refuses `instance` with, by field; {} when it accepts it."""
+    try:
+        instance.full_clean()
+    except ValidationError as refused:
+        return refused.message_dict
+    return {}
 
 
 def scripted_openai_server() -> ScriptedOpenAIServer:
