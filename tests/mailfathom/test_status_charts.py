@@ -17,7 +17,6 @@ from email.utils import format_datetime
 
 import pytest
 from django.db import connection
-from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import UserPreference
@@ -26,6 +25,7 @@ from mailbox.services import coverage_status
 from mailbox.services.store import IncomingMessage, store_messages
 from mailbox.sync.folder_state import ensure_folders
 from tests.factories import FolderMappingFactory, MailAccountFactory
+from tests.mailfathom.status_page import status_page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
@@ -62,12 +62,6 @@ def _store(folder: Folder, dated: list[tuple[datetime | None, datetime | None]])
     store_messages(folder, incoming, advance_to_uid=len(dated))
 
 
-def _page(client) -> str:
-    response = client.get(reverse("system-status"))
-    assert response.status_code == 200
-    return response.content.decode()
-
-
 def _svg(page: str, chart_id: str) -> ET.Element:
     """The chart as parsed XML: a chart that is not well-formed fails here."""
     found = re.search(rf'<svg id="{chart_id}".*?</svg>', page, re.S)
@@ -100,7 +94,7 @@ def test_mail_of_many_days_stored_in_one_moment_makes_a_bar_for_each_of_its_days
         ],
     )
 
-    chart = _svg(_page(admin_client), "chart-stored-per-day")
+    chart = _svg(status_page(admin_client), "chart-stored-per-day")
 
     bars = {bar.get("data-day"): int(bar.get("data-stored") or 0) for bar in chart.iter(f"{SVG}rect")}
     bars.pop(None)  # the frame
@@ -128,7 +122,7 @@ def test_the_days_are_utc_days_whatever_zone_the_person_chose(admin_client, admi
     UserPreference.objects.create(user=admin_user, time_zone="Pacific/Kiritimati")  # UTC+14
     _store(_folder(), [(_noon(2), None)])  # 02:00 of the next day in that zone
 
-    chart = _svg(_page(admin_client), "chart-stored-per-day")
+    chart = _svg(status_page(admin_client), "chart-stored-per-day")
 
     dated = {
         bar.get("data-day") for bar in chart.iter(f"{SVG}rect") if bar.get("data-stored") not in (None, "0")
@@ -174,7 +168,7 @@ def test_a_day_of_samples_is_drawn_inside_labelled_axes(admin_client):
     samples[0] = CoverageSample(taken_at=now, emails=1000, embeddable=1000, embedded=1010)
     CoverageSample.objects.bulk_create(samples)
 
-    chart = _svg(_page(admin_client), "chart-coverage")
+    chart = _svg(status_page(admin_client), "chart-coverage")
 
     assert _texts(chart, "chart-y-label") == ["100 %", "50 %", "0 %"]
     window_start, window_end = (
@@ -203,7 +197,7 @@ def test_the_line_breaks_where_beat_took_no_sample(admin_client):
         for m in minutes
     )
 
-    chart = _svg(_page(admin_client), "chart-coverage")
+    chart = _svg(status_page(admin_client), "chart-coverage")
 
     lines = [line.get("points", "").split() for line in chart.iter(f"{SVG}polyline")]
     assert [len(points) for points in lines] == [3, 3]
@@ -214,7 +208,7 @@ def test_a_lone_sample_is_labelled_with_its_figure_and_time(admin_client):
     taken = timezone.now() - timedelta(minutes=3)
     CoverageSample.objects.create(taken_at=taken, emails=100, embeddable=100, embedded=87)
 
-    chart = _svg(_page(admin_client), "chart-coverage")
+    chart = _svg(status_page(admin_client), "chart-coverage")
 
     (point,) = _points_inside(chart)
     assert point.get("data-coverage") == "0.87"
@@ -245,7 +239,7 @@ def test_health_and_the_page_give_one_coverage_while_the_latest_sample_lags(admi
         taken_at=timezone.now() - timedelta(minutes=10), emails=3, embeddable=3, embedded=2
     )
 
-    page = _page(admin_client)
+    page = status_page(admin_client)
     backlog = _health_backlog(client)
 
     assert _embedding(page)[0]["coverage"] == "1.0"
@@ -255,7 +249,7 @@ def test_health_and_the_page_give_one_coverage_while_the_latest_sample_lags(admi
 
     Email.objects.filter(pk=Email.objects.filter(folder=folder).values("pk")[:1]).update(embedded=False)
 
-    assert _embedding(_page(admin_client))[0]["coverage"] == "0.6667"
+    assert _embedding(status_page(admin_client))[0]["coverage"] == "0.6667"
     assert _health_backlog(client)["coverage"] == 0.6667
 
 
@@ -266,9 +260,9 @@ def test_measured_rate_leaves_the_page_once_nothing_waits(admin_client):
         taken_at=timezone.now() - timedelta(minutes=10), emails=2, embeddable=2, embedded=0
     )
 
-    _, waiting = _embedding(_page(admin_client))
+    _, waiting = _embedding(status_page(admin_client))
     Email.objects.filter(folder=folder).update(embedded=True)
-    _, done = _embedding(_page(admin_client))
+    _, done = _embedding(status_page(admin_client))
 
     assert 'id="status-embedding-rate"' in waiting and "Measured rate" in waiting
     assert 'id="status-embedding-rate"' not in done and "Measured rate" not in done

@@ -32,6 +32,7 @@ from mailfathom.core import heartbeat
 from mailfathom.core.errors import Code
 from tests import privacy
 from tests.factories import FolderMappingFactory, MailAccountFactory
+from tests.mailfathom.status_page import data_attributes
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
@@ -86,12 +87,6 @@ def _folder(account: MailAccount, alias: str = "inbox") -> Folder:
     return next(f for f in ensure_folders(account) if f.mapping_id == mapping.pk)
 
 
-def _row(page: str, element_id: str) -> dict[str, str]:
-    found = re.search(rf'<[a-z]+[^>]*\bid="{re.escape(element_id)}"([^>]*)>', page)
-    assert found, f"no element #{element_id}"
-    return dict(re.findall(r'data-([a-z-]+)="([^"]*)"', found.group(0)))
-
-
 def _text(page: str, element_id: str) -> str:
     """The text of the sign-in box #`element_id`, tags dropped and spaces collapsed."""
     found = re.search(rf'<div[^>]*\bid="{re.escape(element_id)}"[^>]*>(.*?)</div>', page, re.S)
@@ -122,7 +117,7 @@ def test_a_password_account_says_password(admin_client):
 
     page = _page(admin_client)
 
-    assert _row(page, "status-sign-in-plain") == {
+    assert data_attributes(page, "status-sign-in-plain") == {
         "authentication": "password",
         "state": "password",
         "code": "",
@@ -136,7 +131,7 @@ def test_a_signed_in_account_names_who_and_until_when_its_token_is_valid(admin_c
 
     page = _page(admin_client)
 
-    assert _row(page, "status-sign-in-contoso") == {
+    assert data_attributes(page, "status-sign-in-contoso") == {
         "authentication": "oauth2",
         "state": "signed_in",
         "code": "",
@@ -172,16 +167,16 @@ def test_needs_sign_in_again_is_stopped_not_failing_and_links_to_the_account(adm
 
     page = _page(admin_client)
 
-    assert _row(page, "status-sign-in-contoso")["state"] == "needs_sign_in"
-    assert _row(page, "status-sign-in-contoso")["code"] == "61010"
+    assert data_attributes(page, "status-sign-in-contoso")["state"] == "needs_sign_in"
+    assert data_attributes(page, "status-sign-in-contoso")["code"] == "61010"
     text = _text(page, "status-sign-in-contoso")
     assert text.startswith(
         f"OAuth 2.0 (Contoso mail): Needs sign-in again (61010): {Code.SIGN_IN_NEEDED.sentence}"
     )
     box = re.search(r'id="status-sign-in-contoso".*?</div>', page, re.S).group(0)
     assert f'href="{reverse("admin:accounts_mailaccount_change", args=[account.pk])}"' in box
-    assert _row(page, "status-account-contoso")["state"] == "stopped"
-    assert _row(page, f"status-folder-{folder.pk}")["state"] == "stopped"
+    assert data_attributes(page, "status-account-contoso")["state"] == "stopped"
+    assert data_attributes(page, f"status-folder-{folder.pk}")["state"] == "stopped"
     assert "Synchronization is stopped until someone signs in on the account page." in page
     assert 'data-state="failing"' not in page and "backing off until" not in page
 
@@ -193,7 +188,7 @@ def test_a_refused_registration_is_stopped_until_the_registration_is_corrected(a
 
     page = _page(admin_client)
 
-    assert _row(page, "status-sign-in-contoso") == {
+    assert data_attributes(page, "status-sign-in-contoso") == {
         "authentication": "oauth2",
         "state": "registration_refused",
         "code": "61011",
@@ -201,7 +196,7 @@ def test_a_refused_registration_is_stopped_until_the_registration_is_corrected(a
     assert f"Registration refused (61011): {Code.REGISTRATION_REFUSED.sentence}" in _text(
         page, "status-sign-in-contoso"
     )
-    assert _row(page, "status-account-contoso")["state"] == "stopped"
+    assert data_attributes(page, "status-account-contoso")["state"] == "stopped"
     assert "Synchronization is stopped until someone corrects the OAuth registration." in page
 
 
@@ -222,7 +217,7 @@ def test_an_account_nobody_signed_in_to_says_not_signed_in_yet(admin_client, reg
 
     page = _page(admin_client)
 
-    assert _row(page, "status-sign-in-fresh") == {
+    assert data_attributes(page, "status-sign-in-fresh") == {
         "authentication": "oauth2",
         "state": "not_signed_in",
         "code": "",
@@ -231,9 +226,9 @@ def test_an_account_nobody_signed_in_to_says_not_signed_in_yet(admin_client, reg
         _text(page, "status-sign-in-fresh")
         == "OAuth 2.0 (Contoso mail): Not signed in yet Sign in on the account page"
     )
-    assert _row(page, "status-sign-in-marked")["state"] == "not_signed_in"
+    assert data_attributes(page, "status-sign-in-marked")["state"] == "not_signed_in"
     assert "again" not in _text(page, "status-sign-in-marked")
-    assert _row(page, "status-account-marked")["state"] == "stopped"
+    assert data_attributes(page, "status-account-marked")["state"] == "stopped"
 
 
 @pytest.mark.parametrize(
@@ -253,9 +248,9 @@ def test_a_paused_folder_says_when_it_resumes_instead_of_failing(admin_client, c
 
     page = _page(admin_client)
 
-    assert _row(page, f"status-folder-{paused.pk}")["state"] == "paused"
+    assert data_attributes(page, f"status-folder-{paused.pk}")["state"] == "paused"
     assert f"{sentence}, resumes at {_at(Folder.objects.get(pk=paused.pk).backoff_until)}" in page
-    assert _row(page, "status-account-gmail")["state"] == "paused"
+    assert data_attributes(page, "status-account-gmail")["state"] == "paused"
     assert 'data-state="failing"' not in page and "backing off until" not in page
 
 
@@ -268,7 +263,7 @@ def test_a_pause_that_has_ended_is_retried_like_any_failure(admin_client):
 
     page = _page(admin_client)
 
-    assert _row(page, f"status-folder-{folder.pk}")["state"] == "failing"
+    assert data_attributes(page, f"status-folder-{folder.pk}")["state"] == "failing"
     assert ", resumes at" not in page
 
 
@@ -280,7 +275,7 @@ def test_another_failure_with_a_backoff_still_backs_off(admin_client):
 
     page = _page(admin_client)
 
-    assert _row(page, f"status-folder-{folder.pk}")["state"] == "backing-off"
+    assert data_attributes(page, f"status-folder-{folder.pk}")["state"] == "backing-off"
     assert 'data-state="paused"' not in page
 
 
