@@ -5,6 +5,7 @@
 - free_port(): a TCP port nothing listens on (a closed port, or one to start a server on);
 - wait_for(): poll a condition until it holds, failing the test with a message if it never does;
 - wait_until_serving(): wait for a child uvicorn to answer /health;
+- serve_env(): the environment of a child `manage.py serve`;
 - failure(): the ProviderError a call raises;
 - refusals(): what full_clean() refuses on a model instance, by field ({} when it accepts it);
 - scripted_server / scripted_openai_server(): the scripted OpenAI-compatible server;
@@ -19,6 +20,7 @@ tests/conftest.py (tests/mcp overrides `scripted` with one server per module).
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
@@ -103,6 +105,24 @@ def wait_until_serving(
         process.kill()
         process.wait(timeout=10)
     pytest.fail("uvicorn did not answer /health in time: " + output()[-3000:])
+
+
+def serve_env(database: str, redis_url: str, var_dir: Path) -> dict[str, str]:
+    """The environment of a child `manage.py serve` on `database` and `redis_url`, with a var/ of
+    its own and an admin password, so a first start goes through without asking anything."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": database,
+        "REDIS_URL": redis_url,
+        "DJANGO_SECRET_KEY": "test-serve-" + "x" * 50,
+        "MAILFATHOM_KEYRING": django_settings.MAILFATHOM_KEYRING,
+        "MAILFATHOM_VAR_DIR": str(var_dir),
+        "MAILFATHOM_ADMIN_PASSWORD": "a-long-test-password-9347",
+        "PYTHONUNBUFFERED": "1",
+    }
+    for name in ("TEST_DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"):  # this test process's, not serve's
+        env.pop(name, None)
+    return env
 
 
 def failure(call: Callable[[], object]) -> ProviderError:
