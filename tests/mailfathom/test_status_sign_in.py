@@ -31,7 +31,7 @@ from mailbox.sync.folder_state import ensure_folders
 from mailfathom.core import heartbeat
 from mailfathom.core.errors import Code
 from tests import privacy
-from tests.factories import FolderMappingFactory, MailAccountFactory
+from tests.factories import FolderMappingFactory, MailAccountFactory, saved_registration
 from tests.mailfathom.status_page import data_attributes
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
@@ -44,10 +44,9 @@ PASSWORD = "imap-password-canary-93d1"
 
 @pytest.fixture
 def registration() -> OAuthRegistration:
-    found = OAuthRegistration(name="Contoso mail", provider=ProviderKind.MICROSOFT, client_id="0000-client")
-    found.set_client_secret(CLIENT_SECRET)
-    found.save()
-    return found
+    return saved_registration(
+        CLIENT_SECRET, name="Contoso mail", provider=ProviderKind.MICROSOFT, client_id="0000-client"
+    )
 
 
 def _oauth_account(registration: OAuthRegistration, account_id: str, **grant: object) -> MailAccount:
