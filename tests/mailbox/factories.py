@@ -9,7 +9,8 @@ Typical use::
 An email's account follows its folder; give `account=` alone and a mapped folder of that
 account is made for it. `body` fills text_body. `to`, `cc`, `bcc` and `reply_to` take
 addresses or (display name, address) pairs and create Participant rows in that order.
-`raw` stores a RawMessage for the email. stored_email(folder, message) stores a whole message
+`raw` stores a RawMessage for the email. synced_folder(account, alias) makes the Folder
+through synchronization's own ensure_folders instead. stored_email(folder, message) stores a whole message
 through the real parse-and-store path instead, as synchronization does.
 """
 
@@ -26,6 +27,7 @@ import factory
 
 from mailbox.models import Email, Folder, Participant, ParticipantRole, RawMessage
 from mailbox.services.store import IncomingMessage, store_messages
+from mailbox.sync.folder_state import ensure_folders
 from tests.factories import FolderMappingFactory, MailAccountFactory
 
 BASE_TIME = datetime(2024, 1, 1, tzinfo=UTC)
@@ -57,6 +59,14 @@ def mapped_folder(
     """Create a FolderMapping of `account` and its Folder; extra keywords go to the Folder."""
     mapping = FolderMappingFactory(account=account, alias=alias, role=role, visible_to_tools=visible_to_tools)
     return FolderFactory(account=account, mapping=mapping, **folder_fields)
+
+
+def synced_folder(account=None, alias: str = "inbox") -> Folder:
+    """Map `alias` of `account` (a new one if None) and return the Folder that synchronization
+    makes for the mapping (ensure_folders), where mapped_folder builds both rows itself."""
+    account = account or MailAccountFactory()
+    mapping = FolderMappingFactory(account=account, alias=alias)
+    return next(f for f in ensure_folders(account) if f.mapping_id == mapping.pk)
 
 
 def _participants(role: str):

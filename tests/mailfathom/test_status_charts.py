@@ -23,8 +23,7 @@ from accounts.models import UserPreference
 from mailbox.models import CoverageSample, Email, Folder
 from mailbox.services import coverage_status
 from mailbox.services.store import IncomingMessage, store_messages
-from mailbox.sync.folder_state import ensure_folders
-from tests.factories import FolderMappingFactory, MailAccountFactory
+from tests.mailbox.factories import synced_folder
 from tests.mailfathom.status_page import status_page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
@@ -38,11 +37,6 @@ def past_days_counted_afresh():
     coverage_status.forget_past_days()
     yield
     coverage_status.forget_past_days()
-
-
-def _folder() -> Folder:
-    mapping = FolderMappingFactory(account=MailAccountFactory(), alias="inbox")
-    return next(f for f in ensure_folders(mapping.account) if f.mapping_id == mapping.pk)
 
 
 def _message(n: int, sent: datetime | None) -> bytes:
@@ -83,7 +77,7 @@ def _noon(days_ago: int) -> datetime:
 def test_mail_of_many_days_stored_in_one_moment_makes_a_bar_for_each_of_its_days(admin_client):
     now = timezone.now()
     _store(
-        _folder(),
+        synced_folder(),
         [
             (_noon(1), now),
             (_noon(3), now),
@@ -120,7 +114,7 @@ def test_mail_of_many_days_stored_in_one_moment_makes_a_bar_for_each_of_its_days
 
 def test_the_days_are_utc_days_whatever_zone_the_person_chose(admin_client, admin_user):
     UserPreference.objects.create(user=admin_user, time_zone="Pacific/Kiritimati")  # UTC+14
-    _store(_folder(), [(_noon(2), None)])  # 02:00 of the next day in that zone
+    _store(synced_folder(), [(_noon(2), None)])  # 02:00 of the next day in that zone
 
     chart = _svg(status_page(admin_client), "chart-stored-per-day")
 
@@ -231,7 +225,7 @@ def _embedding(page: str) -> tuple[dict[str, str], str]:
 
 
 def test_health_and_the_page_give_one_coverage_while_the_latest_sample_lags(admin_client, client):
-    folder = _folder()
+    folder = synced_folder()
     _store(folder, [(_noon(1), None), (_noon(2), None), (_noon(3), None)])
     Email.objects.filter(folder=folder).update(embedded=True)
     # Beat's last sample was taken while one email still waited (so /health once said 0.6667).
@@ -254,7 +248,7 @@ def test_health_and_the_page_give_one_coverage_while_the_latest_sample_lags(admi
 
 
 def test_measured_rate_leaves_the_page_once_nothing_waits(admin_client):
-    folder = _folder()
+    folder = synced_folder()
     _store(folder, [(_noon(1), None), (_noon(2), None)])
     CoverageSample.objects.create(
         taken_at=timezone.now() - timedelta(minutes=10), emails=2, embeddable=2, embedded=0
@@ -273,7 +267,7 @@ def test_mail_stored_after_the_page_was_read_shows_on_its_own_day_at_once():
     """The past days are kept for minutes, but not across a run that stored mail: an operator
     who opened the status page before the first synchronization sees its mail on the next
     refresh, not ten minutes later."""
-    folder = _folder()
+    folder = synced_folder()
     before = coverage_status.count_mail()
     assert all(day.stored == 0 for day in before.per_day)
 

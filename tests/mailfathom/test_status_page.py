@@ -23,9 +23,9 @@ from mailbox.models import CoverageSample, Email, Folder
 from mailbox.services import coverage_status
 from mailbox.services.store import IncomingMessage, store_messages
 from mailbox.services.sync_status import account_statuses
-from mailbox.sync.folder_state import ensure_folders
 from mailfathom.core import heartbeat
 from tests.factories import FolderMappingFactory, MailAccountFactory
+from tests.mailbox.factories import synced_folder
 from tests.mailfathom.status_page import data_attributes, status_page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
@@ -36,11 +36,6 @@ def _message(n: int) -> bytes:
         f"From: A <a{n}@example.org>\r\nTo: b@example.org\r\nSubject: status {n}\r\n"
         f"Message-ID: <status-{n}@example.org>\r\nDate: Mon, 2 Nov 2026 10:00:00 +0000\r\n\r\nbody {n}\r\n"
     ).encode()
-
-
-def _folder(account, alias: str) -> Folder:
-    mapping = FolderMappingFactory(account=account, alias=alias)
-    return next(f for f in ensure_folders(account) if f.mapping_id == mapping.pk)
 
 
 def _store(folder: Folder, count: int, start: int = 0) -> None:
@@ -61,7 +56,7 @@ def test_admin_index_leads_to_the_status_page(admin_client):
 def test_each_folder_shows_its_state_and_stored_against_the_server(admin_client):
     now = timezone.now()
     account = MailAccountFactory(account_id="acme")
-    idle, failing, backing, busy = (_folder(account, a) for a in ("archive", "inbox", "junk", "sent"))
+    idle, failing, backing, busy = (synced_folder(account, a) for a in ("archive", "inbox", "junk", "sent"))
     _store(idle, 3)
     Folder.objects.filter(pk=idle.pk).update(server_message_count=3)
     Folder.objects.filter(pk=failing.pk).update(
@@ -148,7 +143,7 @@ def test_workers_and_beat_show_when_they_were_last_seen(admin_client):
 
 
 def test_embedding_backlog_shows_coverage_rate_and_when_it_completes(admin_client):
-    folder = _folder(MailAccountFactory(), "inbox")
+    folder = synced_folder(MailAccountFactory(), "inbox")
     _store(folder, 40)
     Email.objects.filter(pk__in=Email.objects.filter(folder=folder).values("pk")[:10]).update(embedded=True)
     # Ten minutes ago none was embedded; now ten are: one a minute, thirty to go.
@@ -186,7 +181,7 @@ def test_answering_period_shows_runs_and_tokens_of_the_ceilings(admin_client, ma
 
 
 def test_mail_per_day_chart_is_inline_svg_noting_what_was_stored_today(admin_client):
-    _store(_folder(MailAccountFactory(), "inbox"), 7)
+    _store(synced_folder(MailAccountFactory(), "inbox"), 7)
 
     page = status_page(admin_client)
 
@@ -197,7 +192,7 @@ def test_mail_per_day_chart_is_inline_svg_noting_what_was_stored_today(admin_cli
 
 def test_the_refresh_fragment_is_the_live_part_alone(admin_client):
     account = MailAccountFactory(account_id="acme")
-    folder = _folder(account, "inbox")
+    folder = synced_folder(account, "inbox")
     _store(folder, 2)
 
     page = status_page(admin_client)
@@ -213,14 +208,14 @@ def test_the_refresh_fragment_is_the_live_part_alone(admin_client):
 
 
 def test_the_page_costs_the_same_queries_for_one_account_or_many(admin_client):
-    _store(_folder(MailAccountFactory(), "inbox"), 1)
+    _store(synced_folder(MailAccountFactory(), "inbox"), 1)
     status_page(admin_client)
     with CaptureQueriesContext(connection) as one:
         status_page(admin_client)
     for n in range(4):
         account = MailAccountFactory()
         for alias in ("inbox", "sent"):
-            _store(_folder(account, alias), 1, start=10 * n)
+            _store(synced_folder(account, alias), 1, start=10 * n)
     status_page(admin_client)  # the stored mail makes the past days be counted again, once
     with CaptureQueriesContext(connection) as many:
         status_page(admin_client)
@@ -242,7 +237,7 @@ def test_the_page_needs_staff_and_view_permission_on_accounts(client):
 
 
 def test_coverage_samples_count_what_is_embedded_and_old_ones_are_dropped():
-    folder = _folder(MailAccountFactory(), "inbox")
+    folder = synced_folder(MailAccountFactory(), "inbox")
     _store(folder, 5)
     Email.objects.filter(pk__in=Email.objects.filter(folder=folder).values("pk")[:2]).update(embedded=True)
     old = CoverageSample.objects.create(

@@ -27,11 +27,11 @@ from accounts.models import (
     Security,
 )
 from mailbox.models import Folder
-from mailbox.sync.folder_state import ensure_folders
 from mailfathom.core import heartbeat
 from mailfathom.core.errors import Code
 from tests import privacy
-from tests.factories import FolderMappingFactory, MailAccountFactory, saved_registration
+from tests.factories import MailAccountFactory, saved_registration
+from tests.mailbox.factories import synced_folder
 from tests.mailfathom.status_page import data_attributes
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
@@ -79,11 +79,6 @@ def _signed_in(now, **extra: object) -> dict[str, object]:
 
 def _waiting(now, state: str, code: int, **extra: object) -> dict[str, object]:
     return _signed_in(now, state=state, state_code=code, state_since=now, **extra)
-
-
-def _folder(account: MailAccount, alias: str = "inbox") -> Folder:
-    mapping = FolderMappingFactory(account=account, alias=alias)
-    return next(f for f in ensure_folders(account) if f.mapping_id == mapping.pk)
 
 
 def _text(page: str, element_id: str) -> str:
@@ -154,7 +149,7 @@ def test_an_expired_access_token_is_not_called_valid(admin_client, registration)
 def test_needs_sign_in_again_is_stopped_not_failing_and_links_to_the_account(admin_client, registration):
     now = timezone.now()
     account = _oauth_account(registration, "contoso", **_waiting(now, GrantState.NEEDS_SIGN_IN, 61010))
-    folder = _folder(account)
+    folder = synced_folder(account)
     # What the run that found the refusal left: a failure whose backoff has passed, which
     # for any other account reads "failing" (the next run retries).
     Folder.objects.filter(pk=folder.pk).update(
@@ -183,7 +178,7 @@ def test_needs_sign_in_again_is_stopped_not_failing_and_links_to_the_account(adm
 def test_a_refused_registration_is_stopped_until_the_registration_is_corrected(admin_client, registration):
     now = timezone.now()
     account = _oauth_account(registration, "contoso", **_waiting(now, GrantState.REGISTRATION_REFUSED, 61011))
-    _folder(account)
+    synced_folder(account)
 
     page = _page(admin_client)
 
@@ -212,7 +207,7 @@ def test_an_account_nobody_signed_in_to_says_not_signed_in_yet(admin_client, reg
     _oauth_account(registration, "fresh")
     # A run found nobody had signed in and marked the grant: stopped, but not "again".
     marked = _oauth_account(registration, "marked", state=GrantState.NEEDS_SIGN_IN, state_code=61010)
-    _folder(marked)
+    synced_folder(marked)
 
     page = _page(admin_client)
 
@@ -238,7 +233,7 @@ def test_an_account_nobody_signed_in_to_says_not_signed_in_yet(admin_client, reg
 def test_a_paused_folder_says_when_it_resumes_instead_of_failing(admin_client, code, sentence):
     now = timezone.now()
     account = MailAccountFactory(account_id="gmail")
-    paused, other = _folder(account, "inbox"), _folder(account, "sent")
+    paused, other = synced_folder(account, "inbox"), synced_folder(account, "sent")
     resumes = now + timedelta(minutes=40)
     Folder.objects.filter(pk=paused.pk).update(
         last_failure_code=code, last_failure_at=now, backoff_until=resumes
@@ -255,7 +250,7 @@ def test_a_paused_folder_says_when_it_resumes_instead_of_failing(admin_client, c
 
 def test_a_pause_that_has_ended_is_retried_like_any_failure(admin_client):
     now = timezone.now()
-    folder = _folder(MailAccountFactory(account_id="gmail"))
+    folder = synced_folder(MailAccountFactory(account_id="gmail"))
     Folder.objects.filter(pk=folder.pk).update(
         last_failure_code=61012, backoff_until=now - timedelta(seconds=1)
     )
@@ -267,7 +262,7 @@ def test_a_pause_that_has_ended_is_retried_like_any_failure(admin_client):
 
 
 def test_another_failure_with_a_backoff_still_backs_off(admin_client):
-    folder = _folder(MailAccountFactory(account_id="acme"))
+    folder = synced_folder(MailAccountFactory(account_id="acme"))
     Folder.objects.filter(pk=folder.pk).update(
         last_failure_code=61001, backoff_until=timezone.now() + timedelta(minutes=3)
     )
@@ -289,11 +284,11 @@ def every_state(registration):
     _oauth_account(registration, "again", **_waiting(now, GrantState.NEEDS_SIGN_IN, 61010))
     _oauth_account(registration, "refused", **_waiting(now, GrantState.REGISTRATION_REFUSED, 61011))
     _oauth_account(registration, "fresh")
-    limited = _folder(MailAccountFactory(account_id="limited"))
+    limited = synced_folder(MailAccountFactory(account_id="limited"))
     Folder.objects.filter(pk=limited.pk).update(
         last_failure_code=61012, backoff_until=now + timedelta(hours=1)
     )
-    paced = _folder(_oauth_account(registration, "paced", **_signed_in(now)))
+    paced = synced_folder(_oauth_account(registration, "paced", **_signed_in(now)))
     Folder.objects.filter(pk=paced.pk).update(last_failure_code=61013, backoff_until=now + timedelta(hours=5))
     MailAccountFactory(account_id="plain")  # a password account neither waiting nor paused
     off = _oauth_account(registration, "off", **_waiting(now, GrantState.NEEDS_SIGN_IN, 61010))
@@ -368,7 +363,7 @@ def test_an_account_needing_sign_in_degrades_health_but_never_makes_it_503(clien
 def test_a_paused_folder_is_not_a_failing_one_in_health(client):
     heartbeat.record(heartbeat.worker_role("celery"), "w")
     heartbeat.record(heartbeat.BEAT, "b")
-    folder = _folder(MailAccountFactory())
+    folder = synced_folder(MailAccountFactory())
     Folder.objects.filter(pk=folder.pk).update(
         last_failure_code=61012,
         last_committed_at=timezone.now(),
@@ -391,7 +386,7 @@ def test_no_token_or_secret_reaches_any_page_or_health(client, admin_client, reg
     privacy.remember(ACCESS_TOKEN, REFRESH_TOKEN, CLIENT_SECRET, PASSWORD)  # and never a log line
     signed = _oauth_account(registration, "signed", **_signed_in(now))
     waiting = _oauth_account(registration, "again", **_waiting(now, GrantState.NEEDS_SIGN_IN, 61010))
-    _folder(signed)
+    synced_folder(signed)
     plain = MailAccountFactory(account_id="plain")
     plain.set_credential(PASSWORD)
     plain.save()
