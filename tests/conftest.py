@@ -18,7 +18,7 @@ from tests.configure import configure
 # further down may override one for its own directory, as tests/mcp does `scripted`).
 pytest_plugins = [
     "tests.privacy",
-    "tests.support",  # scripted: the scripted OpenAI-compatible server
+    "tests.support",  # scripted (the scripted OpenAI-compatible server), own_provider_health
     "tests.dovecot",  # dovecot: the session's Dovecot
     "tests.oauth_server.fixtures",  # oauth_server: the session's OAuth 2.0 authorization server
     "tests.oauth_dovecot",  # oauth_dovecot: the session's Dovecot that takes OAuth 2.0 tokens

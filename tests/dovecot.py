@@ -233,6 +233,18 @@ def die_with_parent() -> None:
         pass
 
 
+def run_dovecot(config: Path) -> subprocess.Popen[bytes]:
+    """Start Dovecot in the foreground on `config`; what it prints goes to stdout.log beside it."""
+    with (config.parent / "stdout.log").open("wb") as output:
+        return subprocess.Popen(
+            [DOVECOT_BINARY, "-F", "-c", str(config)],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,  # the session is single-threaded here
+        )
+
+
 def wait_for_greeting(
     host: str,
     port: int,
@@ -289,14 +301,7 @@ def _start(root: Path, version: str) -> tuple[DovecotServer, subprocess.Popen[by
     for attempt in range(3):
         ports = (free_port(HOST), free_port(HOST), free_port(PLAIN_ONLY_HOST))
         config.write_text(_config(root, ports, cert_path, key_path, uid))
-        with (root / "stdout.log").open("wb") as output:
-            process = subprocess.Popen(
-                [DOVECOT_BINARY, "-F", "-c", str(config)],
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent,  # the session is single-threaded here
-            )
+        process = run_dovecot(config)
         server = DovecotServer(
             host=HOST,
             imap_port=ports[0],

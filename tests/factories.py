@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import factory
 
-from accounts.models import FolderMapping, MailAccount, Security
+from accounts.models import FolderMapping, MailAccount, OAuthRegistration, Security
 
 
 class MailAccountFactory(factory.django.DjangoModelFactory):
@@ -28,6 +28,15 @@ class FolderMappingFactory(factory.django.DjangoModelFactory):
     remote_name = factory.LazyAttribute(lambda o: o.alias.upper())
     role = ""
     visible_to_tools = True
+
+
+def saved_registration(client_secret: str, **fields) -> OAuthRegistration:
+    """An OAuthRegistration saved with `fields`; the client secret is stored encrypted, so it
+    is set through the model rather than passed as a field."""
+    registration = OAuthRegistration(**fields)
+    registration.set_client_secret(client_secret)
+    registration.save()
+    return registration
 
 
 def _empty_inline(prefix: str) -> dict[str, str]:

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 from imapclient import IMAPClient
 
-from tests.dovecot import DOVECOT_BINARY, STARTUP_TIMEOUT, die_with_parent, stop_process, wait_for_greeting
+from tests.dovecot import DOVECOT_BINARY, STARTUP_TIMEOUT, run_dovecot, stop_process, wait_for_greeting
 from tests.oauth_server.fixtures import OAuthServer
 from tests.support import free_port
 
@@ -211,14 +211,7 @@ def _start(root: Path, server: OAuthServer, version: str) -> tuple[OAuthDovecot,
     for attempt in range(3):
         port = free_port(HOST)
         config.write_text(_config(root, port, uid, gid))
-        with (root / "stdout.log").open("wb") as output:
-            process = subprocess.Popen(
-                [DOVECOT_BINARY, "-F", "-c", str(config)],
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent,  # the session is single-threaded here
-            )
+        process = run_dovecot(config)
         dovecot = OAuthDovecot(
             host=HOST,
             port=port,

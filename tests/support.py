@@ -5,18 +5,22 @@
 - free_port(): a TCP port nothing listens on (a closed port, or one to start a server on);
 - wait_for(): poll a condition until it holds, failing the test with a message if it never does;
 - wait_until_serving(): wait for a child uvicorn to answer /health;
+- serve_env(): the environment of a child `manage.py serve`;
 - failure(): the ProviderError a call raises;
+- refusals(): what full_clean() refuses on a model instance, by field ({} when it accepts it);
 - scripted_server / scripted_openai_server(): the scripted OpenAI-compatible server;
-- isolated_provider_health(): provider-health records of the test's own, removed afterwards;
+- isolated_provider_health(): provider-health records of the test's own, removed afterwards
+  (the fixture own_provider_health gives a whole test the same);
 - screenshots_dir(): var/screenshots, where browser tests leave their pictures (var/ itself,
   not an xdist worker's var/test-<worker>/).
 
-Its fixture `scripted` is registered for the whole suite by tests/conftest.py (tests/mcp
-overrides it with one server per module).
+Its fixtures `scripted` and `own_provider_health` are registered for the whole suite by
+tests/conftest.py (tests/mcp overrides `scripted` with one server per module).
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
@@ -30,7 +34,9 @@ from urllib.parse import quote
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.exceptions import ValidationError
 from django.db import connection
+from django.db.models import Model
 
 from mailfathom.core import config
 from mailfathom.providers import ProviderError, health
@@ -101,11 +107,38 @@ def wait_until_serving(
     pytest.fail("uvicorn did not answer /health in time: " + output()[-3000:])
 
 
+def serve_env(database: str, redis_url: str, var_dir: Path) -> dict[str, str]:
+    """The environment of a child `manage.py serve` on `database` and `redis_url`, with a var/ of
+    its own and an admin password, so a first start goes through without asking anything."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": database,
+        "REDIS_URL": redis_url,
+        "DJANGO_SECRET_KEY": "test-serve-" + "x" * 50,
+        "MAILFATHOM_KEYRING": django_settings.MAILFATHOM_KEYRING,
+        "MAILFATHOM_VAR_DIR": str(var_dir),
+        "MAILFATHOM_ADMIN_PASSWORD": "a-long-test-password-9347",
+        "PYTHONUNBUFFERED": "1",
+    }
+    for name in ("TEST_DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"):  # this test process's, not serve's
+        env.pop(name, None)
+    return env
+
+
 def failure(call: Callable[[], object]) -> ProviderError:
     """The ProviderError `call()` raises (the test fails if it raises none)."""
     with pytest.raises(ProviderError) as caught:
         call()
     return caught.value
+
+
+def refusals(instance: Model) -> dict[str, list[str]]:
+    """The messages full_clean() refuses `instance` with, by field; {} when it accepts it."""
+    try:
+        instance.full_clean()
+    except ValidationError as refused:
+        return refused.message_dict
+    return {}
 
 
 def scripted_openai_server() -> ScriptedOpenAIServer:
@@ -129,3 +162,14 @@ def isolated_provider_health(settings, label: str) -> Iterator[None]:
     finally:
         for role in ("embedding", "chat"):
             health.clear_health(role)
+
+
+@pytest.fixture
+def own_provider_health(request, settings) -> Iterator[None]:
+    """Provider-health records of this test's own, named after its module, removed afterwards.
+
+    Not autouse: a module whose tests read or write health takes it with
+    `pytest.mark.usefixtures("own_provider_health")`; a test elsewhere touches no Redis for it.
+    """
+    with isolated_provider_health(settings, request.path.stem.removeprefix("test_")):
+        yield

@@ -21,8 +21,8 @@ from accounts.models import MailAccount
 from mailbox import tasks
 from mailbox.models import Folder
 from mailbox.services.store import IncomingMessage, store_messages
-from mailbox.sync.folder_state import ensure_folders
 from tests.factories import FolderMappingFactory, MailAccountFactory, account_form_data
+from tests.mailbox.factories import synced_folder
 
 pytestmark = pytest.mark.django_db
 
@@ -36,8 +36,7 @@ def queued(monkeypatch) -> list[tuple[tuple, dict]]:
 
 
 def _synchronized(account: MailAccount, alias: str, stored: int, server: int, **state) -> Folder:
-    mapping = FolderMappingFactory(account=account, alias=alias)
-    folder = next(f for f in ensure_folders(account) if f.mapping_id == mapping.pk)
+    folder = synced_folder(account, alias)
     raw = b"From: a@example.org\r\nSubject: s\r\n\r\nbody\r\n"
     store_messages(
         folder,

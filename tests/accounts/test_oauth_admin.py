@@ -12,7 +12,7 @@ from django.utils import timezone
 from accounts import crypto
 from accounts.models import AuthMethod, GrantState, MailAccount, OAuthGrant, OAuthRegistration
 from accounts.services.oauth_registrations import problems
-from tests.factories import MailAccountFactory, account_form_data
+from tests.factories import MailAccountFactory, account_form_data, saved_registration
 
 pytestmark = pytest.mark.django_db
 
@@ -22,15 +22,13 @@ REFRESH = "refresh-token-never-shown-44d8"
 
 
 def _registration(**fields: object) -> OAuthRegistration:
-    registration = OAuthRegistration(
+    return saved_registration(
+        CLIENT_SECRET,
         name=str(fields.pop("name", "Contoso")),
         provider=str(fields.pop("provider", "microsoft")),
         client_id="00000000-aaaa-bbbb-cccc-000000000001",
         **fields,
     )
-    registration.set_client_secret(CLIENT_SECRET)
-    registration.save()
-    return registration
 
 
 def test_the_registration_form_stores_the_secret_encrypted_and_never_shows_it(admin_client):

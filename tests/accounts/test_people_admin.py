@@ -21,9 +21,8 @@ from mailbox.models import Email, Folder
 from tests.answering.drafts_support import DraftFactory
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.support import isolated_provider_health
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 # What the desk's people hold (a "People" group would hold the same): they may look at
 # accounts, read mail, see folders and review drafts. None may change an account.
@@ -37,13 +36,6 @@ PERSON_PERMISSIONS = [
     "view_referencedocument",
     "view_answeringrunentry",
 ]
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    """The status page's heartbeats and ledgers of this test only, in the real Redis."""
-    with isolated_provider_health(settings, "people"):
-        yield
 
 
 class Desk:

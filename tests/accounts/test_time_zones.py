@@ -11,8 +11,7 @@ from django.urls import reverse
 from accounts.models import UserPreference
 from mailbox.models import Email
 from mailbox.services.store import IncomingMessage, store_messages
-from mailbox.sync.folder_state import ensure_folders
-from tests.factories import FolderMappingFactory, MailAccountFactory
+from tests.mailbox.factories import synced_folder
 
 pytestmark = pytest.mark.django_db
 
@@ -20,9 +19,7 @@ RECEIVED = datetime(2026, 7, 1, 10, 30, tzinfo=UTC)  # 12:30 in Berlin (summer t
 
 
 def _email() -> Email:
-    account = MailAccountFactory()
-    mapping = FolderMappingFactory(account=account, alias="inbox")
-    folder = next(f for f in ensure_folders(account) if f.mapping_id == mapping.pk)
+    folder = synced_folder()
     raw = b"From: a@example.org\r\nSubject: hello\r\nMessage-ID: <tz@example.org>\r\n\r\nbody\r\n"
     incoming = IncomingMessage(uidvalidity=1, uid=1, size=len(raw), received_at=RECEIVED, raw=raw)
     store_messages(folder, [incoming])

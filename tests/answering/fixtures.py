@@ -10,13 +10,14 @@ import pytest
 
 from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
+from mailfathom.core.config import CHAT_APIS
 from mailfathom.providers import health
 from tests.answering.support import AdversarialMessage, ObedientModel, World, build_world
 from tests.configure import configure, scripted_embeddings
 from tests.providers.openai_server import ScriptedOpenAIServer
 
 
-@pytest.fixture(params=["chat-completions", "responses"])
+@pytest.fixture(params=CHAT_APIS)
 def chat_api(request) -> str:
     return request.param
 

@@ -17,6 +17,7 @@ from answering import capability as capability_module
 from answering.capability import WITHHOLD_SECONDS
 from answering.ledger import SPEND_REFUSED
 from answering.services.question import ask_mail
+from mailfathom.core.config import CHAT_APIS
 from mailfathom.core.errors import MailFathomError
 from mailfathom.providers import get_chat_model, health
 from mailfathom.providers.errors import CIRCUIT_OPEN, ProviderError
@@ -41,7 +42,7 @@ pytestmark = pytest.mark.django_db
 QUESTION = "What did the insurer finally agree to pay?"
 ANSWER = "The insurer agreed to pay 2,300 euros."
 ONE_API = pytest.mark.parametrize("chat_api", ["chat-completions"], indirect=True)
-BOTH_APIS = pytest.mark.parametrize("chat_api", ["chat-completions", "responses"], indirect=True)
+BOTH_APIS = pytest.mark.parametrize("chat_api", CHAT_APIS, indirect=True)
 
 
 def provider_failure(code: int) -> ProviderError:

@@ -9,18 +9,25 @@ Typical use::
 An email's account follows its folder; give `account=` alone and a mapped folder of that
 account is made for it. `body` fills text_body. `to`, `cc`, `bcc` and `reply_to` take
 addresses or (display name, address) pairs and create Participant rows in that order.
-`raw` stores a RawMessage for the email.
+`raw` stores a RawMessage for the email. synced_folder(account, alias) makes the Folder
+through synchronization's own ensure_folders instead. stored_email(folder, message) stores a whole message
+through the real parse-and-store path instead, as synchronization does.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
+import uuid
 import zlib
 from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
 
 import factory
 
 from mailbox.models import Email, Folder, Participant, ParticipantRole, RawMessage
+from mailbox.services.store import IncomingMessage, store_messages
+from mailbox.sync.folder_state import ensure_folders
 from tests.factories import FolderMappingFactory, MailAccountFactory
 
 BASE_TIME = datetime(2024, 1, 1, tzinfo=UTC)
@@ -52,6 +59,14 @@ def mapped_folder(
     """Create a FolderMapping of `account` and its Folder; extra keywords go to the Folder."""
     mapping = FolderMappingFactory(account=account, alias=alias, role=role, visible_to_tools=visible_to_tools)
     return FolderFactory(account=account, mapping=mapping, **folder_fields)
+
+
+def synced_folder(account=None, alias: str = "inbox") -> Folder:
+    """Map `alias` of `account` (a new one if None) and return the Folder that synchronization
+    makes for the mapping (ensure_folders), where mapped_folder builds both rows itself."""
+    account = account or MailAccountFactory()
+    mapping = FolderMappingFactory(account=account, alias=alias)
+    return next(f for f in ensure_folders(account) if f.mapping_id == mapping.pk)
 
 
 def _participants(role: str):
@@ -137,3 +152,23 @@ class RawMessageFactory(factory.django.DjangoModelFactory):
     sha256 = factory.LazyAttribute(lambda o: hashlib.sha256(o.raw).hexdigest())
     original_size = factory.LazyAttribute(lambda o: len(o.raw))
     stored_size = factory.LazyAttribute(lambda o: len(o.compressed))
+
+
+def plain_message(subject: str, body: str) -> bytes:
+    """A text/plain message from Alice to Bea with `subject` and `body`, under a Message-ID of its own."""
+    return (
+        f"From: Alice <alice@example.org>\r\nTo: bea@example.com\r\nSubject: {subject}\r\n"
+        f"Message-ID: <{uuid.uuid4().hex}@example.org>\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        f"\r\n{body}\r\n"
+    ).encode()
+
+
+_uids = itertools.count(1)
+
+
+def stored_email(folder: Folder, message: EmailMessage | bytes) -> Email:
+    """Store `message` in `folder` through the real parse-and-store path, as synchronization
+    does, under a UID not used before; return its Email."""
+    raw = message.as_bytes() if isinstance(message, EmailMessage) else message
+    incoming = IncomingMessage(uidvalidity=1, uid=next(_uids), size=len(raw), received_at=None, raw=raw)
+    return Email.objects.get(pk=store_messages(folder, [incoming]).email_ids[0])

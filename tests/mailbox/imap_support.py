@@ -1,4 +1,5 @@
-"""Helpers for tests against the session's Dovecot: fresh users, seeded mail, server state.
+"""Helpers for tests against the session's Dovecot: fresh users, seeded mail, server state
+and the local copy's.
 
 Each test gets a user of its own, so tests share one Dovecot without sharing a mailbox.
 Dovecot re-reads its passwd-file when it changes, so a user appended here can log in at once.
@@ -115,6 +116,19 @@ def local_state(account, alias: str) -> dict[int, tuple[str, ...]]:
 
     rows = Email.objects.filter(account=account, folder__mapping__alias=alias)
     return {uid: tuple(sorted(flags)) for uid, flags in rows.values_list("uid", "flags")}
+
+
+def stored_twice(account) -> int:
+    """How many (folder, uidvalidity, uid) keys of the account have more than one Email row.
+
+    Every sync, rerun and import must leave 0: a message is stored once however often it is read.
+    """
+    from django.db.models import Count
+
+    from mailbox.models import Email
+
+    keys = Email.objects.filter(account=account).values("folder", "uidvalidity", "uid")
+    return keys.annotate(n=Count("id")).filter(n__gt=1).count()
 
 
 def iter_cut_points(total: int, count: int) -> Iterator[int]:

@@ -16,8 +16,8 @@ from django.utils import timezone
 from mailbox import tasks
 from mailbox.models import Folder
 from mailbox.services.store import IncomingMessage, store_messages
-from mailbox.sync.folder_state import ensure_folders
-from tests.factories import FolderMappingFactory, MailAccountFactory
+from tests.factories import MailAccountFactory
+from tests.mailbox.factories import synced_folder
 
 pytestmark = pytest.mark.django_db
 
@@ -32,12 +32,6 @@ def _message(n: int) -> bytes:
         f"Message-ID: <admin-{n}@example.org>\r\nDate: Mon, 2 Nov 2026 10:00:00 +0000\r\n\r\n"
         f"{BODY} ({n}).\r\n"
     ).encode()
-
-
-def _folder(alias: str = "inbox", account=None) -> Folder:
-    account = account or MailAccountFactory()
-    mapping = FolderMappingFactory(account=account, alias=alias)
-    return next(f for f in ensure_folders(account) if f.mapping_id == mapping.pk)
 
 
 def _store(folder: Folder, count: int, start: int = 0) -> None:
@@ -73,8 +67,8 @@ def _changelist(client, model: str, account=None, **params) -> str:
 
 def test_folder_list_shows_never_for_an_unsynchronized_folder_and_the_message_count(admin_client):
     account = MailAccountFactory(account_id="acme")
-    fresh = _folder("archive", account)
-    busy = _folder("inbox", account)
+    fresh = synced_folder(account, "archive")
+    busy = synced_folder(account, "inbox")
     _store(busy, 3)
     Folder.objects.filter(pk=busy.pk).update(
         last_committed_at=timezone.now(),
@@ -103,7 +97,7 @@ def test_folder_list_shows_never_for_an_unsynchronized_folder_and_the_message_co
 
 
 def test_folder_whose_mapping_was_removed_shows_unmapped(admin_client):
-    folder = _folder("old")
+    folder = synced_folder(alias="old")
     folder.mapping.delete()
 
     page = _changelist(admin_client, "folder", folder.account)
@@ -113,11 +107,11 @@ def test_folder_whose_mapping_was_removed_shows_unmapped(admin_client):
 
 def test_folder_list_costs_the_same_queries_for_one_folder_or_many(admin_client):
     account = MailAccountFactory()
-    _store(_folder("one", account), 2)
+    _store(synced_folder(account, "one"), 2)
     with CaptureQueriesContext(connection) as one:
         _changelist(admin_client, "folder", account)
     for n in range(4):
-        _store(_folder(f"more-{n}", account), 2, start=10 * (n + 1))
+        _store(synced_folder(account, f"more-{n}"), 2, start=10 * (n + 1))
     with CaptureQueriesContext(connection) as many:
         page = _changelist(admin_client, "folder", account)
 
@@ -127,8 +121,8 @@ def test_folder_list_costs_the_same_queries_for_one_folder_or_many(admin_client)
 
 
 def test_folder_list_filters_by_account(admin_client):
-    first = _folder("inbox")
-    second = _folder("inbox")
+    first = synced_folder(alias="inbox")
+    second = synced_folder(alias="inbox")
 
     page = _changelist(admin_client, "folder", second.account)
 
@@ -147,12 +141,12 @@ def test_synchronize_now_queues_one_forced_run_per_account_after_commit(
     first_account = MailAccountFactory()
     second_account = MailAccountFactory()
     selected = [
-        _folder("inbox", first_account),
-        _folder("sent", first_account),
-        _folder("junk", first_account),
-        _folder("inbox", second_account),
+        synced_folder(first_account, "inbox"),
+        synced_folder(first_account, "sent"),
+        synced_folder(first_account, "junk"),
+        synced_folder(second_account, "inbox"),
     ]
-    _folder("unselected")  # a third account, not selected: nothing is queued for it
+    synced_folder(alias="unselected")  # a third account, not selected: nothing is queued for it
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         response = admin_client.post(
@@ -176,7 +170,7 @@ def test_synchronize_now_is_not_offered_without_permission_to_change_accounts(cl
     viewer = User.objects.create_user("viewer", password="pw", is_staff=True)
     viewer.user_permissions.add(Permission.objects.get(codename="view_folder"))
     client.force_login(viewer)
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
 
     page = _changelist(client, "folder", folder.account)
     response = client.post(
@@ -190,7 +184,7 @@ def test_synchronize_now_is_not_offered_without_permission_to_change_accounts(cl
 
 
 def test_folder_pages_add_change_and_delete_nothing(admin_client):
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
     change = reverse("admin:mailbox_folder_change", args=[folder.pk])
 
     assert admin_client.get(reverse("admin:mailbox_folder_add")).status_code == 403

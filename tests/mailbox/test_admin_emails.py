@@ -19,8 +19,8 @@ from django.urls import reverse
 from mailbox.models import Direction, Email, Folder
 from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.store import IncomingMessage, store_messages
-from mailbox.sync.folder_state import ensure_folders
-from tests.factories import FolderMappingFactory, MailAccountFactory
+from tests.factories import MailAccountFactory
+from tests.mailbox.factories import synced_folder
 
 pytestmark = pytest.mark.django_db
 
@@ -37,12 +37,6 @@ def _raw(n: int, subject: str = SUBJECT, body: str = BODY, sender: str = SENDER)
         f"Message-ID: <admin-{n}@example.org>\r\nDate: Mon, 2 Nov 2026 10:00:00 +0000\r\n\r\n"
         f"{body} ({n}).\r\n"
     ).encode()
-
-
-def _folder(alias: str = "inbox", account=None) -> Folder:
-    account = account or MailAccountFactory()
-    mapping = FolderMappingFactory(account=account, alias=alias)
-    return next(f for f in ensure_folders(account) if f.mapping_id == mapping.pk)
 
 
 def _store(folder: Folder, messages: list[bytes], first_uid: int = 1) -> list[Email]:
@@ -120,7 +114,7 @@ def test_view_mail_content_is_a_permission_of_its_own_on_email():
 
 
 def test_without_the_permission_the_list_shows_metadata_and_no_content(viewer):
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
     _store(folder, [_raw(0), _raw(1)])
 
     page = _page(viewer, folder.account)
@@ -136,7 +130,7 @@ def test_without_the_permission_the_list_shows_metadata_and_no_content(viewer):
 
 
 def test_without_the_permission_a_search_term_is_ignored_not_answered(viewer):
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
     _store(folder, [_raw(0), _raw(1, subject="Weekly lunch menu")])
 
     page = _page(viewer, folder.account, q="Zanzibar")
@@ -147,7 +141,7 @@ def test_without_the_permission_a_search_term_is_ignored_not_answered(viewer):
 
 
 def test_without_the_permission_the_page_shows_no_content(viewer):
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
     (email,) = _store(folder, [_raw(0)])
     assert BODY in email.text_body and SUBJECT in email.subject  # the row does hold content
 
@@ -164,7 +158,7 @@ def test_without_the_permission_the_page_shows_no_content(viewer):
 
 
 def test_with_the_permission_the_list_shows_subject_sender_date_and_folder(reader):
-    folder = _folder("archive")
+    folder = synced_folder(alias="archive")
     _store(folder, [_raw(0)])
 
     page = _page(reader, folder.account)
@@ -177,7 +171,7 @@ def test_with_the_permission_the_list_shows_subject_sender_date_and_folder(reade
 
 
 def test_with_the_permission_the_page_shows_subject_sender_recipients_and_body(reader):
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
     (email,) = _store(folder, [_raw(0)])
 
     page = reader.get(reverse("admin:mailbox_email_change", args=[email.pk])).content.decode()
@@ -189,7 +183,7 @@ def test_with_the_permission_the_page_shows_subject_sender_recipients_and_body(r
 
 
 def test_the_page_folds_technical_fields_away_and_shows_the_folder_and_sender_in_full(reader):
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
     long_sender = "someone.with.a.rather.long.mailbox.name@departments.example.org"
     (email,) = _store(folder, [_raw(0, sender=long_sender)])
 
@@ -212,14 +206,14 @@ def test_the_page_folds_technical_fields_away_and_shows_the_folder_and_sender_in
 
 
 def test_superusers_hold_the_permission(admin_client):
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
     _store(folder, [_raw(0)])
 
     assert _column(_page(admin_client, folder.account), "subject_line") == [f"{SUBJECT} 0"]
 
 
 def test_html_in_a_subject_or_body_is_shown_as_text(reader):
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
     (email,) = _store(folder, [_raw(0, subject="<b>bold</b>", body="<script>alert(1)</script>")])
 
     listing = _page(reader, folder.account)
@@ -235,7 +229,7 @@ def test_html_in_a_subject_or_body_is_shown_as_text(reader):
 @pytest.mark.parametrize("fixture", ["viewer", "reader"])
 def test_rows_show_no_uuid_and_cut_long_subjects_to_one_line(fixture, request):
     client = request.getfixturevalue(fixture)
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
     _store(folder, [_raw(0, subject="Quarterly " * 40, sender="a." * 60 + "@example.org")])
 
     page = _page(client, folder.account)
@@ -254,7 +248,7 @@ def test_rows_show_no_uuid_and_cut_long_subjects_to_one_line(fixture, request):
 @pytest.mark.parametrize("fixture", ["viewer", "reader"])
 def test_the_list_costs_the_same_queries_for_one_email_or_many(fixture, request):
     client = request.getfixturevalue(fixture)
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
     _store(folder, [_raw(0)])
     with CaptureQueriesContext(connection) as one:
         _page(client, folder.account)
@@ -275,11 +269,11 @@ def test_the_list_costs_the_same_queries_for_one_email_or_many(fixture, request)
 
 def test_filters_by_account_folder_and_direction(reader):
     account = MailAccountFactory(account_id="filtered")
-    inbox, sent = _folder("inbox", account), _folder("sent", account)
+    inbox, sent = synced_folder(account, "inbox"), synced_folder(account, "sent")
     _store(inbox, [_raw(0), _raw(1)])
     sent_rows = _store(sent, [_raw(2)])
     Email.objects.filter(pk=sent_rows[0].pk).update(direction=Direction.OUTGOING)
-    other = _folder("inbox")
+    other = synced_folder(alias="inbox")
     _store(other, [_raw(3)])
 
     assert len(_column(_page(reader, account), "received")) == 3
@@ -293,9 +287,9 @@ def test_filters_by_account_folder_and_direction(reader):
 
 def test_the_folder_filter_offers_the_chosen_accounts_folders(reader):
     account = MailAccountFactory(account_id="chosen")
-    _folder("inbox", account)
-    _folder("receipts", account)
-    _folder("elsewhere", MailAccountFactory(account_id="another"))
+    synced_folder(account, "inbox")
+    synced_folder(account, "receipts")
+    synced_folder(MailAccountFactory(account_id="another"), "elsewhere")
 
     page = _page(reader, account)
 
@@ -307,7 +301,7 @@ def test_the_folder_filter_offers_the_chosen_accounts_folders(reader):
 
 
 def test_search_ranks_with_the_products_lexical_search_best_first(reader):
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
     _store(
         folder,
         [
@@ -325,7 +319,7 @@ def test_search_ranks_with_the_products_lexical_search_best_first(reader):
 
 
 def test_search_matches_stems_and_not_fragments_inside_words(reader):
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
     _store(folder, [_raw(0, subject="Invoice", body="one invoice"), _raw(1, subject="Zanzibar trip")])
     refresh_term_stats()  # the hourly word snapshot is what relates a word's forms
 
@@ -337,7 +331,7 @@ def test_search_matches_stems_and_not_fragments_inside_words(reader):
 
 def test_search_stays_within_the_filters(reader):
     account = MailAccountFactory()
-    inbox, archive = _folder("inbox", account), _folder("archive", account)
+    inbox, archive = synced_folder(account, "inbox"), synced_folder(account, "archive")
     _store(inbox, [_raw(0, subject="Invoice inbox")])
     _store(archive, [_raw(1, subject="Invoice archive")])
 
@@ -347,7 +341,7 @@ def test_search_stays_within_the_filters(reader):
 
 
 def test_a_search_the_product_refuses_says_why_and_lists_nothing(reader):
-    folder = _folder("inbox")
+    folder = synced_folder(alias="inbox")
     _store(folder, [_raw(0)])
 
     page = _page(reader, folder.account, q="x" * 513)
@@ -357,7 +351,7 @@ def test_a_search_the_product_refuses_says_why_and_lists_nothing(reader):
 
 
 def test_email_pages_add_change_and_delete_nothing(admin_client):
-    (email,) = _store(_folder(), [_raw(1)])
+    (email,) = _store(synced_folder(), [_raw(1)])
     change = reverse("admin:mailbox_email_change", args=[email.pk])
 
     assert admin_client.get(reverse("admin:mailbox_email_add")).status_code == 403

@@ -7,19 +7,17 @@ import logging
 import zlib
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
-from itertools import count
 
 import pytest
 from django.utils import timezone
 
 from accounts.models import FolderMapping, MailAccount
-from mailbox.models import Email, Folder, RawMessage
+from mailbox.models import Email, RawMessage
 from mailbox.services import attachment_links
 from mailbox.services.content import get_email_content
-from mailbox.services.store import IncomingMessage, store_messages
 from mailfathom.core import signing
 from tests.factories import MailAccountFactory
-from tests.mailbox.factories import mapped_folder
+from tests.mailbox.factories import mapped_folder, stored_email
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.mailbox.download_urls")]
 
@@ -27,7 +25,6 @@ BASE_URL = "https://mail.example.org"
 PDF = b"%PDF-1.4\n" + bytes(range(256)) * 3
 HTML = b"<html><script>alert(document.cookie)</script></html>"
 SVG = b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>'
-_uids = count(1)
 
 
 def with_attachments() -> EmailMessage:
@@ -43,20 +40,11 @@ def with_attachments() -> EmailMessage:
     return msg
 
 
-def store(folder: Folder, msg: EmailMessage) -> Email:
-    raw = msg.as_bytes()
-    result = store_messages(
-        folder,
-        [IncomingMessage(uidvalidity=1, uid=next(_uids), size=len(raw), received_at=None, raw=raw)],
-    )
-    return Email.objects.get(pk=result.email_ids[0])
-
-
 @pytest.fixture
 def email(mailfathom_settings):
     mailfathom_settings(public_base_url=BASE_URL)
     account = MailAccountFactory(account_id="billing")
-    return store(mapped_folder(account, "inbox"), with_attachments())
+    return stored_email(mapped_folder(account, "inbox"), with_attachments())
 
 
 def attachments(email: Email, **kwargs):

@@ -8,7 +8,6 @@ texts are far apart, so which passage a ranking found is unambiguous.
 from __future__ import annotations
 
 from email.message import EmailMessage
-from itertools import count
 from pathlib import Path
 
 import pytest
@@ -23,17 +22,15 @@ from mailbox.services.embedding import (
     embed_pending,
     rank_vector,
 )
-from mailbox.services.store import IncomingMessage, store_messages
 from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
-from tests.mailbox.factories import mapped_folder
+from tests.mailbox.factories import mapped_folder, stored_email
 from tests.providers.openai_server import vector_for
 from tests.support import SCRIPTED_DIMENSIONS, isolated_provider_health
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 FILES = Path(__file__).resolve().parents[1] / "data" / "attachments"
-_uids = count(1)
 
 
 def _store(folder, *, with_file: bool) -> Email:
@@ -49,11 +46,7 @@ def _store(folder, *, with_file: bool) -> Email:
             subtype="pdf",
             filename="invoice.pdf",
         )
-    raw = msg.as_bytes()
-    stored = store_messages(
-        folder, [IncomingMessage(uidvalidity=1, uid=next(_uids), size=len(raw), received_at=None, raw=raw)]
-    )
-    return Email.objects.get(pk=stored.email_ids[0])
+    return stored_email(folder, msg)
 
 
 def test_an_email_gets_an_attachment_passage_once_its_files_are_read_and_ranks_once(settings, scripted):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from email.message import EmailMessage
 from io import StringIO
-from itertools import count
 from pathlib import Path
 
 import pytest
@@ -12,17 +11,15 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from mailbox.extraction import ENGINE_VERSION
-from mailbox.models import AttachmentExtraction, AttachmentText, Email, Folder
+from mailbox.models import AttachmentExtraction, AttachmentText, Email
 from mailbox.services import attachment_text
-from mailbox.services.store import IncomingMessage, store_messages
 from mailbox.tasks import extract_attachments
 from tests.factories import MailAccountFactory
-from tests.mailbox.factories import mapped_folder
+from tests.mailbox.factories import mapped_folder, stored_email
 
 pytestmark = pytest.mark.django_db
 
 FILES = Path(__file__).resolve().parents[1] / "data" / "attachments"
-_uids = count(1)
 
 
 def message(*attachments: tuple[str, str, str]) -> EmailMessage:
@@ -36,21 +33,13 @@ def message(*attachments: tuple[str, str, str]) -> EmailMessage:
     return msg
 
 
-def store(folder: Folder, msg: EmailMessage) -> Email:
-    raw = msg.as_bytes()
-    result = store_messages(
-        folder, [IncomingMessage(uidvalidity=1, uid=next(_uids), size=len(raw), received_at=None, raw=raw)]
-    )
-    return Email.objects.get(pk=result.email_ids[0])
-
-
 @pytest.fixture
 def folder():
     return mapped_folder(MailAccountFactory(account_id="billing"), "inbox")
 
 
 def test_each_attachment_gets_a_row_with_its_outcome_and_the_email_leaves_the_queue(folder):
-    email = store(
+    email = stored_email(
         folder,
         message(
             ("invoice.pdf", "application", "pdf"),
@@ -58,7 +47,7 @@ def test_each_attachment_gets_a_row_with_its_outcome_and_the_email_leaves_the_qu
             ("hostile-encrypted.pdf", "application", "pdf"),
         ),
     )
-    store(folder, message())  # no attachment: never queued
+    stored_email(folder, message())  # no attachment: never queued
     assert list(attachment_text.pending_emails()) == [email]
 
     result = attachment_text.extract_pending()
@@ -82,7 +71,7 @@ def test_each_attachment_gets_a_row_with_its_outcome_and_the_email_leaves_the_qu
 
 def test_settings_choose_the_kinds_and_the_largest_size(folder, mailfathom_settings):
     mailfathom_settings(attachment_text_kinds="docx,text", attachment_text_max_bytes=1024)
-    email = store(
+    email = stored_email(
         folder, message(("invoice.pdf", "application", "pdf"), ("contract.docx", "application", "zip"))
     )
     attachment_text.extract_pending()
@@ -92,7 +81,7 @@ def test_settings_choose_the_kinds_and_the_largest_size(folder, mailfathom_setti
 
 def test_no_kind_switched_on_leaves_the_queue_alone(folder, mailfathom_settings):
     mailfathom_settings(attachment_text_kinds="")
-    store(folder, message(("minutes.txt", "text", "plain")))
+    stored_email(folder, message(("minutes.txt", "text", "plain")))
     assert attachment_text.extract_pending().inactive
     assert attachment_text.pending_count() == 1
 
@@ -106,7 +95,7 @@ def test_an_unknown_kind_is_refused_at_startup(mailfathom_settings):
 
 def test_the_command_reads_mail_stored_before_with_a_progress_bar(folder):
     for _ in range(3):
-        store(folder, message(("minutes.txt", "text", "plain")))
+        stored_email(folder, message(("minutes.txt", "text", "plain")))
     out, err = StringIO(), StringIO()
     call_command("extract_attachments", stdout=out, stderr=err)
     assert "Read 3 attachments of 3 emails (3 ok)." in out.getvalue()
@@ -124,12 +113,12 @@ def test_the_command_refuses_while_a_pass_runs(folder):
 
 
 def test_the_beat_task_works_off_the_queue(folder):
-    store(folder, message(("payments.csv", "text", "csv")))
+    stored_email(folder, message(("payments.csv", "text", "csv")))
     assert extract_attachments() == {"emails": 1, "attachments": 1}
 
 
 def test_an_erased_email_takes_its_attachment_text_with_it(folder):
-    email = store(folder, message(("invoice.pdf", "application", "pdf")))
+    email = stored_email(folder, message(("invoice.pdf", "application", "pdf")))
     attachment_text.extract_pending()
     email.delete()
     assert not AttachmentText.objects.exists()
@@ -145,7 +134,7 @@ def test_listing_and_searching_never_read_the_attachment_text_column(folder):
     from mailbox.services.search import search_emails
     from mailbox.services.timeline import list_emails
 
-    email = store(folder, message(("invoice.pdf", "application", "pdf")))
+    email = stored_email(folder, message(("invoice.pdf", "application", "pdf")))
     attachment_text.extract_pending()
     refresh_term_stats()
     column = '"mailbox_email"."attachment_text"'
@@ -167,7 +156,7 @@ def test_a_copy_repaired_after_the_pass_met_it_damaged_has_its_attachments_read_
     from mailbox.services.store import fill_content
 
     msg = message(("invoice.pdf", "application", "pdf"))
-    email = store(folder, msg)
+    email = stored_email(folder, msg)
     RawMessage.objects.filter(email=email).update(sha256="0" * 64)  # the stored copy fails its check
     attachment_text.extract_pending()
     assert RepairRequest.objects.filter(email=email).exists()

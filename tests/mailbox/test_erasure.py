@@ -11,7 +11,6 @@ import uuid
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from io import StringIO
-from itertools import count
 
 import pytest
 from django.core.management import call_command
@@ -41,12 +40,12 @@ from mailbox.services.erasure import (
 from mailbox.services.importer import import_archive
 from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.search import search_emails
-from mailbox.services.store import IncomingMessage, store_messages
 from mailbox.services.timeline import list_emails
 from mailfathom.core.errors import MailFathomError
 from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
+from tests.mailbox.factories import stored_email as store  # the erasure and audit tests import it from here
 from tests.support import isolated_provider_health
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.mailbox.download_urls")]
@@ -54,7 +53,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.mailbox.download_ur
 PERSON = "Dana.Subject@Example.ORG"
 TOKEN = "zyqvoxtrelkin"  # a word no other message holds
 BASE_URL = "https://mail.example.org"
-_uids = count(1)
 MODELS = (Email, RawMessage, Participant, Passage, RepairRequest, AttachmentText)
 
 
@@ -73,13 +71,6 @@ def message(role: str, n: int, *, person: str = PERSON, attachment: bool = False
     if attachment:
         msg.add_attachment(b"%PDF-1.4 data", maintype="application", subtype="pdf", filename=f"{TOKEN}.pdf")
     return msg.as_bytes()
-
-
-def store(folder, raw: bytes) -> Email:
-    result = store_messages(
-        folder, [IncomingMessage(uidvalidity=1, uid=next(_uids), size=len(raw), received_at=None, raw=raw)]
-    )
-    return Email.objects.get(pk=result.email_ids[0])
 
 
 def row_counts() -> dict[str, int]:

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db.models import Count
 from django.utils import timezone
 
 from mailbox.archive import read_archive
@@ -27,6 +26,7 @@ from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email, RawMessage
 from mailbox.services.importer import import_archive
 from tests.corpus import MAIL_SAMPLE, TORTURE
 from tests.factories import FolderMappingFactory, MailAccountFactory
+from tests.mailbox.imap_support import stored_twice
 
 pytestmark = pytest.mark.django_db
 
@@ -312,13 +312,7 @@ def test_real_mail_as_maildir_and_mbox_is_stored_byte_exact_and_once(account, tm
 
     assert _emails(account, "archive").count() == 300
     assert _emails(account, "takeout").count() == 300
-    duplicates = (
-        Email.objects.filter(account=account)
-        .values("folder", "uidvalidity", "uid")
-        .annotate(n=Count("id"))
-        .filter(n__gt=1)
-    )
-    assert not duplicates.exists()
+    assert stored_twice(account) == 0
     assert RawMessage.objects.filter(email__account=account).count() == 600
     source = sorted(hashlib.sha256(raw).hexdigest() for raw in raws)
     from_maildir = sorted(hashlib.sha256(raw).hexdigest() for raw in _stored_raws(account, "archive"))

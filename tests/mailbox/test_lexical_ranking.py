@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from accounts.models import FolderRole
 from mailbox.models import Email, LexicalCollectionStat
 from mailbox.services.lexical_search import MAX_QUERY_WORDS, query_words, rank_lexical, refresh_term_stats
 from mailbox.services.search import search_emails
 from tests.configure import configure
-from tests.factories import MailAccountFactory
-from tests.mailbox.factories import EmailFactory, mapped_folder
+from tests.mailbox.factories import EmailFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -18,13 +16,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _lexical_only(settings):
     configure(settings, embedding_provider="none")
-
-
-@pytest.fixture
-def inbox():
-    return mapped_folder(
-        MailAccountFactory(account_id="desk", display_name="Desk"), "inbox", FolderRole.INBOX
-    )
 
 
 def _background(inbox, count: int = 20) -> None:

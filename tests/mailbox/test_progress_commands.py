@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db.models import Count
 
 from mailbox.models import Email, Folder, Passage
 from mailbox.services import importer
@@ -28,7 +27,7 @@ from mailfathom.core.progress import INTERRUPTED, Progress, TerminalProgress
 from tests.configure import configure, scripted_embeddings
 from tests.factories import FolderMappingFactory, MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.mailbox.imap_support import account_for, add_user, local_state
+from tests.mailbox.imap_support import account_for, add_user, local_state, stored_twice
 from tests.mcp.servers import ROOT, server_env
 from tests.support import isolated_provider_health, wait_for
 
@@ -70,13 +69,6 @@ def _interrupted(*args: str) -> None:
         _run(*args)
     assert stopped.value.returncode == 130
     assert str(stopped.value) == INTERRUPTED
-
-
-def _no_duplicates(account) -> bool:
-    dupes = (
-        Email.objects.filter(account=account).values("folder", "uidvalidity", "uid").annotate(n=Count("id"))
-    )
-    return not dupes.filter(n__gt=1).exists()
 
 
 # --- import_mail -------------------------------------------------------------------------
@@ -151,7 +143,7 @@ def test_import_mail_stopped_by_ctrl_c_keeps_its_batches_and_a_rerun_completes(
     out, _ = _run("import_mail", "--account", "importer", "--folder", "archive", str(tmp_path / "export"))
     assert f"Read {total} messages: {total - 4} stored, 4 already held" in out
     assert Email.objects.filter(account=archive_account).count() == total
-    assert _no_duplicates(archive_account)
+    assert stored_twice(archive_account) == 0
 
 
 # --- synchronize -------------------------------------------------------------------------
@@ -198,7 +190,7 @@ def test_synchronize_stopped_by_ctrl_c_keeps_its_batches_and_a_rerun_completes(u
     out, _ = _run("synchronize", account.account_id, "--no-progress")
     assert "inbox: 25 stored" in out
     assert local_state(account, "inbox") == user.state("INBOX")
-    assert _no_duplicates(account)
+    assert stored_twice(account) == 0
 
 
 @sync
@@ -322,4 +314,4 @@ def test_a_real_sigint_mid_import_exits_130_keeping_whole_batches_only(tmp_path)
         "import_mail", "--account", "interrupted", "--folder", "archive", str(root), "--no-progress"
     )
     assert f"Read {MESSAGES} messages: {MESSAGES - kept} stored, {kept} already held" in out
-    assert held.count() == MESSAGES and _no_duplicates(account)
+    assert held.count() == MESSAGES and stored_twice(account) == 0

@@ -5,14 +5,12 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from accounts.models import FolderRole
 from mailbox.models import Email
 from mailbox.services import lexical_search, query_language
 from mailbox.services.lexical_search import highlight, query_words, rank_lexical, refresh_term_stats
 from mailbox.services.search import search_emails
 from tests.configure import configure
-from tests.factories import MailAccountFactory
-from tests.mailbox.factories import EmailFactory, mapped_folder
+from tests.mailbox.factories import EmailFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -22,13 +20,6 @@ GERMAN_QUESTION = "Wie teuer ist die Reparatur des Druckers?"
 @pytest.fixture(autouse=True)
 def _lexical_only(settings):
     configure(settings, embedding_provider="none")
-
-
-@pytest.fixture
-def inbox():
-    return mapped_folder(
-        MailAccountFactory(account_id="desk", display_name="Desk"), "inbox", FolderRole.INBOX
-    )
 
 
 @pytest.fixture

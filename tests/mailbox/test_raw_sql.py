@@ -6,15 +6,13 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from accounts.models import FolderRole
 from mailbox.models import Email, LexicalTermStat, Passage
 from mailbox.services import lexical_search
 from mailbox.services.lexical_search import highlight, rank_lexical, refresh_term_stats
 from mailbox.services.raw_sql import Params, column, table
 from mailbox.services.search import search_emails
 from mailbox.services.selection import MailFilter
-from tests.factories import MailAccountFactory
-from tests.mailbox.factories import EmailFactory, mapped_folder
+from tests.mailbox.factories import EmailFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -34,12 +32,6 @@ def test_values_are_bound_in_the_order_the_statement_names_them():
     with connection.cursor() as cursor:
         cursor.execute(sql, bind.values)
         assert cursor.fetchone() == ("first", 2, "first")
-
-
-@pytest.fixture
-def inbox():
-    account = MailAccountFactory(account_id="team", display_name="Team")
-    return mapped_folder(account, "inbox", FolderRole.INBOX)
 
 
 def test_an_embedded_queryset_keeps_its_sql_and_its_values_between_the_statements_own(inbox):

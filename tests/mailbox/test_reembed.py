@@ -28,7 +28,8 @@ from mailfathom.providers.local import E5_MODEL, USE_MODEL
 from tests.configure import configure
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.support import isolated_provider_health
+
+pytestmark = pytest.mark.usefixtures("own_provider_health")
 
 MAIL = [
     ("Car insurance", "Your vehicle policy renewal is due next month."),
@@ -36,12 +37,6 @@ MAIL = [
     ("Lunch", "Shall we meet for lunch on Friday at the Italian place?"),
     ("Zugfahrt", "Der Zug nach Hamburg fährt um 8 Uhr am Gleis 3 ab."),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _isolated_health(settings):
-    with isolated_provider_health(settings, "reembed"):
-        yield
 
 
 @pytest.fixture

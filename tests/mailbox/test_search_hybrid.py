@@ -16,24 +16,10 @@ from mailbox.services.lexical_search import refresh_term_stats
 from mailbox.services.search import search_emails
 from mailbox.services.selection import MailFilter
 from tests.configure import configure, scripted_embeddings
-from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
 from tests.providers.openai_server import hang, model_not_found, status
-from tests.support import isolated_provider_health
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _isolated_health(settings):
-    with isolated_provider_health(settings, "search"):
-        yield
-
-
-@pytest.fixture
-def inbox():
-    account = MailAccountFactory(account_id="team", display_name="Team")
-    return mapped_folder(account, "inbox", FolderRole.INBOX)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 
 def test_sweep_embeds_newest_first_and_records_spend(settings, scripted, inbox):

@@ -16,15 +16,8 @@ from mailbox.services.passages import retrieve_passages
 from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.support import isolated_provider_health
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _isolated_health(settings):
-    with isolated_provider_health(settings, "lexical-query"):
-        yield
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 
 def test_the_lexical_string_is_ranked_and_only_the_query_is_embedded(settings, scripted):

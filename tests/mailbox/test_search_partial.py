@@ -10,29 +10,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from accounts.models import FolderRole
 from mailbox.services import search
 from mailbox.services.embedding import VectorHit, embed_pending
 from mailbox.services.lexical_search import LexicalHit, refresh_term_stats
 from mailbox.services.search import Fusion, fuse, search_emails
 from tests.configure import configure, scripted_embeddings
-from tests.factories import MailAccountFactory
-from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.support import isolated_provider_health
+from tests.mailbox.factories import EmailFactory
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _isolated_health(settings):
-    with isolated_provider_health(settings, "search-partial"):
-        yield
-
-
-@pytest.fixture
-def inbox():
-    account = MailAccountFactory(account_id="team", display_name="Team")
-    return mapped_folder(account, "inbox", FolderRole.INBOX)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 
 def test_semantic_search_is_partial_while_little_of_the_scope_is_embedded(settings, scripted, inbox):

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from email.message import EmailMessage
-from itertools import count
 
 import pytest
 
-from mailbox.models import Email, Folder
+from mailbox.models import Email
 from mailbox.services import sensitive
 from mailbox.services.content import get_email_content
-from mailbox.services.store import IncomingMessage, store_messages
 from mailfathom.core.errors import MailFathomError, published
 from tests.factories import MailAccountFactory
-from tests.mailbox.factories import mapped_folder
+from tests.mailbox.factories import mapped_folder, stored_email
 
 pytestmark = pytest.mark.django_db
 
@@ -23,15 +21,6 @@ PHONE = "(202) 555-0143"
 SSN = "536-90-4399"
 IDNR = "36 574 261 809"
 DNI = "12345678Z"
-_uids = count(1)
-
-
-def store(folder: Folder, msg: EmailMessage) -> Email:
-    raw = msg.as_bytes()
-    result = store_messages(
-        folder, [IncomingMessage(uidvalidity=1, uid=next(_uids), size=len(raw), received_at=None, raw=raw)]
-    )
-    return Email.objects.get(pk=result.email_ids[0])
 
 
 def message(
@@ -117,7 +106,7 @@ def test_html_text_is_reescaped_after_redaction():
 
 
 def test_scanning_is_off_by_default(inbox):
-    email = store(inbox, message(f"pay with {CARD}", subject=f"IBAN {IBAN}"))
+    email = stored_email(inbox, message(f"pay with {CARD}", subject=f"IBAN {IBAN}"))
     c = content_of(email)
     assert CARD in c.body.plain_text.text
     assert c.headers.subject == f"IBAN {IBAN}"
@@ -126,7 +115,7 @@ def test_scanning_is_off_by_default(inbox):
 
 def test_body_subject_html_and_display_names_are_redacted(inbox, scanning):
     body = f"card {CARD}\niban {IBAN}\nphone {PHONE}\nssn {SSN}"
-    email = store(inbox, message(body, subject=f"call {PHONE}", html=f"<p>IdNr <i>{IDNR}</i></p>"))
+    email = stored_email(inbox, message(body, subject=f"call {PHONE}", html=f"<p>IdNr <i>{IDNR}</i></p>"))
     c = content_of(email, include_html=True)
     assert c.body.plain_text.text == (
         "card [redacted:card]\niban [redacted:iban]\nphone [redacted:phone]\nssn [redacted:nationalId]"
@@ -139,13 +128,13 @@ def test_body_subject_html_and_display_names_are_redacted(inbox, scanning):
 
 
 def test_addresses_are_never_redacted(inbox, scanning):
-    email = store(inbox, message("hi", to="4111111111111111@example.net"))
+    email = stored_email(inbox, message("hi", to="4111111111111111@example.net"))
     assert content_of(email).headers.to[0].address == "4111111111111111@example.net"
 
 
 def test_names_past_the_fortieth_are_withheld_when_scanning(inbox, mailfathom_settings):
     recipients = ", ".join(f"Person {n} <p{n}@example.net>" for n in range(45))
-    email = store(inbox, message("hi", to=recipients))
+    email = stored_email(inbox, message("hi", to=recipients))
     names = [m.display_name for m in content_of(email).headers.to]
     assert names[-1] == "Person 44"  # off: every name is published
     mailfathom_settings(sensitive_scan_enabled=True)
@@ -158,7 +147,7 @@ def test_names_past_the_fortieth_are_withheld_when_scanning(inbox, mailfathom_se
 
 def test_body_past_the_ceiling_is_withheld_and_says_so(inbox, mailfathom_settings):
     mailfathom_settings(sensitive_scan_enabled=True, sensitive_scan_ceiling=1000)
-    email = store(inbox, message("w" * 1500))
+    email = stored_email(inbox, message("w" * 1500))
     plain = content_of(email).body.plain_text
     assert plain.truncated_by == "sensitiveContentScanCeiling"
     assert plain.original_character_count == 1500
@@ -167,21 +156,21 @@ def test_body_past_the_ceiling_is_withheld_and_says_so(inbox, mailfathom_setting
 
 def test_body_at_the_ceiling_is_whole(inbox, mailfathom_settings):
     mailfathom_settings(sensitive_scan_enabled=True, sensitive_scan_ceiling=1000)
-    email = store(inbox, message("w" * 1000))
+    email = stored_email(inbox, message("w" * 1000))
     plain = content_of(email).body.plain_text
     assert (len(plain.text), plain.truncated_by) == (1000, "none")
 
 
 def test_a_number_straddling_the_ceiling_is_not_served_in_part(inbox, mailfathom_settings):
     mailfathom_settings(sensitive_scan_enabled=True, sensitive_scan_ceiling=1000)
-    email = store(inbox, message("w" * 990 + " " + CARD + " tail"))
+    email = stored_email(inbox, message("w" * 990 + " " + CARD + " tail"))
     text = content_of(email).body.plain_text.text
     assert not any(ch.isdigit() for ch in text)
 
 
 def test_a_number_just_before_the_cut_is_redacted_whole(inbox, mailfathom_settings):
     mailfathom_settings(sensitive_scan_enabled=True, sensitive_scan_ceiling=1000)
-    email = store(inbox, message("w" * 930 + " " + CARD + " " + "w" * 600))
+    email = stored_email(inbox, message("w" * 930 + " " + CARD + " " + "w" * 600))
     text = content_of(email).body.plain_text.text
     assert text.endswith(" [redacted:card]")
 
@@ -190,21 +179,21 @@ def test_the_body_limit_wins_when_it_cuts_more(inbox, mailfathom_settings):
     mailfathom_settings(
         sensitive_scan_enabled=True, sensitive_scan_ceiling=5000, content_body_character_limit=1000
     )
-    email = store(inbox, message("w" * 6000))
+    email = stored_email(inbox, message("w" * 6000))
     plain = content_of(email).body.plain_text
     assert (len(plain.text), plain.truncated_by) == (1000, "bodyCharacterLimit")
 
 
 def test_a_cut_never_splits_a_marker(inbox, mailfathom_settings):
     mailfathom_settings(sensitive_scan_enabled=True, content_body_character_limit=1000)
-    email = store(inbox, message("w" * 990 + " " + CARD + " " + "w" * 50))
+    email = stored_email(inbox, message("w" * 990 + " " + CARD + " " + "w" * 50))
     text = content_of(email).body.plain_text.text
     assert text == "w" * 990 + " "
 
 
 def test_html_past_the_ceiling_is_withheld(inbox, mailfathom_settings):
     mailfathom_settings(sensitive_scan_enabled=True, sensitive_scan_ceiling=1000)
-    email = store(inbox, message("plain", html="<p>" + "<b>word</b> " * 200 + "</p>"))
+    email = stored_email(inbox, message("plain", html="<p>" + "<b>word</b> " * 200 + "</p>"))
     html = content_of(email, include_html=True).body.sanitized_html
     assert html.truncated_by == "sensitiveContentScanCeiling"
     assert len(html.text) <= 1000
@@ -217,7 +206,7 @@ def test_a_failing_detector_fails_the_whole_call(inbox, scanning, monkeypatch):
         raise RuntimeError("detector crashed")
 
     monkeypatch.setattr(sensitive, "DETECTORS", (*sensitive.DETECTORS, ("phone", broken)))
-    email = store(inbox, message("nothing sensitive"))
+    email = stored_email(inbox, message("nothing sensitive"))
     with pytest.raises(MailFathomError) as caught:
         get_email_content([str(email.pk)])
     assert caught.value.code == 82001
@@ -229,5 +218,5 @@ def test_a_failing_detector_is_harmless_while_scanning_is_off(inbox, monkeypatch
         raise RuntimeError("detector crashed")
 
     monkeypatch.setattr(sensitive, "DETECTORS", (("phone", broken),))
-    email = store(inbox, message("nothing sensitive"))
+    email = stored_email(inbox, message("nothing sensitive"))
     assert content_of(email).body.plain_text.text == "nothing sensitive"

@@ -6,14 +6,20 @@ import threading
 
 import pytest
 from django.db import connection
-from django.db.models import Count
 
 from mailbox.models import Email, Folder
 from mailbox.sync import engine
 from mailbox.sync.engine import synchronize_account
 from mailbox.sync.failures import CONNECTION_LOST
 from tests.mailbox.fault_proxy import CuttingProxy
-from tests.mailbox.imap_support import account_for, add_user, corpus_messages, iter_cut_points, local_state
+from tests.mailbox.imap_support import (
+    account_for,
+    add_user,
+    corpus_messages,
+    iter_cut_points,
+    local_state,
+    stored_twice,
+)
 from tests.support import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot]
@@ -40,16 +46,6 @@ def _reset_local_copy(account) -> None:
     )
 
 
-def _duplicates(account) -> int:
-    return (
-        Email.objects.filter(account=account)
-        .values("folder", "uidvalidity", "uid")
-        .annotate(n=Count("id"))
-        .filter(n__gt=1)
-        .count()
-    )
-
-
 def test_connection_cut_at_many_points_then_a_rerun_leaves_exactly_the_server(user, proxy, monkeypatch):
     monkeypatch.setattr(engine, "BATCH_SIZE", 20)
     user.append("INBOX", corpus_messages("spamassassin/hard-ham-1/", 120))
@@ -71,7 +67,7 @@ def test_connection_cut_at_many_points_then_a_rerun_leaves_exactly_the_server(us
         synchronize_account(account.pk, force=True)
 
         assert local_state(account, "inbox") == server, f"cut after {cut} of {total} bytes"
-        assert _duplicates(account) == 0
+        assert stored_twice(account) == 0
         assert partial <= len(server)
 
     assert proxy.cuts >= CUT_POINTS
@@ -104,7 +100,7 @@ def test_same_account_synchronized_twice_at_once_never_interleaves(user, monkeyp
     assert sorted(f.skipped_locked for f in inbox_runs) == [False, True]
     assert sum(f.stored for f in inbox_runs) == 150
     assert local_state(account, "inbox") == user.state("INBOX")
-    assert _duplicates(account) == 0
+    assert stored_twice(account) == 0
 
 
 def _measured_session(account, proxy) -> int:
@@ -141,7 +137,7 @@ def test_a_session_cut_mid_backfill_logs_in_again_once_and_finishes_the_folder(u
     assert len(inbox_starts) == 2 and inbox_starts[0] == len(server) > inbox_starts[1] > 0
     assert sorted(f.alias for f in run.folders) == ["inbox", "junk", "sent"]  # each folder once
     assert local_state(account, "inbox") == server
-    assert _duplicates(account) == 0
+    assert stored_twice(account) == 0
     assert not Folder.objects.filter(account=account, last_failure_code__isnull=False).exists()
 
 
@@ -166,12 +162,12 @@ def test_a_second_cut_in_the_same_run_ends_it_with_connection_lost_and_loses_not
     partial = local_state(account, "inbox")
     assert 0 < len(partial) < len(server)
     assert all(server[uid] == flags for uid, flags in partial.items())
-    assert _duplicates(account) == 0
+    assert stored_twice(account) == 0
 
     proxy.cut_after = None
     synchronize_account(account.pk, force=True)
     assert local_state(account, "inbox") == server
-    assert _duplicates(account) == 0
+    assert stored_twice(account) == 0
 
 
 def test_a_cut_in_a_later_folder_after_the_reconnect_ends_the_run(user, proxy, monkeypatch):
@@ -204,4 +200,4 @@ def test_a_cut_in_a_later_folder_after_the_reconnect_ends_the_run(user, proxy, m
 
     synchronize_account(account.pk, force=True)
     assert local_state(account, "junk") == user.state("Junk")
-    assert _duplicates(account) == 0
+    assert stored_twice(account) == 0

@@ -32,7 +32,7 @@ from accounts.services import oauth_providers, oauth_tokens
 from mailbox.models import Email, Folder
 from mailbox.sync import engine, folder_state
 from mailfathom.core.errors import Code
-from tests.factories import FolderMappingFactory, MailAccountFactory
+from tests.factories import FolderMappingFactory, MailAccountFactory, saved_registration
 
 pytestmark = [pytest.mark.dovecot, pytest.mark.django_db(transaction=True)]
 
@@ -56,16 +56,14 @@ def _fresh_discovery():
 
 @pytest.fixture
 def delegated(oauth_server) -> OAuthRegistration:
-    registration = OAuthRegistration(
+    return saved_registration(
+        oauth_server.client_secret,
         name="Test server",
         provider=ProviderKind.GENERIC,
         client_id=oauth_server.client_id,
         issuer_url=oauth_server.issuer,
         scopes="openid email imap offline_access",
     )
-    registration.set_client_secret(oauth_server.client_secret)
-    registration.save()
-    return registration
 
 
 def _account(oauth_dovecot, registration, user: str, **fields) -> MailAccount:
@@ -191,15 +189,14 @@ def test_a_withdrawn_grant_asks_for_a_new_sign_in_and_stops_the_retries(
 
 
 def test_one_app_only_registration_synchronizes_two_mailboxes(oauth_server, oauth_dovecot):
-    registration = OAuthRegistration(
+    registration = saved_registration(
+        oauth_server.app_client_secret,
         name="Company",
         provider=ProviderKind.GENERIC_APP,
         client_id=oauth_server.app_client_id,
         issuer_url=oauth_server.issuer,
         scopes="imap",
     )
-    registration.set_client_secret(oauth_server.app_client_secret)
-    registration.save()
     accounts = []
     for count in (2, 3):
         user = oauth_server.add_user()  # a mailbox of example.test, the registration's domain
@@ -217,15 +214,14 @@ def test_one_app_only_registration_synchronizes_two_mailboxes(oauth_server, oaut
 
 
 def test_a_refused_registration_stops_the_retries_until_it_is_fixed(oauth_server, oauth_dovecot):
-    registration = OAuthRegistration(
+    registration = saved_registration(
+        "not-the-secret",
         name="Company",
         provider=ProviderKind.GENERIC_APP,
         client_id=oauth_server.app_client_id,
         issuer_url=oauth_server.issuer,
         scopes="imap",
     )
-    registration.set_client_secret("not-the-secret")
-    registration.save()
     account = _account(oauth_dovecot, registration, oauth_server.add_user())
 
     run = engine.synchronize_account(account.pk, force=True)

@@ -10,14 +10,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db.models import Count, F
+from django.db.models import F
 from django.utils import timezone
 
-from mailbox.models import DownloadDay, Email, Folder
+from mailbox.models import DownloadDay, Folder
 from mailbox.sync import engine, pace
 from mailbox.sync.engine import synchronize_account
 from mailfathom.core.errors import Code
-from tests.mailbox.imap_support import account_for, add_user, local_state
+from tests.mailbox.imap_support import account_for, add_user, local_state, stored_twice
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot]
 
@@ -46,16 +46,6 @@ def user(dovecot):
     user = add_user(dovecot)
     user.append("INBOX", [_message(n) for n in range(1, MESSAGES + 1)])
     return user
-
-
-def _duplicates(account) -> int:
-    return (
-        Email.objects.filter(account=account)
-        .values("folder", "uidvalidity", "uid")
-        .annotate(n=Count("id"))
-        .filter(n__gt=1)
-        .count()
-    )
 
 
 def test_a_spent_pace_stops_after_the_batch_that_crossed_it_and_the_next_day_finishes(user, monkeypatch):
@@ -90,7 +80,7 @@ def test_a_spent_pace_stops_after_the_batch_that_crossed_it_and_the_next_day_fin
     inbox_run = next(f for f in second.folders if f.alias == "inbox")
     assert (inbox_run.stored, inbox_run.failure_code) == (MESSAGES - 3, None)
     assert local_state(account, "inbox") == server
-    assert _duplicates(account) == 0
+    assert stored_twice(account) == 0
     inbox.refresh_from_db()
     assert (inbox.last_failure_code, inbox.backoff_until) == (None, None)
     assert sorted(DownloadDay.objects.filter(account=account).values_list("downloaded_bytes", flat=True)) == [

@@ -29,7 +29,7 @@ def test_worker_consumes_the_sync_task_from_redis(user, tmp_path):
     account = account_for(user)
     worker = Worker(tmp_path / "worker.log")
     try:
-        sync_account.delay(account.pk)
+        queued = sync_account.delay(account.pk)
         wait_for(
             lambda: local_state(account, "inbox") == user.state("INBOX"),
             60,
@@ -40,6 +40,8 @@ def test_worker_consumes_the_sync_task_from_redis(user, tmp_path):
         )
     finally:
         worker.stop()
+    # The rows are the worker's: it logged taking this very task from Redis and finishing it.
+    assert f"mailbox.sync_account[{queued.id}] succeeded" in (tmp_path / "worker.log").read_text()
 
 
 def test_worker_killed_mid_run_converges_to_a_clean_run(user, tmp_path):

@@ -23,9 +23,9 @@ from mailbox.models import Folder
 from mailbox.sync.folder_state import ensure_folders
 from mailfathom.core import heartbeat
 from tests.factories import FolderMappingFactory, MailAccountFactory
-from tests.support import free_port, isolated_provider_health
+from tests.support import free_port
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = {
@@ -39,12 +39,6 @@ PARTS = {
     "attachmentTextBacklog",
     "mailboxSignIn",
 }
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    with isolated_provider_health(settings, "health"):
-        yield
 
 
 def _health(client) -> tuple[int, dict]:

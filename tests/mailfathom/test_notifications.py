@@ -30,7 +30,6 @@ from accounts.models import (
     MailAccount,
     MembershipRole,
     OAuthGrant,
-    OAuthRegistration,
     ProviderKind,
     Security,
 )
@@ -40,7 +39,7 @@ from mailfathom.core.errors import Code
 from mailfathom.notifications.services import send_due_notifications
 from tests import privacy
 from tests.configure import configure
-from tests.factories import MailAccountFactory
+from tests.factories import MailAccountFactory, saved_registration
 from tests.mailbox.factories import EmailFactory, mapped_folder
 
 pytestmark = pytest.mark.django_db
@@ -361,9 +360,9 @@ def test_a_new_failing_streak_is_told_again(person, reviewed):
 
 
 def test_needs_sign_in_again_is_told_once_with_the_account_page(person, reviewed):
-    registration = OAuthRegistration(name="Contoso", provider=ProviderKind.MICROSOFT, client_id="c")
-    registration.set_client_secret("client-secret-canary-77a1")
-    registration.save()
+    registration = saved_registration(
+        "client-secret-canary-77a1", name="Contoso", provider=ProviderKind.MICROSOFT, client_id="c"
+    )
     MailAccount.objects.filter(pk=reviewed.pk).update(
         auth_method=AuthMethod.OAUTH2, oauth_registration=registration, security=Security.TLS
     )

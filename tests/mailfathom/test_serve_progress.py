@@ -9,7 +9,6 @@ fast the machine is.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -19,11 +18,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.db import connection
 
 from tests.redis_server import RedisServer
-from tests.support import database_url, free_port
+from tests.support import database_url, free_port, serve_env
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -46,22 +44,10 @@ def empty_database():
 def test_a_first_start_prints_a_line_every_few_seconds_until_the_banner(tmp_path, empty_database):
     broker = RedisServer(tmp_path / "redis")
     broker.start()
-    env = {
-        **os.environ,
-        "DATABASE_URL": empty_database,
-        "REDIS_URL": broker.url,
-        "DJANGO_SECRET_KEY": "test-serve-" + "x" * 50,
-        "MAILFATHOM_KEYRING": settings.MAILFATHOM_KEYRING,
-        "MAILFATHOM_VAR_DIR": str(tmp_path / "var"),
-        "MAILFATHOM_ADMIN_PASSWORD": "a-long-test-password-9347",
-        "PYTHONUNBUFFERED": "1",
-    }
-    for name in ("TEST_DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"):
-        env.pop(name, None)
     serve = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(free_port())],
         cwd=ROOT,
-        env=env,
+        env=serve_env(empty_database, broker.url, tmp_path / "var"),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -21,17 +21,11 @@ from mailbox.models import AttachmentExtraction, AttachmentText, Availability, E
 from mailfathom.status.services import attachment_text_progress
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.support import isolated_provider_health
+from tests.mailfathom.status_page import data_attributes, status_page
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 OUTCOMES = ("ok", "too_large", "encrypted", "unreadable", "timed_out", "unsupported")
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    with isolated_provider_health(settings, "status-attachment-text"):
-        yield
 
 
 @pytest.fixture
@@ -39,21 +33,11 @@ def inbox():
     return mapped_folder(MailAccountFactory(), "inbox")
 
 
-def _row(page: str, element_id: str) -> dict[str, str]:
-    """The data-* attributes of the element with `element_id`."""
-    found = re.search(rf'<[a-z]+[^>]*\bid="{re.escape(element_id)}"([^>]*)>', page)
-    assert found, f"no element #{element_id}"
-    return dict(re.findall(r'data-([a-z-]+)="([^"]*)"', found.group(0)))
-
-
-def _page(client) -> str:
-    response = client.get(reverse("system-status"))
-    assert response.status_code == 200
-    return response.content.decode()
-
-
 def _outcomes(page: str) -> dict[str, int]:
-    return {outcome: int(_row(page, f"status-attachment-outcome-{outcome}")["count"]) for outcome in OUTCOMES}
+    return {
+        outcome: int(data_attributes(page, f"status-attachment-outcome-{outcome}")["count"])
+        for outcome in OUTCOMES
+    }
 
 
 def _waiting(folder, count: int) -> list:
@@ -89,9 +73,9 @@ def test_the_section_counts_waiting_mail_and_attachments_by_outcome_never_names(
     _extracted(inbox, ["ok", "ok", "encrypted"])
     _extracted(inbox, ["too_large", "timed_out", "unsupported", "ok"])
 
-    page = _page(admin_client)
+    page = status_page(admin_client)
 
-    assert _row(page, "status-attachment-text") == {
+    assert data_attributes(page, "status-attachment-text") == {
         "active": "true",
         "pending": "3",
         "attachments": "7",
@@ -114,8 +98,8 @@ def test_the_page_and_health_read_the_same_backlog(admin_client, client, inbox):
     _extracted(inbox, ["ok", "unreadable"])
     _extracted(inbox, ["unreadable"])
 
-    section = _row(_page(admin_client), "status-attachment-text")
-    outcomes = _outcomes(_page(admin_client))
+    section = data_attributes(status_page(admin_client), "status-attachment-text")
+    outcomes = _outcomes(status_page(admin_client))
     health = client.get(reverse("health")).json()["parts"]["attachmentTextBacklog"]
 
     assert int(section["pending"]) == health["pending"] == 4
@@ -131,12 +115,12 @@ def test_the_rate_is_what_the_pass_did_in_the_last_hour_and_says_when_the_backlo
         _extracted(inbox, ["ok"], ago=timedelta(minutes=minutes))
 
     progress = attachment_text_progress(now=timezone.now())
-    page = _page(admin_client)
+    page = status_page(admin_client)
 
     assert progress.done_in_window == 10
     assert progress.per_minute == pytest.approx(1.0, rel=0.01)
     assert progress.remaining_seconds == pytest.approx(20 * 60, rel=0.01)
-    assert _row(page, "status-attachment-text")["done-last-hour"] == "10"
+    assert data_attributes(page, "status-attachment-text")["done-last-hour"] == "10"
     assert "1.0 emails per minute since" in page
     assert re.search(r'id="status-attachment-text-eta">in about (19|20) min( \d+ s)? at this rate<', page)
 
@@ -145,22 +129,22 @@ def test_a_rate_is_not_measured_over_a_few_minutes_and_none_in_the_hour_is_no_pr
     _waiting(inbox, 5)
     _extracted(inbox, ["ok"], ago=timedelta(minutes=1))
 
-    page = _page(admin_client)
+    page = status_page(admin_client)
     assert attachment_text_progress().per_minute is None
     assert "not measured yet" in page
     assert re.search(r'id="status-attachment-text-eta">unknown until a rate is measured<', page)
 
     AttachmentExtraction.objects.update(extracted_at=timezone.now() - timedelta(hours=2))
-    page = _page(admin_client)
+    page = status_page(admin_client)
     assert attachment_text_progress().per_minute == 0.0
     assert "no email extracted in the last hour" in page
     assert re.search(r'id="status-attachment-text-eta">not at this rate: nothing was extracted', page)
 
 
 def test_an_empty_mailbox_shows_every_outcome_at_zero_and_nothing_waiting(admin_client):
-    page = _page(admin_client)
+    page = status_page(admin_client)
 
-    assert _row(page, "status-attachment-text") == {
+    assert data_attributes(page, "status-attachment-text") == {
         "active": "true",
         "pending": "0",
         "attachments": "0",
@@ -175,9 +159,9 @@ def test_no_kind_switched_on_is_said(admin_client, mailfathom_settings, inbox):
     mailfathom_settings(attachment_text_kinds="")
     _waiting(inbox, 2)
 
-    page = _page(admin_client)
+    page = status_page(admin_client)
 
-    assert _row(page, "status-attachment-text")["active"] == "false"
+    assert data_attributes(page, "status-attachment-text")["active"] == "false"
     assert 'id="status-attachment-text-inactive"' in page
 
 
@@ -186,21 +170,21 @@ def test_the_refresh_fragment_carries_the_section(admin_client, inbox):
 
     fragment = admin_client.get(reverse("system-status-live")).content.decode()
 
-    assert _row(fragment, "status-attachment-text")["pending"] == "1"
+    assert data_attributes(fragment, "status-attachment-text")["pending"] == "1"
 
 
 def test_the_section_costs_the_same_queries_for_few_emails_or_many(admin_client, inbox):
     _waiting(inbox, 1)
     _extracted(inbox, ["ok"])
-    _page(admin_client)
+    status_page(admin_client)
     with CaptureQueriesContext(connection) as few:
-        _page(admin_client)
+        status_page(admin_client)
     _waiting(inbox, 30)
     for _ in range(10):
         _extracted(inbox, ["ok", "encrypted", "unsupported"], ago=timedelta(minutes=5))
-    _page(admin_client)  # the stored mail makes the mail chart's past days be counted again, once
+    status_page(admin_client)  # the stored mail makes the mail chart's past days be counted again, once
     with CaptureQueriesContext(connection) as many:
-        page = _page(admin_client)
+        page = status_page(admin_client)
 
     assert len(many.captured_queries) == len(few.captured_queries)
-    assert _row(page, "status-attachment-text")["pending"] == "31"
+    assert data_attributes(page, "status-attachment-text")["pending"] == "31"

@@ -17,26 +17,18 @@ from email.utils import format_datetime
 
 import pytest
 from django.db import connection
-from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import UserPreference
 from mailbox.models import CoverageSample, Email, Folder
 from mailbox.services import coverage_status
 from mailbox.services.store import IncomingMessage, store_messages
-from mailbox.sync.folder_state import ensure_folders
-from tests.factories import FolderMappingFactory, MailAccountFactory
-from tests.support import isolated_provider_health
+from tests.mailbox.factories import synced_folder
+from tests.mailfathom.status_page import status_page
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 SVG = "{http://www.w3.org/2000/svg}"
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    with isolated_provider_health(settings, "status-charts"):
-        yield
 
 
 @pytest.fixture(autouse=True)
@@ -45,11 +37,6 @@ def past_days_counted_afresh():
     coverage_status.forget_past_days()
     yield
     coverage_status.forget_past_days()
-
-
-def _folder() -> Folder:
-    mapping = FolderMappingFactory(account=MailAccountFactory(), alias="inbox")
-    return next(f for f in ensure_folders(mapping.account) if f.mapping_id == mapping.pk)
 
 
 def _message(n: int, sent: datetime | None) -> bytes:
@@ -67,12 +54,6 @@ def _store(folder: Folder, dated: list[tuple[datetime | None, datetime | None]])
         for n, (sent, received) in enumerate(dated)
     ]
     store_messages(folder, incoming, advance_to_uid=len(dated))
-
-
-def _page(client) -> str:
-    response = client.get(reverse("system-status"))
-    assert response.status_code == 200
-    return response.content.decode()
 
 
 def _svg(page: str, chart_id: str) -> ET.Element:
@@ -96,7 +77,7 @@ def _noon(days_ago: int) -> datetime:
 def test_mail_of_many_days_stored_in_one_moment_makes_a_bar_for_each_of_its_days(admin_client):
     now = timezone.now()
     _store(
-        _folder(),
+        synced_folder(),
         [
             (_noon(1), now),
             (_noon(3), now),
@@ -107,7 +88,7 @@ def test_mail_of_many_days_stored_in_one_moment_makes_a_bar_for_each_of_its_days
         ],
     )
 
-    chart = _svg(_page(admin_client), "chart-stored-per-day")
+    chart = _svg(status_page(admin_client), "chart-stored-per-day")
 
     bars = {bar.get("data-day"): int(bar.get("data-stored") or 0) for bar in chart.iter(f"{SVG}rect")}
     bars.pop(None)  # the frame
@@ -133,9 +114,9 @@ def test_mail_of_many_days_stored_in_one_moment_makes_a_bar_for_each_of_its_days
 
 def test_the_days_are_utc_days_whatever_zone_the_person_chose(admin_client, admin_user):
     UserPreference.objects.create(user=admin_user, time_zone="Pacific/Kiritimati")  # UTC+14
-    _store(_folder(), [(_noon(2), None)])  # 02:00 of the next day in that zone
+    _store(synced_folder(), [(_noon(2), None)])  # 02:00 of the next day in that zone
 
-    chart = _svg(_page(admin_client), "chart-stored-per-day")
+    chart = _svg(status_page(admin_client), "chart-stored-per-day")
 
     dated = {
         bar.get("data-day") for bar in chart.iter(f"{SVG}rect") if bar.get("data-stored") not in (None, "0")
@@ -181,7 +162,7 @@ def test_a_day_of_samples_is_drawn_inside_labelled_axes(admin_client):
     samples[0] = CoverageSample(taken_at=now, emails=1000, embeddable=1000, embedded=1010)
     CoverageSample.objects.bulk_create(samples)
 
-    chart = _svg(_page(admin_client), "chart-coverage")
+    chart = _svg(status_page(admin_client), "chart-coverage")
 
     assert _texts(chart, "chart-y-label") == ["100 %", "50 %", "0 %"]
     window_start, window_end = (
@@ -210,7 +191,7 @@ def test_the_line_breaks_where_beat_took_no_sample(admin_client):
         for m in minutes
     )
 
-    chart = _svg(_page(admin_client), "chart-coverage")
+    chart = _svg(status_page(admin_client), "chart-coverage")
 
     lines = [line.get("points", "").split() for line in chart.iter(f"{SVG}polyline")]
     assert [len(points) for points in lines] == [3, 3]
@@ -221,7 +202,7 @@ def test_a_lone_sample_is_labelled_with_its_figure_and_time(admin_client):
     taken = timezone.now() - timedelta(minutes=3)
     CoverageSample.objects.create(taken_at=taken, emails=100, embeddable=100, embedded=87)
 
-    chart = _svg(_page(admin_client), "chart-coverage")
+    chart = _svg(status_page(admin_client), "chart-coverage")
 
     (point,) = _points_inside(chart)
     assert point.get("data-coverage") == "0.87"
@@ -244,7 +225,7 @@ def _embedding(page: str) -> tuple[dict[str, str], str]:
 
 
 def test_health_and_the_page_give_one_coverage_while_the_latest_sample_lags(admin_client, client):
-    folder = _folder()
+    folder = synced_folder()
     _store(folder, [(_noon(1), None), (_noon(2), None), (_noon(3), None)])
     Email.objects.filter(folder=folder).update(embedded=True)
     # Beat's last sample was taken while one email still waited (so /health once said 0.6667).
@@ -252,7 +233,7 @@ def test_health_and_the_page_give_one_coverage_while_the_latest_sample_lags(admi
         taken_at=timezone.now() - timedelta(minutes=10), emails=3, embeddable=3, embedded=2
     )
 
-    page = _page(admin_client)
+    page = status_page(admin_client)
     backlog = _health_backlog(client)
 
     assert _embedding(page)[0]["coverage"] == "1.0"
@@ -262,20 +243,20 @@ def test_health_and_the_page_give_one_coverage_while_the_latest_sample_lags(admi
 
     Email.objects.filter(pk=Email.objects.filter(folder=folder).values("pk")[:1]).update(embedded=False)
 
-    assert _embedding(_page(admin_client))[0]["coverage"] == "0.6667"
+    assert _embedding(status_page(admin_client))[0]["coverage"] == "0.6667"
     assert _health_backlog(client)["coverage"] == 0.6667
 
 
 def test_measured_rate_leaves_the_page_once_nothing_waits(admin_client):
-    folder = _folder()
+    folder = synced_folder()
     _store(folder, [(_noon(1), None), (_noon(2), None)])
     CoverageSample.objects.create(
         taken_at=timezone.now() - timedelta(minutes=10), emails=2, embeddable=2, embedded=0
     )
 
-    _, waiting = _embedding(_page(admin_client))
+    _, waiting = _embedding(status_page(admin_client))
     Email.objects.filter(folder=folder).update(embedded=True)
-    _, done = _embedding(_page(admin_client))
+    _, done = _embedding(status_page(admin_client))
 
     assert 'id="status-embedding-rate"' in waiting and "Measured rate" in waiting
     assert 'id="status-embedding-rate"' not in done and "Measured rate" not in done
@@ -286,7 +267,7 @@ def test_mail_stored_after_the_page_was_read_shows_on_its_own_day_at_once():
     """The past days are kept for minutes, but not across a run that stored mail: an operator
     who opened the status page before the first synchronization sees its mail on the next
     refresh, not ten minutes later."""
-    folder = _folder()
+    folder = synced_folder()
     before = coverage_status.count_mail()
     assert all(day.stored == 0 for day in before.per_day)
 

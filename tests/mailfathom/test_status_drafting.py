@@ -21,15 +21,9 @@ from answering.models import AttemptOutcome, DraftAttempt, DraftRun, RunTrigger
 from answering.services.drafting_status import drafting_status
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.support import isolated_provider_health
+from tests.mailfathom.status_page import data_attributes
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    with isolated_provider_health(settings, "status-drafting"):
-        yield
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 
 def _waiting(account, ages_in_days: list[float]) -> list:
@@ -39,12 +33,6 @@ def _waiting(account, ages_in_days: list[float]) -> list:
         EmailFactory(folder=inbox, received_at=now - timedelta(days=age), thread_id=uuid.uuid4())
         for age in ages_in_days
     ]
-
-
-def _row(page: str, element_id: str) -> dict[str, str]:
-    found = re.search(rf'<[a-z]+[^>]*\bid="{re.escape(element_id)}"([^>]*)>', page)
-    assert found, f"no element #{element_id}"
-    return dict(re.findall(r'data-([a-z-]+)="([^"]*)"', found.group(0)))
 
 
 def test_the_counting_selector_counts_what_the_gate_would_hand_each_account():
@@ -87,15 +75,15 @@ def test_the_section_shows_each_account_its_last_run_refusals_and_next_run(admin
 
     page = admin_client.get(reverse("system-status")).content.decode()
 
-    assert _row(page, "status-drafting-allowance") == {"runs": "1", "tokens": "1200"}
+    assert data_attributes(page, "status-drafting-allowance") == {"runs": "1", "tokens": "1200"}
     assert "1 of 40 (2.5 %)" in page
-    assert _row(page, "status-drafting-oak") == {
+    assert data_attributes(page, "status-drafting-oak") == {
         "enabled": "true",
         "waiting": "2",
         "refused": "1",
         "last-trigger": "schedule",
     }
-    assert _row(page, "status-drafting-elm")["enabled"] == "false"
+    assert data_attributes(page, "status-drafting-elm")["enabled"] == "false"
     assert "4 considered, 3 drafted, 1 refused" in page and "took 40 s" in page
     assert "stopped_on_length: 1" in page
     oak_status = next(a for a in drafting_status().accounts if a.account_id == "oak")

@@ -15,7 +15,6 @@ from django.urls import reverse
 
 from mailbox.models import EmbeddingProfile
 from mailbox.services.store import IncomingMessage, store_messages
-from mailbox.sync.folder_state import ensure_folders
 from mailfathom.providers import EMBEDDING_ROLE
 from mailfathom.providers.errors import (
     BAD_RESPONSE,
@@ -30,16 +29,9 @@ from mailfathom.providers.errors import (
 from mailfathom.providers.health import failure_advice, record_failure, record_success
 from mailfathom.providers.local import USE_MODEL
 from tests.configure import configure, scripted_embeddings
-from tests.factories import FolderMappingFactory, MailAccountFactory
-from tests.support import isolated_provider_health
+from tests.mailbox.factories import synced_folder
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    with isolated_provider_health(settings, "status-embedding"):
-        yield
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 
 @pytest.fixture
@@ -152,8 +144,7 @@ def test_without_a_provider_the_page_says_so_and_promises_no_embedding(admin_cli
     """No embedder: "inactive" names the missing provider, and the backlog is not given a
     rate or a completion time it will never have."""
     configure(settings, embedding_provider="none")
-    mapping = FolderMappingFactory(account=MailAccountFactory(), alias="inbox")
-    folder = next(f for f in ensure_folders(mapping.account) if f.mapping_id == mapping.pk)
+    folder = synced_folder()
     raw = b"From: a@example.org\r\nSubject: waiting\r\nMessage-ID: <w@example.org>\r\n\r\nwaiting\r\n"
     store_messages(
         folder,

@@ -23,19 +23,12 @@ from mailbox.models import CoverageSample, Email, Folder
 from mailbox.services import coverage_status
 from mailbox.services.store import IncomingMessage, store_messages
 from mailbox.services.sync_status import account_statuses
-from mailbox.sync.folder_state import ensure_folders
 from mailfathom.core import heartbeat
 from tests.factories import FolderMappingFactory, MailAccountFactory
-from tests.support import isolated_provider_health
+from tests.mailbox.factories import synced_folder
+from tests.mailfathom.status_page import data_attributes, status_page
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    """Heartbeats and the ledger of this test only, in the real Redis."""
-    with isolated_provider_health(settings, "status"):
-        yield
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 
 def _message(n: int) -> bytes:
@@ -45,30 +38,12 @@ def _message(n: int) -> bytes:
     ).encode()
 
 
-def _folder(account, alias: str) -> Folder:
-    mapping = FolderMappingFactory(account=account, alias=alias)
-    return next(f for f in ensure_folders(account) if f.mapping_id == mapping.pk)
-
-
 def _store(folder: Folder, count: int, start: int = 0) -> None:
     incoming = [
         IncomingMessage(uidvalidity=1, uid=start + n + 1, size=100, received_at=None, raw=_message(start + n))
         for n in range(count)
     ]
     store_messages(folder, incoming, advance_to_uid=start + count)
-
-
-def _row(page: str, element_id: str) -> dict[str, str]:
-    """The data-* attributes of the element with `element_id`."""
-    found = re.search(rf'<[a-z]+[^>]*\bid="{re.escape(element_id)}"([^>]*)>', page)
-    assert found, f"no element #{element_id}"
-    return dict(re.findall(r'data-([a-z-]+)="([^"]*)"', found.group(0)))
-
-
-def _page(client) -> str:
-    response = client.get(reverse("system-status"))
-    assert response.status_code == 200
-    return response.content.decode()
 
 
 def test_admin_index_leads_to_the_status_page(admin_client):
@@ -81,7 +56,7 @@ def test_admin_index_leads_to_the_status_page(admin_client):
 def test_each_folder_shows_its_state_and_stored_against_the_server(admin_client):
     now = timezone.now()
     account = MailAccountFactory(account_id="acme")
-    idle, failing, backing, busy = (_folder(account, a) for a in ("archive", "inbox", "junk", "sent"))
+    idle, failing, backing, busy = (synced_folder(account, a) for a in ("archive", "inbox", "junk", "sent"))
     _store(idle, 3)
     Folder.objects.filter(pk=idle.pk).update(server_message_count=3)
     Folder.objects.filter(pk=failing.pk).update(
@@ -102,20 +77,20 @@ def test_each_folder_shows_its_state_and_stored_against_the_server(admin_client)
         run_stored=30,
     )
 
-    page = _page(admin_client)
+    page = status_page(admin_client)
 
-    assert _row(page, f"status-folder-{idle.pk}") == {
+    assert data_attributes(page, f"status-folder-{idle.pk}") == {
         "account": "acme",
         "folder": "archive",
         "state": "idle",
         "stored": "3",
         "server": "3",
     }
-    assert _row(page, f"status-folder-{failing.pk}")["state"] == "failing"
+    assert data_attributes(page, f"status-folder-{failing.pk}")["state"] == "failing"
     assert "61002: The server refused the login." in page
-    assert _row(page, f"status-folder-{backing.pk}")["state"] == "backing-off"
+    assert data_attributes(page, f"status-folder-{backing.pk}")["state"] == "backing-off"
     assert "backing off until" in page and "61001: The server could not be reached." in page
-    assert _row(page, f"status-folder-{busy.pk}") == {
+    assert data_attributes(page, f"status-folder-{busy.pk}") == {
         "account": "acme",
         "folder": "sent",
         "state": "synchronizing",
@@ -128,7 +103,7 @@ def test_each_folder_shows_its_state_and_stored_against_the_server(admin_client)
     (status,) = account_statuses([account.pk], now=now)
     backfill = next(f for f in status.folders if f.folder_pk == busy.pk).backfill
     assert (backfill.per_minute, backfill.remaining_seconds) == (pytest.approx(30), pytest.approx(140))
-    assert _row(page, "status-account-acme") == {
+    assert data_attributes(page, "status-account-acme") == {
         "account": "acme",
         "state": "synchronizing",
         "stored": "33",
@@ -141,11 +116,11 @@ def test_an_account_never_synchronized_is_listed_with_its_state(admin_client):
     mapped = MailAccountFactory(account_id="mapped")
     FolderMappingFactory(account=mapped, alias="inbox")
 
-    page = _page(admin_client)
+    page = status_page(admin_client)
 
-    assert _row(page, "status-account-fresh")["state"] == "never"
+    assert data_attributes(page, "status-account-fresh")["state"] == "never"
     assert "No folder mapped yet" in page
-    assert _row(page, "status-account-mapped") == {
+    assert data_attributes(page, "status-account-mapped") == {
         "account": "mapped",
         "state": "never",
         "stored": "0",
@@ -158,17 +133,17 @@ def test_workers_and_beat_show_when_they_were_last_seen(admin_client):
     heartbeat.record(heartbeat.worker_role("celery"), "celery@box")
     heartbeat.record(heartbeat.BEAT, "box", at=time.time() - 600)
 
-    page = _page(admin_client)
+    page = status_page(admin_client)
 
-    assert _row(page, "process-worker-celery") == {"alive": "true"}
-    assert _row(page, "process-beat") == {"alive": "false"}
+    assert data_attributes(page, "process-worker-celery") == {"alive": "true"}
+    assert data_attributes(page, "process-beat") == {"alive": "false"}
     assert "not seen for 10 min" in page
-    assert _row(page, "process-worker-push") == {"alive": "false"}
+    assert data_attributes(page, "process-worker-push") == {"alive": "false"}
     assert "never seen" in page
 
 
 def test_embedding_backlog_shows_coverage_rate_and_when_it_completes(admin_client):
-    folder = _folder(MailAccountFactory(), "inbox")
+    folder = synced_folder(MailAccountFactory(), "inbox")
     _store(folder, 40)
     Email.objects.filter(pk__in=Email.objects.filter(folder=folder).values("pk")[:10]).update(embedded=True)
     # Ten minutes ago none was embedded; now ten are: one a minute, thirty to go.
@@ -176,9 +151,9 @@ def test_embedding_backlog_shows_coverage_rate_and_when_it_completes(admin_clien
         taken_at=timezone.now() - timedelta(minutes=10), emails=40, embeddable=40, embedded=0
     )
 
-    page = _page(admin_client)
+    page = status_page(admin_client)
 
-    assert _row(page, "status-embedding") == {
+    assert data_attributes(page, "status-embedding") == {
         "embedded": "10",
         "embeddable": "40",
         "pending": "30",
@@ -198,52 +173,52 @@ def test_answering_period_shows_runs_and_tokens_of_the_ceilings(admin_client, ma
     ledger.admit()
     ledger.charge(2500)
 
-    page = _page(admin_client)
+    page = status_page(admin_client)
 
-    assert _row(page, "status-answering") == {"runs": "1", "tokens": "2500"}
+    assert data_attributes(page, "status-answering") == {"runs": "1", "tokens": "2500"}
     assert "1 of 20 (5.0 %)" in page
     assert "2,500 of 10,000 (25 %)" in page
 
 
 def test_mail_per_day_chart_is_inline_svg_noting_what_was_stored_today(admin_client):
-    _store(_folder(MailAccountFactory(), "inbox"), 7)
+    _store(synced_folder(MailAccountFactory(), "inbox"), 7)
 
-    page = _page(admin_client)
+    page = status_page(admin_client)
 
-    assert _row(page, "chart-stored-per-day")["stored-today"] == "7"
+    assert data_attributes(page, "chart-stored-per-day")["stored-today"] == "7"
     assert "7 stored today" in page
     assert '<script src="http' not in page and "cdn" not in page.lower()
 
 
 def test_the_refresh_fragment_is_the_live_part_alone(admin_client):
     account = MailAccountFactory(account_id="acme")
-    folder = _folder(account, "inbox")
+    folder = synced_folder(account, "inbox")
     _store(folder, 2)
 
-    page = _page(admin_client)
+    page = status_page(admin_client)
     response = admin_client.get(reverse("system-status-live"))
 
     fragment = response.content.decode()
     assert response.status_code == 200
     assert "<html" not in fragment and "<html" in page
-    assert _row(fragment, f"status-folder-{folder.pk}")["stored"] == "2"
+    assert data_attributes(fragment, f"status-folder-{folder.pk}")["stored"] == "2"
     assert 'data-refresh-url="' + reverse("system-status-live") + '"' in page
     assert "mailfathom/status.js" in page
     assert response["Cache-Control"].startswith("max-age=0")
 
 
 def test_the_page_costs_the_same_queries_for_one_account_or_many(admin_client):
-    _store(_folder(MailAccountFactory(), "inbox"), 1)
-    _page(admin_client)
+    _store(synced_folder(MailAccountFactory(), "inbox"), 1)
+    status_page(admin_client)
     with CaptureQueriesContext(connection) as one:
-        _page(admin_client)
+        status_page(admin_client)
     for n in range(4):
         account = MailAccountFactory()
         for alias in ("inbox", "sent"):
-            _store(_folder(account, alias), 1, start=10 * n)
-    _page(admin_client)  # the stored mail makes the past days be counted again, once
+            _store(synced_folder(account, alias), 1, start=10 * n)
+    status_page(admin_client)  # the stored mail makes the past days be counted again, once
     with CaptureQueriesContext(connection) as many:
-        _page(admin_client)
+        status_page(admin_client)
 
     assert len(many.captured_queries) == len(one.captured_queries)
 
@@ -262,7 +237,7 @@ def test_the_page_needs_staff_and_view_permission_on_accounts(client):
 
 
 def test_coverage_samples_count_what_is_embedded_and_old_ones_are_dropped():
-    folder = _folder(MailAccountFactory(), "inbox")
+    folder = synced_folder(MailAccountFactory(), "inbox")
     _store(folder, 5)
     Email.objects.filter(pk__in=Email.objects.filter(folder=folder).values("pk")[:2]).update(embedded=True)
     old = CoverageSample.objects.create(
@@ -280,15 +255,16 @@ def test_a_changed_model_says_reembed_is_needed(admin_client):
     from mailbox.services.embedding import activate_profile
     from mailfathom.providers import get_embedder
 
-    assert "status-embedding-switch" not in _page(admin_client)  # no active profile yet: nothing to switch
+    # No active profile yet: nothing to switch.
+    assert "status-embedding-switch" not in status_page(admin_client)
     configured = activate_profile(get_embedder())
-    assert "status-embedding-switch" not in _page(admin_client)  # the configured model is active
+    assert "status-embedding-switch" not in status_page(admin_client)  # the configured model is active
 
     EmbeddingProfile.objects.filter(pk=configured.pk).update(active=False)
     EmbeddingProfile.objects.create(
         provider="local", model="multilingual-e5-small", dimensions=384, active=True
     )
-    page = _page(admin_client)
+    page = status_page(admin_client)
 
     assert 'id="status-embedding-switch"' in page
     old = "local:multilingual-e5-small:384"

@@ -27,14 +27,14 @@ from accounts.models import (
     Security,
 )
 from mailbox.models import Folder
-from mailbox.sync.folder_state import ensure_folders
 from mailfathom.core import heartbeat
 from mailfathom.core.errors import Code
 from tests import privacy
-from tests.factories import FolderMappingFactory, MailAccountFactory
-from tests.support import isolated_provider_health
+from tests.factories import MailAccountFactory, saved_registration
+from tests.mailbox.factories import synced_folder
+from tests.mailfathom.status_page import data_attributes
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 ACCESS_TOKEN = "eyJ0eXAiOiJKV1Qi.access-canary-5b1d7e"  # test data: must never be shown
 REFRESH_TOKEN = "M.C5_BAY.refresh-canary-0c9a44"
@@ -42,18 +42,11 @@ CLIENT_SECRET = "Qx8~client-secret-canary-e21f"
 PASSWORD = "imap-password-canary-93d1"
 
 
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    with isolated_provider_health(settings, "sign-in"):
-        yield
-
-
 @pytest.fixture
 def registration() -> OAuthRegistration:
-    found = OAuthRegistration(name="Contoso mail", provider=ProviderKind.MICROSOFT, client_id="0000-client")
-    found.set_client_secret(CLIENT_SECRET)
-    found.save()
-    return found
+    return saved_registration(
+        CLIENT_SECRET, name="Contoso mail", provider=ProviderKind.MICROSOFT, client_id="0000-client"
+    )
 
 
 def _oauth_account(registration: OAuthRegistration, account_id: str, **grant: object) -> MailAccount:
@@ -88,17 +81,6 @@ def _waiting(now, state: str, code: int, **extra: object) -> dict[str, object]:
     return _signed_in(now, state=state, state_code=code, state_since=now, **extra)
 
 
-def _folder(account: MailAccount, alias: str = "inbox") -> Folder:
-    mapping = FolderMappingFactory(account=account, alias=alias)
-    return next(f for f in ensure_folders(account) if f.mapping_id == mapping.pk)
-
-
-def _row(page: str, element_id: str) -> dict[str, str]:
-    found = re.search(rf'<[a-z]+[^>]*\bid="{re.escape(element_id)}"([^>]*)>', page)
-    assert found, f"no element #{element_id}"
-    return dict(re.findall(r'data-([a-z-]+)="([^"]*)"', found.group(0)))
-
-
 def _text(page: str, element_id: str) -> str:
     """The text of the sign-in box #`element_id`, tags dropped and spaces collapsed."""
     found = re.search(rf'<div[^>]*\bid="{re.escape(element_id)}"[^>]*>(.*?)</div>', page, re.S)
@@ -129,7 +111,7 @@ def test_a_password_account_says_password(admin_client):
 
     page = _page(admin_client)
 
-    assert _row(page, "status-sign-in-plain") == {
+    assert data_attributes(page, "status-sign-in-plain") == {
         "authentication": "password",
         "state": "password",
         "code": "",
@@ -143,7 +125,7 @@ def test_a_signed_in_account_names_who_and_until_when_its_token_is_valid(admin_c
 
     page = _page(admin_client)
 
-    assert _row(page, "status-sign-in-contoso") == {
+    assert data_attributes(page, "status-sign-in-contoso") == {
         "authentication": "oauth2",
         "state": "signed_in",
         "code": "",
@@ -167,7 +149,7 @@ def test_an_expired_access_token_is_not_called_valid(admin_client, registration)
 def test_needs_sign_in_again_is_stopped_not_failing_and_links_to_the_account(admin_client, registration):
     now = timezone.now()
     account = _oauth_account(registration, "contoso", **_waiting(now, GrantState.NEEDS_SIGN_IN, 61010))
-    folder = _folder(account)
+    folder = synced_folder(account)
     # What the run that found the refusal left: a failure whose backoff has passed, which
     # for any other account reads "failing" (the next run retries).
     Folder.objects.filter(pk=folder.pk).update(
@@ -179,16 +161,16 @@ def test_needs_sign_in_again_is_stopped_not_failing_and_links_to_the_account(adm
 
     page = _page(admin_client)
 
-    assert _row(page, "status-sign-in-contoso")["state"] == "needs_sign_in"
-    assert _row(page, "status-sign-in-contoso")["code"] == "61010"
+    assert data_attributes(page, "status-sign-in-contoso")["state"] == "needs_sign_in"
+    assert data_attributes(page, "status-sign-in-contoso")["code"] == "61010"
     text = _text(page, "status-sign-in-contoso")
     assert text.startswith(
         f"OAuth 2.0 (Contoso mail): Needs sign-in again (61010): {Code.SIGN_IN_NEEDED.sentence}"
     )
     box = re.search(r'id="status-sign-in-contoso".*?</div>', page, re.S).group(0)
     assert f'href="{reverse("admin:accounts_mailaccount_change", args=[account.pk])}"' in box
-    assert _row(page, "status-account-contoso")["state"] == "stopped"
-    assert _row(page, f"status-folder-{folder.pk}")["state"] == "stopped"
+    assert data_attributes(page, "status-account-contoso")["state"] == "stopped"
+    assert data_attributes(page, f"status-folder-{folder.pk}")["state"] == "stopped"
     assert "Synchronization is stopped until someone signs in on the account page." in page
     assert 'data-state="failing"' not in page and "backing off until" not in page
 
@@ -196,11 +178,11 @@ def test_needs_sign_in_again_is_stopped_not_failing_and_links_to_the_account(adm
 def test_a_refused_registration_is_stopped_until_the_registration_is_corrected(admin_client, registration):
     now = timezone.now()
     account = _oauth_account(registration, "contoso", **_waiting(now, GrantState.REGISTRATION_REFUSED, 61011))
-    _folder(account)
+    synced_folder(account)
 
     page = _page(admin_client)
 
-    assert _row(page, "status-sign-in-contoso") == {
+    assert data_attributes(page, "status-sign-in-contoso") == {
         "authentication": "oauth2",
         "state": "registration_refused",
         "code": "61011",
@@ -208,7 +190,7 @@ def test_a_refused_registration_is_stopped_until_the_registration_is_corrected(a
     assert f"Registration refused (61011): {Code.REGISTRATION_REFUSED.sentence}" in _text(
         page, "status-sign-in-contoso"
     )
-    assert _row(page, "status-account-contoso")["state"] == "stopped"
+    assert data_attributes(page, "status-account-contoso")["state"] == "stopped"
     assert "Synchronization is stopped until someone corrects the OAuth registration." in page
 
 
@@ -225,11 +207,11 @@ def test_an_account_nobody_signed_in_to_says_not_signed_in_yet(admin_client, reg
     _oauth_account(registration, "fresh")
     # A run found nobody had signed in and marked the grant: stopped, but not "again".
     marked = _oauth_account(registration, "marked", state=GrantState.NEEDS_SIGN_IN, state_code=61010)
-    _folder(marked)
+    synced_folder(marked)
 
     page = _page(admin_client)
 
-    assert _row(page, "status-sign-in-fresh") == {
+    assert data_attributes(page, "status-sign-in-fresh") == {
         "authentication": "oauth2",
         "state": "not_signed_in",
         "code": "",
@@ -238,9 +220,9 @@ def test_an_account_nobody_signed_in_to_says_not_signed_in_yet(admin_client, reg
         _text(page, "status-sign-in-fresh")
         == "OAuth 2.0 (Contoso mail): Not signed in yet Sign in on the account page"
     )
-    assert _row(page, "status-sign-in-marked")["state"] == "not_signed_in"
+    assert data_attributes(page, "status-sign-in-marked")["state"] == "not_signed_in"
     assert "again" not in _text(page, "status-sign-in-marked")
-    assert _row(page, "status-account-marked")["state"] == "stopped"
+    assert data_attributes(page, "status-account-marked")["state"] == "stopped"
 
 
 @pytest.mark.parametrize(
@@ -251,7 +233,7 @@ def test_an_account_nobody_signed_in_to_says_not_signed_in_yet(admin_client, reg
 def test_a_paused_folder_says_when_it_resumes_instead_of_failing(admin_client, code, sentence):
     now = timezone.now()
     account = MailAccountFactory(account_id="gmail")
-    paused, other = _folder(account, "inbox"), _folder(account, "sent")
+    paused, other = synced_folder(account, "inbox"), synced_folder(account, "sent")
     resumes = now + timedelta(minutes=40)
     Folder.objects.filter(pk=paused.pk).update(
         last_failure_code=code, last_failure_at=now, backoff_until=resumes
@@ -260,34 +242,34 @@ def test_a_paused_folder_says_when_it_resumes_instead_of_failing(admin_client, c
 
     page = _page(admin_client)
 
-    assert _row(page, f"status-folder-{paused.pk}")["state"] == "paused"
+    assert data_attributes(page, f"status-folder-{paused.pk}")["state"] == "paused"
     assert f"{sentence}, resumes at {_at(Folder.objects.get(pk=paused.pk).backoff_until)}" in page
-    assert _row(page, "status-account-gmail")["state"] == "paused"
+    assert data_attributes(page, "status-account-gmail")["state"] == "paused"
     assert 'data-state="failing"' not in page and "backing off until" not in page
 
 
 def test_a_pause_that_has_ended_is_retried_like_any_failure(admin_client):
     now = timezone.now()
-    folder = _folder(MailAccountFactory(account_id="gmail"))
+    folder = synced_folder(MailAccountFactory(account_id="gmail"))
     Folder.objects.filter(pk=folder.pk).update(
         last_failure_code=61012, backoff_until=now - timedelta(seconds=1)
     )
 
     page = _page(admin_client)
 
-    assert _row(page, f"status-folder-{folder.pk}")["state"] == "failing"
+    assert data_attributes(page, f"status-folder-{folder.pk}")["state"] == "failing"
     assert ", resumes at" not in page
 
 
 def test_another_failure_with_a_backoff_still_backs_off(admin_client):
-    folder = _folder(MailAccountFactory(account_id="acme"))
+    folder = synced_folder(MailAccountFactory(account_id="acme"))
     Folder.objects.filter(pk=folder.pk).update(
         last_failure_code=61001, backoff_until=timezone.now() + timedelta(minutes=3)
     )
 
     page = _page(admin_client)
 
-    assert _row(page, f"status-folder-{folder.pk}")["state"] == "backing-off"
+    assert data_attributes(page, f"status-folder-{folder.pk}")["state"] == "backing-off"
     assert 'data-state="paused"' not in page
 
 
@@ -302,11 +284,11 @@ def every_state(registration):
     _oauth_account(registration, "again", **_waiting(now, GrantState.NEEDS_SIGN_IN, 61010))
     _oauth_account(registration, "refused", **_waiting(now, GrantState.REGISTRATION_REFUSED, 61011))
     _oauth_account(registration, "fresh")
-    limited = _folder(MailAccountFactory(account_id="limited"))
+    limited = synced_folder(MailAccountFactory(account_id="limited"))
     Folder.objects.filter(pk=limited.pk).update(
         last_failure_code=61012, backoff_until=now + timedelta(hours=1)
     )
-    paced = _folder(_oauth_account(registration, "paced", **_signed_in(now)))
+    paced = synced_folder(_oauth_account(registration, "paced", **_signed_in(now)))
     Folder.objects.filter(pk=paced.pk).update(last_failure_code=61013, backoff_until=now + timedelta(hours=5))
     MailAccountFactory(account_id="plain")  # a password account neither waiting nor paused
     off = _oauth_account(registration, "off", **_waiting(now, GrantState.NEEDS_SIGN_IN, 61010))
@@ -381,7 +363,7 @@ def test_an_account_needing_sign_in_degrades_health_but_never_makes_it_503(clien
 def test_a_paused_folder_is_not_a_failing_one_in_health(client):
     heartbeat.record(heartbeat.worker_role("celery"), "w")
     heartbeat.record(heartbeat.BEAT, "b")
-    folder = _folder(MailAccountFactory())
+    folder = synced_folder(MailAccountFactory())
     Folder.objects.filter(pk=folder.pk).update(
         last_failure_code=61012,
         last_committed_at=timezone.now(),
@@ -404,7 +386,7 @@ def test_no_token_or_secret_reaches_any_page_or_health(client, admin_client, reg
     privacy.remember(ACCESS_TOKEN, REFRESH_TOKEN, CLIENT_SECRET, PASSWORD)  # and never a log line
     signed = _oauth_account(registration, "signed", **_signed_in(now))
     waiting = _oauth_account(registration, "again", **_waiting(now, GrantState.NEEDS_SIGN_IN, 61010))
-    _folder(signed)
+    synced_folder(signed)
     plain = MailAccountFactory(account_id="plain")
     plain.set_credential(PASSWORD)
     plain.save()

@@ -21,12 +21,11 @@ from pathlib import Path
 import psutil
 import psycopg
 import pytest
-from django.conf import settings
 
 from mailfathom import embedded
 from mailfathom.supervisor import ChildProcess, EmbeddedServer, GaveUp, Supervisor
 from tests.redis_server import RedisServer
-from tests.support import database_url, free_port, wait_for
+from tests.support import database_url, free_port, serve_env, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,22 +54,10 @@ def test_a_worker_killed_under_serve_is_restarted_and_the_web_server_keeps_answe
     broker.start()
     port = free_port()
     output = tmp_path / "serve.out"
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url(),
-        "REDIS_URL": broker.url,
-        "DJANGO_SECRET_KEY": "test-serve-" + "x" * 50,
-        "MAILFATHOM_KEYRING": settings.MAILFATHOM_KEYRING,
-        "MAILFATHOM_VAR_DIR": str(tmp_path / "var"),
-        "MAILFATHOM_ADMIN_PASSWORD": "a-long-test-password-9347",
-        "PYTHONUNBUFFERED": "1",
-    }
-    for name in ("TEST_DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"):
-        env.pop(name, None)
     serve = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(port)],
         cwd=ROOT,
-        env=env,
+        env=serve_env(database_url(), broker.url, tmp_path / "var"),
         stdout=open(output, "ab"),
         stderr=subprocess.STDOUT,
     )

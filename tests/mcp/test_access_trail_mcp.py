@@ -7,7 +7,6 @@ the order it handed them; an account whose trail is off gets nothing.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
@@ -16,18 +15,10 @@ from accounts.models import FolderRole, MailAccount
 from audit.access_models import AccessEntry
 from mailbox.services.lexical_search import refresh_term_stats
 from tests.factories import MailAccountFactory
-from tests.mailbox.factories import EmailFactory, mapped_folder
+from tests.mailbox.factories import EmailFactory, mapped_folder, plain_message
 from tests.mcp.conftest import call_tool, payload, with_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _raw(subject: str, body: str) -> bytes:
-    return (
-        f"From: Alice <alice@example.org>\r\nTo: bea@example.com\r\nSubject: {subject}\r\n"
-        f"Message-ID: <{uuid.uuid4().hex}@example.org>\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        f"\r\n{body}\r\n"
-    ).encode()
 
 
 @pytest.fixture
@@ -43,7 +34,7 @@ def mail(db) -> dict[str, Any]:
             folder=inbox,
             subject="Insurance claim settled",
             body=body,
-            raw=_raw("Insurance claim settled", body),
+            raw=plain_message("Insurance claim settled", body),
         )
         EmailFactory(folder=inbox, subject="Lunch on Friday", body="Shall we meet at noon?")
     refresh_term_stats()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from email.message import EmailMessage
-from itertools import count
 from pathlib import Path
 
 import pytest
@@ -24,13 +23,12 @@ from mailbox.services import attachment_text
 from mailbox.services.content import get_email_content
 from mailbox.services.embedding import embed_pending
 from mailbox.services.lexical_search import refresh_term_stats
-from mailbox.services.store import IncomingMessage, store_messages
 from mailfathom.providers import health
 from tests.answering.drafting.support import GENERATE, DraftingModel
 from tests.answering.support import ObedientModel, turns_of
 from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
-from tests.mailbox.factories import EmailFactory, mapped_folder
+from tests.mailbox.factories import EmailFactory, mapped_folder, stored_email
 from tests.mcp.answering_support import answering_env
 from tests.mcp.conftest import call_tool, payload
 from tests.providers.openai_server import text
@@ -39,20 +37,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 FILES = Path(__file__).resolve().parents[1] / "data" / "attachments"
 TAX_NUMBER = "143/815/08152"  # the Steuernummer printed in invoice.pdf, and nowhere else
-_uids = count(1)
 
 
 @pytest.fixture(scope="module")
 def server(module_server_factory, scripted):
     return module_server_factory(**answering_env(scripted, alias="scripted-endpoint"))
-
-
-def _store(folder, msg: EmailMessage) -> Email:
-    raw = msg.as_bytes()
-    stored = store_messages(
-        folder, [IncomingMessage(uidvalidity=1, uid=next(_uids), size=len(raw), received_at=None, raw=raw)]
-    )
-    return Email.objects.get(pk=stored.email_ids[0])
 
 
 def _invoice_mail() -> EmailMessage:
@@ -77,7 +66,7 @@ def mailbox(settings, scripted):
     account = MailAccountFactory(account_id="shop", display_name="Oak & Iron")
     inbox = mapped_folder(account, "inbox", FolderRole.INBOX)
     sent = mapped_folder(account, "sent", FolderRole.SENT)
-    invoice = _store(sent, _invoice_mail())
+    invoice = stored_email(sent, _invoice_mail())
     Email.objects.filter(pk=invoice.pk).update(direction=Direction.OUTGOING)
     other = EmailFactory(folder=inbox, subject="Lunch", body="Shall we meet on Friday?")
     assert attachment_text.extract_pending().attachments == 2

@@ -15,7 +15,6 @@ from typing import Any
 
 import anyio
 import pytest
-from django.db import connection, transaction
 
 from mailfathom.core.errors import MailFathomError
 from mailfathom.mcp.execution import (
@@ -26,6 +25,7 @@ from mailfathom.mcp.execution import (
     waited_message,
 )
 from tests.factories import MailAccountFactory
+from tests.mcp.accounts_lock import accounts_table_locked, wait_until_a_call_waits_on_accounts
 from tests.mcp.conftest import call_tool, error_code, error_text, payload
 from tests.mcp.servers import Server
 from tests.support import wait_for
@@ -43,13 +43,6 @@ def queued_server(module_server_factory) -> Server:
         MAILFATHOM_MCP_SLOT_WAIT_SECONDS="60",
         MAILFATHOM_LOG_LEVEL="DEBUG",
     )
-
-
-def _someone_waits_on_the_accounts_table(cursor) -> bool:
-    cursor.execute(
-        "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'accounts_mailaccount'::regclass"
-    )
-    return cursor.fetchone()[0] > 0
 
 
 class InBackground:
@@ -80,12 +73,7 @@ def _accounts(result) -> list[str]:
 def _hold_the_only_slot(server: Server, cursor) -> InBackground:
     """Start a call that takes the only slot and blocks on the locked accounts table."""
     holder = InBackground(server)
-    wait_for(
-        lambda: _someone_waits_on_the_accounts_table(cursor),
-        20,
-        interval=0.05,
-        message=lambda: "the first call never reached the database",
-    )
+    wait_until_a_call_waits_on_accounts(cursor)
     return holder
 
 
@@ -105,8 +93,7 @@ def _queue_one(server: Server) -> InBackground:
 @pytest.mark.django_db(transaction=True)
 def test_a_call_finding_the_slot_busy_waits_for_it_and_is_served_when_it_is_free(queued_server):
     MailAccountFactory(account_id="billing")
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("LOCK TABLE accounts_mailaccount IN ACCESS EXCLUSIVE MODE")
+    with accounts_table_locked() as cursor:
         holder = _hold_the_only_slot(queued_server, cursor)
         waiter = _queue_one(queued_server)
         assert not waiter.returned.is_set()  # it waits: it was not refused
@@ -119,8 +106,7 @@ def test_a_call_finding_the_slot_busy_waits_for_it_and_is_served_when_it_is_free
 @pytest.mark.django_db(transaction=True)
 def test_a_call_past_the_queue_bound_is_refused_at_once_with_54002(queued_server):
     MailAccountFactory(account_id="billing")
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("LOCK TABLE accounts_mailaccount IN ACCESS EXCLUSIVE MODE")
+    with accounts_table_locked() as cursor:
         holder = _hold_the_only_slot(queued_server, cursor)
         waiter = _queue_one(queued_server)
         # The one place in the queue is taken: the next call is answered while the lock

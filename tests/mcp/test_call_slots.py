@@ -12,20 +12,12 @@ import time
 
 import anyio
 import pytest
-from django.db import connection, transaction
 
 from mailfathom.core.errors import MailFathomError
 from mailfathom.mcp.execution import SERVER_BUSY, SERVER_BUSY_MESSAGE, UseCaseRunner
 from tests.factories import MailAccountFactory
+from tests.mcp.accounts_lock import accounts_table_locked, wait_until_a_call_waits_on_accounts
 from tests.mcp.conftest import call_tool, error_code, error_text, list_tools, payload
-from tests.support import wait_for
-
-
-def _someone_waits_on_the_accounts_table(cursor) -> bool:
-    cursor.execute(
-        "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'accounts_mailaccount'::regclass"
-    )
-    return cursor.fetchone()[0] > 0
 
 
 @pytest.mark.django_db(transaction=True)
@@ -45,16 +37,10 @@ def test_a_call_past_the_slots_is_refused_at_once_with_54002_while_listing_still
         held["result"] = call_tool(server, None, "list_accounts")
 
     # The accounts table is locked, so the first call sits in the only slot until it is free.
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("LOCK TABLE accounts_mailaccount IN ACCESS EXCLUSIVE MODE")
+    with accounts_table_locked() as cursor:
         holder = threading.Thread(target=hold_the_only_slot)
         holder.start()
-        wait_for(
-            lambda: _someone_waits_on_the_accounts_table(cursor),
-            20,
-            interval=0.05,
-            message=lambda: "the first call never reached the database",
-        )
+        wait_until_a_call_waits_on_accounts(cursor)
         started = time.monotonic()
         refused = call_tool(server, None, "list_accounts")
         listed = list_tools(server, None)  # a fresh client: initialize, then tools/list

@@ -15,18 +15,10 @@ from accounts.models import FolderRole
 from mailbox.models import Email
 from mailbox.services.lexical_search import refresh_term_stats
 from tests.factories import MailAccountFactory
-from tests.mailbox.factories import EmailFactory, mapped_folder
+from tests.mailbox.factories import EmailFactory, mapped_folder, plain_message
 from tests.mcp.conftest import call_tool, error_code, error_text, payload, with_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _raw(subject: str, body: str) -> bytes:
-    return (
-        f"From: Alice <alice@example.org>\r\nTo: bea@example.com\r\nSubject: {subject}\r\n"
-        f"Message-ID: <{uuid.uuid4().hex}@example.org>\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        f"\r\n{body}\r\n"
-    ).encode()
 
 
 @pytest.fixture
@@ -40,13 +32,13 @@ def mail(db) -> dict[str, Any]:
         subject="Insurance claim settled",
         body=claim_body,
         to=["bea@example.com"],
-        raw=_raw("Insurance claim settled", claim_body),
+        raw=plain_message("Insurance claim settled", claim_body),
     )
     lunch = EmailFactory(
         folder=inbox,
         subject="Lunch on Friday",
         body="Shall we meet at noon?",
-        raw=_raw("Lunch on Friday", "Shall we meet at noon?"),
+        raw=plain_message("Lunch on Friday", "Shall we meet at noon?"),
     )
     damaged = EmailFactory(folder=inbox, subject="Stored copy lost", body="gone")  # no raw: 55001
     spam = EmailFactory(folder=junk, subject="Insurance offer", body="Cheap insurance, click now")

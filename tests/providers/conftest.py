@@ -6,7 +6,6 @@ import pytest
 
 from mailfathom.providers.openai_compat import OpenAIEmbedder
 from mailfathom.providers.resilience import Resilience, ResilientEmbedder
-from tests.support import isolated_provider_health
 
 
 @pytest.fixture
@@ -16,9 +15,8 @@ def openai_server(scripted):
 
 
 @pytest.fixture(autouse=True)
-def _isolated_health(settings):
-    with isolated_provider_health(settings, "providers"):
-        yield
+def _own_health(own_provider_health):
+    """Every provider test records provider health, so every one keeps its records apart."""
 
 
 @pytest.fixture

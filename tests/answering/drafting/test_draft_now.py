@@ -27,15 +27,8 @@ from mailfathom.core.progress import Progress
 from tests.answering.drafting.test_runs import StandInComposer, StandInRefused
 from tests.factories import MailAccountFactory, account_form_data
 from tests.mailbox.factories import EmailFactory, mapped_folder
-from tests.support import isolated_provider_health
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def own_namespace(settings):
-    with isolated_provider_health(settings, "draft-now"):
-        yield
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_provider_health")]
 
 
 @pytest.fixture

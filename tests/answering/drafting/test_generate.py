@@ -7,15 +7,12 @@ import pytest
 from answering.drafting.generate import NO_FINISH_NOTE
 from answering.drafting.pipeline import ComposedDraft, DraftRefused, compose_draft
 from answering.models import AttemptOutcome, Verdict
+from mailfathom.core.config import CHAT_APIS
 from tests.answering.drafting.support import GENERATE, LETTER
 from tests.providers.openai_server import NO_FINISH, text
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(params=["chat-completions", "responses"])
-def chat_api(request) -> str:
-    return request.param
+# Both chat endpoints, where the drafting conftest runs drafting on chat completions alone.
+pytestmark = [pytest.mark.django_db, pytest.mark.parametrize("chat_api", CHAT_APIS, indirect=True)]
 
 
 def test_a_reply_that_stopped_on_length_writes_no_draft(model, shop):

@@ -10,6 +10,7 @@ from answering.drafting.generate import DRAFT_INSTRUCTION_VERSION
 from answering.drafting.pipeline import ComposedDraft, DraftRefused, compose_draft
 from answering.ledger import drafting_ledger
 from answering.models import AttemptOutcome, Draft, DraftAttempt, Verdict
+from mailfathom.core.config import CHAT_APIS
 from tests.answering.drafting.support import (
     ANSWERED_BODY,
     CLASSIFY,
@@ -22,12 +23,8 @@ from tests.answering.drafting.support import (
 from tests.configure import configure
 from tests.providers.openai_server import status, text
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(params=["chat-completions", "responses"])
-def chat_api(request) -> str:
-    return request.param
+# Both chat endpoints, where the drafting conftest runs drafting on chat completions alone.
+pytestmark = [pytest.mark.django_db, pytest.mark.parametrize("chat_api", CHAT_APIS, indirect=True)]
 
 
 def test_a_grounded_reply_is_composed_ready_with_its_sources_and_tokens_by_stage(model, shop):
