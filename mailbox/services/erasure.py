@@ -24,8 +24,8 @@ from itertools import islice
 from typing import Any
 
 from django.db import transaction
-from django.db.models import CASCADE, Count, Exists, F, OuterRef, Q, QuerySet, Sum
-from django.db.models.functions import Coalesce, Lower
+from django.db.models import CASCADE, Count, F, QuerySet, Sum
+from django.db.models.functions import Coalesce
 
 from accounts.models import MailAccount
 from mailbox.models import (
@@ -211,23 +211,12 @@ def matching_emails(request: ErasureRequest) -> QuerySet[Email]:
     """Every stored email the person sent or received, within the request's bounds.
 
     Not narrowed to what tools may see: unserved accounts, hidden and unmapped folders are
-    all in it. Addresses compare case-insensitively (both case-foldings of each are tried,
-    so Python's and PostgreSQL's agree on it).
+    all in it. Addresses compare case-insensitively (EmailQuerySet.involving).
     """
-    variants = sorted({form for address in request.addresses for form in (address, address.lower())})
-    as_recipient = Participant.objects.annotate(folded=Lower("address")).filter(
-        email=OuterRef("pk"), folded__in=variants
-    )
-    rows = Email.objects.annotate(sender_folded=Lower("sender_address")).filter(
-        Q(sender_folded__in=variants) | Exists(as_recipient)
-    )
+    rows = Email.objects.involving(request.addresses)
     if request.account_ids:
         rows = rows.filter(account__account_id__in=request.account_ids)
-    if request.received_on_or_after:
-        rows = rows.filter(received_at__gte=request.received_on_or_after)
-    if request.received_before:
-        rows = rows.filter(received_at__lt=request.received_before)
-    return rows
+    return rows.received_between(request.received_on_or_after, request.received_before)
 
 
 def preview_erasure(request: ErasureRequest) -> ErasurePreview:
