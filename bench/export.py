@@ -84,9 +84,10 @@ def fill_trail(rows: int) -> None:
         cursor.execute(
             f"""
             INSERT INTO {entries} (run_id, account_id, chat_alias, instruction_version, started_at,
-                                   ended_at, outcome, retrieval_ceiling_reached, relevance_fell_back)
+                                   ended_at, outcome, retrieval_ceiling_reached, relevance_fell_back,
+                                   requester_kind, requester, requester_owner, client_name)
             SELECT md5(n::text)::uuid, %s, 'chat', 'v1', now() - n * interval '1 second',
-                   now() - n * interval '1 second', 'answered', false, false
+                   now() - n * interval '1 second', 'answered', false, false, '', '', '', ''
             FROM generate_series(1, %s) AS n
             """,
             [account.pk, rows],
