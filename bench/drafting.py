@@ -41,7 +41,6 @@ import argparse
 import os
 import runpy
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -52,7 +51,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 
-from sync import _server_connection, recreate_database, setup_django  # noqa: E402
+from sync import _server_connection, commit, recreate_database, setup_django  # noqa: E402
 
 DATABASE = "mailfathom_drafting_bench"
 SPAN_DAYS = 3 * 365
@@ -220,15 +219,6 @@ def report(label: str, gate: list[float], anchor: list[float]) -> None:
     print(f"  gate   p50 {g50:7.2f} ms   p95 {g95:7.2f} ms")
     print(f"  anchor p50 {a50:7.2f} ms   p95 {a95:7.2f} ms")
     print(f"  ratio gate/anchor: p50 {g50 / a50:.1f}x   p95 {g95 / a95:.1f}x")
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def backfill(account_pk: int) -> None:
