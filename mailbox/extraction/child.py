@@ -14,10 +14,10 @@ import sys
 from typing import Any
 
 from mailbox.extraction import images
-from mailbox.extraction.guards import ExtractionFailure, Sink
 from mailbox.extraction.kernel_limits import limit_self
 from mailbox.extraction.kinds import Kind
 from mailbox.extraction.outcome import ExtractionLimits
+from mailbox.extraction.sink import ExtractionFailure, Sink
 
 _REFUSED_EVENTS = frozenset(
     {

@@ -17,11 +17,11 @@ import time
 from collections.abc import Collection
 from pathlib import Path
 
-from mailbox.extraction.guards import Scan
 from mailbox.extraction.kinds import Kind, kind_of
 from mailbox.extraction.ocr import Scans, read_scans
 from mailbox.extraction.outcome import Extracted, ExtractionLimits, Outcome
 from mailbox.extraction.processes import SAFE_ENV, killed_by_cpu_limit, run_bounded
+from mailbox.extraction.sink import Scan
 from mailbox.extraction.tesseract import TESSERACT, Engine, find_engine
 
 _ROOT = Path(__file__).resolve().parents[2]
