@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.mcp import process_cpu_ms, seed  # noqa: E402
 from bench.sync import drop_database, migrated_database, setup_django  # noqa: E402
-from bench.uvicorn_server import mcp_server_environment, percentile, start_server  # noqa: E402
+from bench.uvicorn_server import mcp_server_environment, percentile, start_server, stop_server  # noqa: E402
 
 DATABASE = "mailfathom_access_bench"
 MODES = ("off", "on")
@@ -131,8 +131,7 @@ def main() -> None:
             f"{AccessEntryEmail.objects.count()} email rows"
         )
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        stop_server(process)
         drop_database(DATABASE)
 
 

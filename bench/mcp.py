@@ -40,7 +40,7 @@ sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != RE
 sys.path.insert(0, str(REPO))
 
 from bench.sync import drop_database, migrated_database, setup_django  # noqa: E402
-from bench.uvicorn_server import mcp_server_environment, percentile, start_server  # noqa: E402
+from bench.uvicorn_server import mcp_server_environment, percentile, start_server, stop_server  # noqa: E402
 
 DATABASE = "mailfathom_mcp_bench"
 EMAILS = 2000
@@ -337,8 +337,7 @@ def main() -> None:
             print(f"  throughput this / anchor: {rates['this'] / rates['anchor']:.2f}")
     finally:
         for process, _ in servers.values():
-            process.terminate()
-            process.wait(timeout=20)
+            stop_server(process)
         drop_database(DATABASE)
 
 

@@ -52,7 +52,7 @@ sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != RE
 sys.path.insert(0, str(REPO))
 
 from bench.sync import commit, drop_database, migrated_database, setup_django  # noqa: E402
-from bench.uvicorn_server import mcp_server_environment, percentile, start_server  # noqa: E402
+from bench.uvicorn_server import mcp_server_environment, percentile, start_server, stop_server  # noqa: E402
 
 TIMED_APP = "bench.mcp_timing:application"
 
@@ -450,8 +450,7 @@ def main() -> None:
         )
     finally:
         for process, _ in servers.values():
-            process.terminate()
-            process.wait(timeout=20)
+            stop_server(process)
         drop_database(DATABASE)
 
 

@@ -62,3 +62,9 @@ def start_server(
             time.sleep(0.2)
     process.kill()
     raise SystemExit(f"uvicorn did not start in {tree}")
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    """Ask uvicorn to shut down and wait for it (it finishes the requests in flight)."""
+    process.terminate()
+    process.wait(timeout=20)
