@@ -15,7 +15,6 @@ of the p50s and the difference; then how many entries and email rows the "on" ca
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
@@ -27,24 +26,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != REPO / "bench"]
 sys.path.insert(0, str(REPO))
 
-from bench.uvicorn_server import percentile, start_server  # noqa: E402
-
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
-
-
-_mcp_bench = _load("bench_mcp", REPO / "bench" / "mcp.py")
-seed, process_cpu_ms = _mcp_bench.seed, _mcp_bench.process_cpu_ms
-setup_django, recreate_database, drop_database = (
-    _mcp_bench.setup_django,
-    _mcp_bench.recreate_database,
-    _mcp_bench.drop_database,
-)
+from bench.mcp import process_cpu_ms, seed  # noqa: E402
+from bench.sync import drop_database, migrated_database, setup_django  # noqa: E402
+from bench.uvicorn_server import mcp_server_environment, percentile, start_server, stop_server  # noqa: E402
 
 DATABASE = "mailfathom_access_bench"
 MODES = ("off", "on")
@@ -111,11 +95,9 @@ def main() -> None:
     import anyio
 
     setup_django(DATABASE)
-    recreate_database(DATABASE)
+    migrated_database(DATABASE)
     from django.conf import settings
-    from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
     settings.MAILFATHOM = settings.MAILFATHOM.replace(embedding_provider="none")
     seed()
     from accounts.services.mcp_keys import create_key
@@ -127,18 +109,7 @@ def main() -> None:
         ("search_emails", {"queryText": "invoice payment", "resultLimit": 20}),
         ("get_email_content", {"storedEmailIds": read_ids}),
     ]
-    params = settings.DATABASES["default"]
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "mailfathom.settings",
-        "DATABASE_URL": f"postgres://{params['USER']}@/{DATABASE}?host={params['HOST']}",
-        "REDIS_URL": settings.REDIS_URL,
-        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
-        "MAILFATHOM_KEYRING": settings.MAILFATHOM_KEYRING,
-        "MAILFATHOM_MCP_ENABLED": "true",
-        "MAILFATHOM_MCP_AUTH": "api-key",
-        "MAILFATHOM_EMBEDDING_PROVIDER": "none",
-    }
+    env = mcp_server_environment(DATABASE)
     process, base = start_server(REPO, env)
     # The switch is flipped with the ORM on this process's event loop, between awaited calls.
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -160,8 +131,7 @@ def main() -> None:
             f"{AccessEntryEmail.objects.count()} email rows"
         )
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        stop_server(process)
         drop_database(DATABASE)
 
 

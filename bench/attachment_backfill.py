@@ -56,8 +56,8 @@ from sync import (
     bench_account,
     cpu_model,
     drop_database,
+    migrated_database,
     process_cpu,
-    recreate_database,
     run_script_child,
     seed_user,
     setup_django,
@@ -362,12 +362,9 @@ def main() -> None:
         f"and the same stripped ({sizes[0]:.1f} MB); attachments per file: {used}"
     )
     setup_django(args.database)
-    from django.core.management import call_command
-
-    postgres_version = recreate_database(args.database)
+    postgres_version = migrated_database(args.database)
     dovecot_root = Path(tempfile.mkdtemp(prefix="mf-bench-att-"))
     try:
-        call_command("migrate", verbosity=0)
         with running_dovecot(dovecot_root) as server:
             seed_user(server, PLAIN_USER, plain)
             seed_user(server, ATTACHED_USER, attached)

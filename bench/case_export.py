@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # tests.factories
-from sync import drop_database, load_corpus, recreate_database, setup_django
+from sync import drop_database, load_corpus, migrated_database, setup_django
 
 DATABASE = "mailfathom_case_export_bench"
 MB = 1_000_000
@@ -127,12 +127,7 @@ def main() -> None:
     args = parser.parse_args()
 
     setup_django(DATABASE)
-    from django.core.management import call_command
-    from django.db import connections
-
-    connections.close_all()
-    version = recreate_database(DATABASE)
-    call_command("migrate", verbosity=0)
+    version = migrated_database(DATABASE)
     print(f"PostgreSQL {version}; {os.cpu_count()} cores; load average {os.getloadavg()}")
     messages = load_corpus(args.messages)
     started = time.perf_counter()

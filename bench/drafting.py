@@ -41,7 +41,6 @@ import argparse
 import os
 import runpy
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -52,7 +51,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 
-from sync import _server_connection, recreate_database, setup_django  # noqa: E402
+from sync import _server_connection, commit, recreate_database, setup_django  # noqa: E402
 
 DATABASE = "mailfathom_drafting_bench"
 SPAN_DAYS = 3 * 365
@@ -81,10 +80,10 @@ def _fill(account_pk: int, folder_pks: dict[str, int], emails: int, end: datetim
         INSERT INTO mailbox_email (
             id, account_id, folder_id, uidvalidity, uid, message_id, in_reply_to, "references",
             subject, sent_at, received_at, sender_address, sender_name, size_bytes, flags,
-            flags_observed, direction, is_bulk, attachment_count, inline_count,
+            flags_observed, direction, is_bulk, is_list_mail, attachment_count, inline_count,
             attachment_total_bytes, encrypted, unverified_signature, unexpanded_tnef,
-            availability, parse_defects, text_body, embedded, participants_text, synced_at,
-            thread_id
+            availability, parse_defects, text_body, embedded, participants_text, attachment_text,
+            synced_at, thread_id
         )
         SELECT
             md5(%(salt)s || 'e' || n)::uuid, %(account)s, f.folder, 1, n,
@@ -92,9 +91,9 @@ def _fill(account_pk: int, folder_pks: dict[str, int], emails: int, end: datetim
             'subject ' || n, t.at, t.at, 'person' || mod(n, 997) || '@bench.test', 'Person', 2000,
             ARRAY[]::varchar[], true,
             CASE WHEN f.folder = %(sent)s THEN 'outgoing' ELSE 'incoming' END,
-            f.folder <> %(sent)s AND mod(n * 7919, 4) = 0,
+            f.folder <> %(sent)s AND mod(n * 7919, 4) = 0, false,
             0, 0, 0, false, false, false, 'available', ARRAY[]::varchar[], 'body ' || n, false,
-            'Person person@bench.test', now(),
+            'Person person@bench.test', '', now(),
             md5(%(salt)s || 't' || (n / 4))::uuid  -- threads of four emails neighbouring in time
         FROM generate_series(1, %(emails)s) AS n
         CROSS JOIN LATERAL (SELECT CASE {folder_case} END AS folder) AS f
@@ -118,10 +117,11 @@ def _fill(account_pk: int, folder_pks: dict[str, int], emails: int, end: datetim
         cursor.execute(
             """
             INSERT INTO answering_draft (id, account_id, email_id, body, intent, language, source_ids,
-                verdict, reasons, note, model_alias, tokens, status, created_at, updated_at,
-                remote_message_id)
+                thread_ids, reference_ids, verdict, reasons, findings, acknowledgements, note,
+                model_alias, tokens, status, created_at, updated_at, remote_message_id)
             SELECT md5(e.id::text)::uuid, e.account_id, e.id, 'draft', 'inquiry', 'en', ARRAY[]::uuid[],
-                'ready', '[]', '', 'drafting', '{}', 'pending', now(), now(), ''
+                ARRAY[]::uuid[], ARRAY[]::bigint[], 'ready', '[]', '[]', '[]', '', 'drafting', '{}',
+                'pending', now(), now(), ''
             FROM mailbox_email e WHERE e.account_id = %s AND mod(e.uid, 5) = 0
             """,
             [account_pk],
@@ -219,15 +219,6 @@ def report(label: str, gate: list[float], anchor: list[float]) -> None:
     print(f"  gate   p50 {g50:7.2f} ms   p95 {g95:7.2f} ms")
     print(f"  anchor p50 {a50:7.2f} ms   p95 {a95:7.2f} ms")
     print(f"  ratio gate/anchor: p50 {g50 / a50:.1f}x   p95 {g95 / a95:.1f}x")
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def backfill(account_pk: int) -> None:

@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 import retrieval  # noqa: E402
 from retrieval import database_exists, load  # noqa: E402
-from sync import recreate_database, setup_django  # noqa: E402
+from sync import recreate_database, setup_django, use_scripted_server  # noqa: E402
 
 DATABASE = "mailfathom_drafting_tokens"
 # ../shared/corpus beside the checkout, or above it (a worktree under /work/wt/<branch>).
@@ -88,24 +88,13 @@ def main() -> None:
     setup_django(DATABASE)
     if not args.keep or not database_exists(DATABASE):
         recreate_database(DATABASE)
-    from django.conf import settings
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
     from tests.providers.openai_server import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(dimensions=384) as server:
-        settings.MAILFATHOM = settings.MAILFATHOM.replace(
-            chat_provider="openai",
-            chat_alias="scripted",
-            chat_base_url=server.base_url,
-            chat_model="scripted",
-            chat_api_key="k",
-            embedding_provider="openai" if args.embed else "none",
-            embedding_base_url=server.base_url,
-            embedding_model="text-embed",
-            embedding_api_key="k",
-        )
+        use_scripted_server(server.base_url, embed=args.embed)
         server.chat.always(scripted_model)
         started = time.perf_counter()
         held = load("drafting")

@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 
-from sync import recreate_database, setup_django  # noqa: E402
+from sync import migrated_database, setup_django, use_scripted_server  # noqa: E402
 
 DATABASE = "mailfathom_drafting_verdict"
 REASONS = ("other_correspondent", "unverified_payment_detail", "reply_to_mismatch", "thread_hijack")
@@ -84,11 +84,9 @@ def main() -> None:
     import logging
 
     logging.disable(logging.WARNING)  # the per-draft log lines drown the figures
-    recreate_database(DATABASE)
+    migrated_database(DATABASE)
     from django.conf import settings
-    from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
     from answering.drafting import pipeline
 
     # This measures the verdict, not spend: whichever ledger the pipeline admits through counts nothing.
@@ -98,17 +96,7 @@ def main() -> None:
     from tests.providers.openai_server import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(dimensions=384) as server:
-        settings.MAILFATHOM = settings.MAILFATHOM.replace(
-            chat_provider="openai",
-            chat_alias="scripted",
-            chat_base_url=server.base_url,
-            chat_model="scripted",
-            chat_api_key="k",
-            embedding_provider="openai",
-            embedding_base_url=server.base_url,
-            embedding_model="text-embed",
-            embedding_api_key="k",
-        )
+        use_scripted_server(server.base_url, embed=True)
         scopes = ("mailbox", "correspondent") if args.scope == "both" else (args.scope,)
         for scope in () if args.skip_attack_set else scopes:
             settings.MAILFATHOM = settings.MAILFATHOM.replace(drafting_source_scope=scope)

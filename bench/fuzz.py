@@ -18,7 +18,6 @@ mutation names only. The bounded run inside `make test` is tests/mailbox/test_fu
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import tarfile
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.sync import drop_database, migrated_database, setup_django  # noqa: E402
 from tests.mailbox.fuzzing import mutated, read_back_mismatches  # noqa: E402
 
 DATABASE = "mailfathom_fuzz_bench"
@@ -36,14 +36,6 @@ PARSE_SECONDS = 1.0
 RETIME_FROM = 0.1  # a parse measured slower than this is timed twice more (best of three)
 CORPUS_SAMPLE = 600  # messages of mail-dev.tar.gz used as seeds, spread over the archive
 NOT_MESSAGES = {".txt", ".jsonl", ".md"}
-
-
-def _bench_helpers():
-    spec = importlib.util.spec_from_file_location("bench_sync", REPO / "bench" / "sync.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_sync"] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
 
 
 def load_seeds(corpus: Path) -> list[bytes]:
@@ -79,8 +71,7 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    helpers = _bench_helpers()
-    helpers.setup_django(DATABASE)
+    setup_django(DATABASE)
     from mailbox.parsing import attachment_bytes, parse_message, sanitized_html
 
     seeds = load_seeds(args.corpus)
@@ -143,19 +134,17 @@ def main() -> int:
     print(f"  mutations applied: {dict(sorted(mutations_used.items()))}")
     print(f"  defects recorded: {dict(defects.most_common())}")
 
-    stored, mismatched = store_and_read_back(helpers, to_store, failures)
+    stored, mismatched = store_and_read_back(to_store, failures)
     print(f"stored and read back: {stored}; differing from the parser: {mismatched}")
     print(f"failures: {dict(failures) or 'none'}")
     return 1 if failures else 0
 
 
-def store_and_read_back(helpers, mutants: list[bytes], failures: Counter[str]) -> tuple[int, int]:
-    helpers.recreate_database(DATABASE)
+def store_and_read_back(mutants: list[bytes], failures: Counter[str]) -> tuple[int, int]:
     try:
+        migrated_database(DATABASE)
         from django.conf import settings
-        from django.core.management import call_command
 
-        call_command("migrate", verbosity=0)
         settings.MAILFATHOM = settings.MAILFATHOM.replace(
             embedding_provider="none", sensitive_scan_enabled=False
         )
@@ -196,7 +185,7 @@ def store_and_read_back(helpers, mutants: list[bytes], failures: Counter[str]) -
                         print(f"  stored mutant {start + offset + n}: differs in {', '.join(wrong)}")
         return stored, mismatched
     finally:
-        helpers.drop_database(DATABASE)
+        drop_database(DATABASE)
 
 
 if __name__ == "__main__":

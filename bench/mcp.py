@@ -39,25 +39,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != REPO / "bench"]
 sys.path.insert(0, str(REPO))
 
-from bench.uvicorn_server import percentile, start_server  # noqa: E402
-
-
-def _bench_helpers():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_sync", REPO / "bench" / "sync.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_sync"] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
-
-
-_helpers = _bench_helpers()
-drop_database, recreate_database, setup_django = (
-    _helpers.drop_database,
-    _helpers.recreate_database,
-    _helpers.setup_django,
-)
+from bench.sync import drop_database, migrated_database, setup_django  # noqa: E402
+from bench.uvicorn_server import mcp_server_environment, percentile, start_server, stop_server  # noqa: E402
 
 DATABASE = "mailfathom_mcp_bench"
 EMAILS = 2000
@@ -307,11 +290,9 @@ def main() -> None:
     import anyio
 
     setup_django(DATABASE)
-    recreate_database(DATABASE)
+    migrated_database(DATABASE)
     from django.conf import settings
-    from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
     settings.MAILFATHOM = settings.MAILFATHOM.replace(embedding_provider="none")
     seed()
     from accounts.services.mcp_keys import create_key
@@ -319,18 +300,7 @@ def main() -> None:
     from mailbox.services.timeline import list_emails
 
     key = create_key("bench").key
-    params = settings.DATABASES["default"]
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "mailfathom.settings",
-        "DATABASE_URL": f"postgres://{params['USER']}@/{DATABASE}?host={params['HOST']}",
-        "REDIS_URL": settings.REDIS_URL,
-        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
-        "MAILFATHOM_KEYRING": settings.MAILFATHOM_KEYRING,
-        "MAILFATHOM_MCP_ENABLED": "true",
-        "MAILFATHOM_MCP_AUTH": "api-key",
-        "MAILFATHOM_EMBEDDING_PROVIDER": "none",
-    }
+    env = mcp_server_environment(DATABASE)
     trees = {"this": (REPO, shlex.split(args.uvicorn_args))}
     if args.anchor_tree:
         trees["anchor"] = (args.anchor_tree.resolve(), shlex.split(args.anchor_uvicorn_args))
@@ -367,8 +337,7 @@ def main() -> None:
             print(f"  throughput this / anchor: {rates['this'] / rates['anchor']:.2f}")
     finally:
         for process, _ in servers.values():
-            process.terminate()
-            process.wait(timeout=20)
+            stop_server(process)
         drop_database(DATABASE)
 
 

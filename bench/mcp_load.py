@@ -38,7 +38,6 @@ import multiprocessing
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 import zlib
@@ -52,7 +51,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != REPO / "bench"]
 sys.path.insert(0, str(REPO))
 
-from bench.uvicorn_server import percentile, start_server  # noqa: E402
+from bench.sync import commit, drop_database, migrated_database, setup_django  # noqa: E402
+from bench.uvicorn_server import mcp_server_environment, percentile, start_server, stop_server  # noqa: E402
 
 TIMED_APP = "bench.mcp_timing:application"
 
@@ -66,16 +66,6 @@ BACKOFF_SECONDS = 0.05
 WRONG_KEY = "mfk_" + "x" * 43
 CALLER_CATEGORY = range(51000, 59000)
 UNDESCRIBED = 54001
-
-
-def _bench_sync():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_sync", REPO / "bench" / "sync.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_sync"] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
 
 
 # --- the mailbox ----------------------------------------------------------------------------
@@ -343,19 +333,6 @@ def report_shares(spans: list[dict]) -> float:
     return statistics.median(own)
 
 
-def commit() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True, text=True
-        ).stdout
-        return head + (" (with uncommitted changes)" if dirty.strip() else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -377,13 +354,10 @@ def main() -> None:
 
     import anyio
 
-    helpers = _bench_sync()
-    helpers.setup_django(DATABASE)
-    helpers.recreate_database(DATABASE)
+    setup_django(DATABASE)
+    migrated_database(DATABASE)
     from django.conf import settings
-    from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
     settings.MAILFATHOM = settings.MAILFATHOM.replace(embedding_provider="none")
     started = time.perf_counter()
     ids = seed(args.emails)
@@ -391,17 +365,7 @@ def main() -> None:
     from accounts.services.mcp_keys import create_key
 
     key = create_key("load-bench").key
-    params = settings.DATABASES["default"]
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "mailfathom.settings",
-        "DATABASE_URL": f"postgres://{params['USER']}@/{DATABASE}?host={params['HOST']}",
-        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
-        "MAILFATHOM_KEYRING": settings.MAILFATHOM_KEYRING,
-        "MAILFATHOM_MCP_ENABLED": "true",
-        "MAILFATHOM_MCP_AUTH": "api-key",
-        "MAILFATHOM_EMBEDDING_PROVIDER": "none",
-    }
+    env = mcp_server_environment(DATABASE)
     if args.max_concurrent_calls is not None:
         env["MAILFATHOM_MCP_MAX_CONCURRENT_CALLS"] = str(args.max_concurrent_calls)
     if args.profile:
@@ -486,9 +450,8 @@ def main() -> None:
         )
     finally:
         for process, _ in servers.values():
-            process.terminate()
-            process.wait(timeout=20)
-        helpers.drop_database(DATABASE)
+            stop_server(process)
+        drop_database(DATABASE)
 
 
 if __name__ == "__main__":

@@ -198,19 +198,16 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     sys.path.insert(0, str(REPO))
     os.environ.setdefault("MAILFATHOM_KEYRING", "Y2hhbmdlLW1lLXRoaXMtaXMtYS10ZXN0LWtleS0wMDA=")
-    from bench.sync import drop_database, recreate_database, setup_django
+    from bench.sync import drop_database, migrated_database, setup_django
 
     setup_django(args.database)
-    from django.core.management import call_command
-
     from tests.dovecot import running_dovecot
     from tests.redis_server import RedisServer
 
-    recreate_database(args.database)
+    migrated_database(args.database)
     var = Path(tempfile.mkdtemp(prefix="mf-bench-recovery-"))
     broker = RedisServer(var / "redis")
     try:
-        call_command("migrate", verbosity=0)
         broker.start()
         with running_dovecot(Path(tempfile.mkdtemp(prefix="mf-bench-dovecot-"))) as server:
             print(f"load average before measuring: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")

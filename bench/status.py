@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sync import drop_database, recreate_database, setup_django
+from sync import drop_database, migrated_database, setup_django
 
 DATABASE = "mailfathom_status_bench"
 NAMESPACE = "bench-status"
@@ -161,18 +161,15 @@ def main() -> None:
     setup_django(DATABASE)
     from django.conf import settings
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from django.db import connection, connections
+    from django.db import connection
     from django.test import Client
 
     from mailfathom.core import heartbeat
 
     settings.ALLOWED_HOSTS = ["testserver"]
     settings.PROVIDER_HEALTH_NAMESPACE = NAMESPACE
-    connections.close_all()
-    version = recreate_database(DATABASE)
+    version = migrated_database(DATABASE)
     try:
-        call_command("migrate", verbosity=0)
         print(f"PostgreSQL {version}; {os.cpu_count()} cores; load average {os.getloadavg()}")
         started = time.perf_counter()
         emails = fill(args.accounts, args.folders_per_account, args.emails_per_folder)

@@ -96,6 +96,23 @@ def setup_django(database: str, *, server_side_binding: bool = False) -> None:
     django.setup()
 
 
+def use_scripted_server(base_url: str, *, embed: bool) -> None:
+    """Point chat (and, with `embed`, embeddings) at the scripted OpenAI-compatible server at `base_url`."""
+    from django.conf import settings
+
+    settings.MAILFATHOM = settings.MAILFATHOM.replace(
+        chat_provider="openai",
+        chat_alias="scripted",
+        chat_base_url=base_url,
+        chat_model="scripted",
+        chat_api_key="k",
+        embedding_provider="openai" if embed else "none",
+        embedding_base_url=base_url,
+        embedding_model="text-embed",
+        embedding_api_key="k",
+    )
+
+
 def _server_connection(dbname: str):
     """Open an autocommit psycopg connection to `dbname` on the configured server."""
     import psycopg
@@ -128,6 +145,17 @@ def drop_database(name: str) -> None:
     connections.close_all()
     with _server_connection("postgres") as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def migrated_database(name: str) -> str:
+    """Drop and create the bench database with every migration applied; return the server's version."""
+    from django.core.management import call_command
+    from django.db import connections
+
+    connections.close_all()  # DROP ... WITH (FORCE) would otherwise end this process's own session
+    version = recreate_database(name)
+    call_command("migrate", verbosity=0)
+    return version
 
 
 # --- corpus and Maildirs ----------------------------------------------------------------
@@ -216,6 +244,19 @@ def write_maildir(
     if owner is not None:
         for path in [maildir, *maildir.rglob("*")]:
             os.chown(path, *owner)
+
+
+def import_corpus(count: int, display_name: str) -> None:
+    """Import `count` corpus messages into a new account "bench" (folder alias "all") with import_archive."""
+    from accounts.models import FolderRole
+    from mailbox.services.importer import import_archive
+    from tests.factories import FolderMappingFactory, MailAccountFactory
+
+    account = MailAccountFactory(account_id="bench", display_name=display_name)
+    FolderMappingFactory(account=account, alias="all", remote_name="INBOX", role=FolderRole.INBOX)
+    with tempfile.TemporaryDirectory() as scratch:
+        write_maildir(Path(scratch) / "mail", load_corpus(count))
+        import_archive("bench", "all", Path(scratch) / "mail")
 
 
 def seed_user(server, user: str, messages: list[tuple[str, bytes]]) -> None:
@@ -605,6 +646,20 @@ def notmuch_version() -> str:
 # --- report -----------------------------------------------------------------------------
 
 
+def commit() -> str:
+    """The checkout's short commit, marked when tracked files have uncommitted changes."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True, text=True
+        ).stdout
+        return head + (" (with uncommitted changes)" if dirty.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -776,14 +831,11 @@ def main() -> None:
     )
 
     setup_django(args.database)
-    from django.core.management import call_command
-
-    postgres_version = recreate_database(args.database)
+    postgres_version = migrated_database(args.database)
     dovecot_root = Path(tempfile.mkdtemp(prefix="mf-bench-"))
     notmuch_root = Path(tempfile.mkdtemp(prefix="mf-bench-notmuch-"))
     import_root = Path(tempfile.mkdtemp(prefix="mf-bench-import-"))
     try:
-        call_command("migrate", verbosity=0)
         notmuch = None if args.skip_notmuch else prepare_notmuch(messages, notmuch_root)
         if not args.skip_import:
             write_maildir(import_root / "one", messages)

@@ -1,7 +1,8 @@
-"""What the MCP benchmarks share: a uvicorn serving the product on a free port, and a percentile."""
+"""What the MCP benchmarks share: a uvicorn serving the product, the environment it needs, a percentile."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -16,6 +17,25 @@ def percentile(values: list[float], share: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def mcp_server_environment(database: str) -> dict[str, str]:
+    """The environment for a served product on this process's `database`, Redis and keys: MCP on, behind
+    an API key, with no embedder. Call it once Django is set up."""
+    from django.conf import settings
+
+    params = settings.DATABASES["default"]
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "mailfathom.settings",
+        "DATABASE_URL": f"postgres://{params['USER']}@/{database}?host={params['HOST']}",
+        "REDIS_URL": settings.REDIS_URL,
+        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
+        "MAILFATHOM_KEYRING": settings.MAILFATHOM_KEYRING,
+        "MAILFATHOM_MCP_ENABLED": "true",
+        "MAILFATHOM_MCP_AUTH": "api-key",
+        "MAILFATHOM_EMBEDDING_PROVIDER": "none",
+    }
 
 
 def start_server(
@@ -42,3 +62,9 @@ def start_server(
             time.sleep(0.2)
     process.kill()
     raise SystemExit(f"uvicorn did not start in {tree}")
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    """Ask uvicorn to shut down and wait for it (it finishes the requests in flight)."""
+    process.terminate()
+    process.wait(timeout=20)

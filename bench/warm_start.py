@@ -49,7 +49,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 
-from sync import drop_database, load_corpus, recreate_database, setup_django, write_maildir  # noqa: E402
+from sync import drop_database, import_corpus, recreate_database, setup_django  # noqa: E402
 
 DATABASE = "mailfathom_warm_bench"
 QUERIES = ["when is the invoice due", "meeting next week about the budget"]
@@ -62,18 +62,6 @@ def load() -> str:
 def spin() -> None:
     while True:
         pass
-
-
-def load_mail(count: int) -> None:
-    from accounts.models import FolderRole
-    from mailbox.services.importer import import_archive
-    from tests.factories import FolderMappingFactory, MailAccountFactory
-
-    account = MailAccountFactory(account_id="bench", display_name="Warm start bench")
-    FolderMappingFactory(account=account, alias="all", remote_name="INBOX", role=FolderRole.INBOX)
-    with tempfile.TemporaryDirectory() as scratch:
-        write_maildir(Path(scratch) / "mail", load_corpus(count))
-        import_archive("bench", "all", Path(scratch) / "mail")
 
 
 def session_cookie() -> str:
@@ -241,7 +229,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as scratch:
             directory = Path(scratch)
             settings_module(directory)
-            load_mail(max(args.messages, args.engine_emails))
+            import_corpus(max(args.messages, args.engine_emails), "Warm start bench")
             swept = embed_pending()
             refresh_term_stats()
             cookie = session_cookie()

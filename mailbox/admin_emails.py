@@ -1,18 +1,8 @@
-"""Operator console for emails: compact metadata for everyone with view permission, content
-only with a permission of its own.
+"""Operator console for emails: metadata for everyone with view permission, content only with
+a permission of its own ("view mail content", which managing accounts does not grant).
 
-Seeing a row (view_email) shows when it arrived, where it lives, its size and flags. Its
-subject, sender, recipients and body are mail content: they appear on the list and the
-page, and the search box appears, only for a user holding "view mail content"
-(mailbox.view_mail_content), which managing accounts does not grant
-(docs/operations/admin-emails.md). Nothing here adds, changes or deletes a row.
-
-A person sees the emails of the accounts they may read (owner, delegate:
-accounts.services.people); another account's email is 404 by its URL, as if it did not
-exist. Operators and superusers see every account's.
-
-The search box ranks with the product's lexical search (mailbox.services.console_search),
-within whatever the filters already narrowed, best match first.
+A person sees the accounts they may read (accounts.services.people); another account's email
+is a 404. Nothing here adds, changes or deletes a row. Who sees what: docs/operations/admin-emails.md.
 """
 
 from __future__ import annotations
@@ -43,6 +33,7 @@ if TYPE_CHECKING:  # the admin's own return types, declared by django-stubs only
     from django.utils.datastructures import _ListOrTuple
 
 
+# Subject, sender, recipients, body and the search box: mail content, shown only with this.
 MAIL_CONTENT_PERMISSION = "mailbox.view_mail_content"
 UNMAPPED = _("(unmapped)")
 SUBJECT_CHARACTERS = 90

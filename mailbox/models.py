@@ -14,7 +14,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
-from django.db.models.functions import Coalesce, Greatest
+from django.db.models.functions import Coalesce, Greatest, Lower
 from django.utils.translation import gettext_lazy as _
 from pgvector.django import VectorField
 
@@ -198,6 +198,29 @@ class EmailQuerySet(models.QuerySet["Email"]):
         """Emails whose own date (mail_date) is at or after `start` and before `end`."""
         return self.alias(mail_date=mail_date()).filter(mail_date__gte=start, mail_date__lt=end)
 
+    def received_between(self, on_or_after: datetime | None, before: datetime | None) -> EmailQuerySet:
+        """Emails received at or after `on_or_after` and before `before`; None leaves that side open."""
+        rows = self
+        if on_or_after:
+            rows = rows.filter(received_at__gte=on_or_after)
+        if before:
+            rows = rows.filter(received_at__lt=before)
+        return rows
+
+    def involving(self, addresses: Iterable[str]) -> EmailQuerySet:
+        """Emails sent by, or naming as any participant, one of `addresses` in any case.
+
+        Both case-foldings of each address are tried, so Python's lower() and PostgreSQL's
+        lower() agree on what matches.
+        """
+        variants = sorted({form for address in addresses for form in (address, address.lower())})
+        as_participant = Participant.objects.annotate(folded=Lower("address")).filter(
+            email=models.OuterRef("pk"), folded__in=variants
+        )
+        return self.annotate(sender_folded=Lower("sender_address")).filter(
+            models.Q(sender_folded__in=variants) | models.Exists(as_participant)
+        )
+
     def readable(
         self, scope: ResolvedScope, folder_mapping_ids: Iterable[int] | None = None
     ) -> EmailQuerySet:
@@ -234,10 +257,7 @@ class EmailQuerySet(models.QuerySet["Email"]):
             )
         if f.subject_fragment:
             rows = rows.filter(subject__icontains=f.subject_fragment)
-        if f.received_on_or_after:
-            rows = rows.filter(received_at__gte=f.received_on_or_after)
-        if f.received_before:
-            rows = rows.filter(received_at__lt=f.received_before)
+        rows = rows.received_between(f.received_on_or_after, f.received_before)
         if f.is_remotely_seen is not None:
             seen = models.Q(flags__contains=["\\Seen"])
             rows = rows.filter(seen if f.is_remotely_seen else ~seen)

@@ -1,30 +1,23 @@
 """The child process one extraction runs in: limits first, then the reader, then its answer.
 
-Started by mailbox.extraction.sandbox as `python -I -c ...` with the attachment on stdin, an
-environment holding no secret (no database, Redis or key ring variables), and its own
-process group. Before it reads a byte it limits its own address space (RLIMIT_AS), CPU time
-(RLIMIT_CPU), file writes (RLIMIT_FSIZE 0) and core dumps, imports its reader's libraries,
-and then installs an audit hook that refuses, for the rest of its life, every socket, every
-new process, loading a library through ctypes, and opening a file for writing or outside
-the interpreter's and MailFathom's own directories. The hook sees Python-level actions
-only: native code (PDFium, libxml2, Pillow's decoders) is held by the kernel limits and by
-reading from memory, never from a path. Images for OCR (scanned PDF pages, image
-attachments) are decoded here and returned as PNG after the JSON line; the OCR itself runs
-in a process of the parent's (mailbox.extraction.tesseract), since this one may start none.
+Started by mailbox.extraction.sandbox with the attachment on stdin and no secret in its
+environment. It sets its kernel limits before it reads a byte and, once its readers are
+loaded, refuses through an audit hook anything a hostile file could use to reach out (why
+each limit: docs/decisions/0011-attachment-text-extraction.md).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 from typing import Any
 
 from mailbox.extraction import images
-from mailbox.extraction.guards import ExtractionFailure, Sink
+from mailbox.extraction.kernel_limits import limit_self
 from mailbox.extraction.kinds import Kind
 from mailbox.extraction.outcome import ExtractionLimits
+from mailbox.extraction.sink import ExtractionFailure, Sink
 
 _REFUSED_EVENTS = frozenset(
     {
@@ -53,14 +46,6 @@ _PRELOADS = {
 }
 
 
-def _limit_resources(limits: ExtractionLimits) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-    # SIGXCPU at the soft limit, SIGKILL a second later if it is ignored (native code).
-    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
 def _preload(kind: Kind) -> None:
     import importlib
 
@@ -76,6 +61,14 @@ def _readable_roots() -> tuple[str, ...]:
 
 
 def _arm_audit_hook() -> None:
+    """Refuse every socket, new process and ctypes library, and every open for writing or outside
+    the interpreter's and MailFathom's directories, for the rest of the process's life.
+
+    The hook sees Python-level actions only: native code (PDFium, libxml2, Pillow's decoders)
+    is held by the kernel limits and by reading from memory, never from a path. So OCR, which
+    starts a process, runs in the parent's (mailbox.extraction.tesseract); this child only
+    decodes the images and returns them as PNG after its JSON line.
+    """
     roots = _readable_roots()
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
@@ -132,7 +125,7 @@ def main() -> None:
     config = json.loads(sys.argv[-1])
     kind = Kind(config["kind"])
     limits = ExtractionLimits(**config["limits"])
-    _limit_resources(limits)
+    limit_self(limits.memory_bytes, limits.cpu_seconds)
     sink: Sink | None = None
     try:
         _preload(kind)

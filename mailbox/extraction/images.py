@@ -13,8 +13,8 @@ import io
 import math
 from typing import TYPE_CHECKING
 
-from mailbox.extraction.guards import Sink, TooLarge, Unreadable
 from mailbox.extraction.outcome import ExtractionLimits
+from mailbox.extraction.sink import Sink, TooLarge, Unreadable
 
 if TYPE_CHECKING:
     import pypdfium2 as pdfium

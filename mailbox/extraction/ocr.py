@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from mailbox.extraction.guards import Scan
 from mailbox.extraction.outcome import Extracted, ExtractionLimits, Outcome
+from mailbox.extraction.sink import Scan
 from mailbox.extraction.tesseract import Engine, recognize
 
 _TIMED_OUT = ("wall-clock", "cpu-time")

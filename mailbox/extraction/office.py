@@ -14,8 +14,9 @@ from xml.etree.ElementTree import Element  # the type only; parsing is defusedxm
 
 from defusedxml import ElementTree as SafeTree
 
-from mailbox.extraction.guards import Sink, TooLarge, Unreadable, checked_zip, read_member
+from mailbox.extraction.guards import checked_zip, read_member
 from mailbox.extraction.outcome import ExtractionLimits
+from mailbox.extraction.sink import Sink, TooLarge, Unreadable
 
 
 def read_docx(data: bytes, limits: ExtractionLimits, sink: Sink) -> None:

@@ -12,11 +12,24 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
 
+from mailbox.extraction import kernel_limits
+from mailbox.extraction.outcome import ExtractionLimits
+
 _READ_CHUNK = 65536
+# The whole environment of a limited process: nothing of the parent's (database, Redis, key
+# ring) is passed.
+SAFE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+
+
+def limited(argv: list[str], limits: ExtractionLimits) -> list[str]:
+    """`argv` (its program an absolute path) run under the limits' memory and CPU time (kernel_limits)."""
+    memory, cpu = str(limits.memory_bytes), str(limits.cpu_seconds)
+    return [sys.executable, "-I", kernel_limits.__file__, memory, cpu, *argv]
 
 
 @dataclass(frozen=True)

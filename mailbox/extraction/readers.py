@@ -1,7 +1,7 @@
 """Readers of PDF, RTF, HTML, CSV, plain text and attached messages, and the table of readers.
 
 Run only inside the child process (mailbox.extraction.child). A reader writes text into a
-Sink and raises a guards.ExtractionFailure for every outcome but ok; anything else it
+Sink and raises a sink.ExtractionFailure for every outcome but ok; anything else it
 raises is read as unreadable.
 """
 
@@ -12,9 +12,9 @@ import io
 from collections.abc import Callable
 
 from mailbox.extraction import images, office
-from mailbox.extraction.guards import Encrypted, Sink, TooLarge, Unreadable
 from mailbox.extraction.kinds import Kind, kind_of
 from mailbox.extraction.outcome import ExtractionLimits
+from mailbox.extraction.sink import Encrypted, Sink, TooLarge, Unreadable
 from mailbox.parsing import attachment_bytes, parse_message
 from mailbox.parsing.decoding import decode_text
 from mailbox.parsing.htmltext import html_to_text

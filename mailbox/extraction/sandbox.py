@@ -17,17 +17,15 @@ import time
 from collections.abc import Collection
 from pathlib import Path
 
-from mailbox.extraction.guards import Scan
 from mailbox.extraction.kinds import Kind, kind_of
 from mailbox.extraction.ocr import Scans, read_scans
 from mailbox.extraction.outcome import Extracted, ExtractionLimits, Outcome
-from mailbox.extraction.processes import killed_by_cpu_limit, run_bounded
+from mailbox.extraction.processes import SAFE_ENV, killed_by_cpu_limit, run_bounded
+from mailbox.extraction.sink import Scan
 from mailbox.extraction.tesseract import TESSERACT, Engine, find_engine
 
 _ROOT = Path(__file__).resolve().parents[2]
 _CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from mailbox.extraction.child import main; main()"
-# The child's whole environment: nothing of the parent's (database, Redis, key ring) is passed.
-_CHILD_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 _ANSWER_OVERHEAD = 4096
 
 
@@ -71,7 +69,7 @@ def run_child(kind: Kind, data: bytes, limits: ExtractionLimits, engine: Engine 
     ended = run_bounded(
         [sys.executable, "-I", "-c", _CHILD, str(_ROOT), config],
         data,
-        _CHILD_ENV,
+        SAFE_ENV,
         deadline=deadline,
         max_output=bound,
     )

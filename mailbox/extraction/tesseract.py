@@ -1,25 +1,19 @@
 """Tesseract, the OCR engine, run by the parent as a limited process of its own per image.
 
-The extraction child may start no process (its audit hook refuses), so OCR runs from the
-parent: Debian's `tesseract` command reads one PNG on stdin and writes text on stdout. It
-gets the child's memory and CPU limits, may write no file (RLIMIT_FSIZE 0; stdout is a
-pipe, which the limit does not cover, and the parent reads at most a bounded number of
-bytes of it), an environment holding no secret, and the attachment's deadline, at which
-its process group is killed. The limits are set by a fresh interpreter that then becomes
-Tesseract (os.execv), not by a preexec_fn, which is unsafe in a parent with threads. The
-PNG it reads was written by the child from decoded pixels, so Tesseract's image decoders
-never see an attachment's own bytes.
+The extraction child may start no process, so OCR runs from the parent, under the child's kernel
+limits (mailbox.extraction.kernel_limits) and the attachment's deadline. Debian's `tesseract`
+reads one PNG on stdin, which the child wrote from decoded pixels: Tesseract's own image
+decoders never see an attachment's bytes.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import dataclass
 
 from mailbox.extraction.outcome import ExtractionLimits
-from mailbox.extraction.processes import killed_by_cpu_limit, run_bounded
+from mailbox.extraction.processes import SAFE_ENV, killed_by_cpu_limit, limited, run_bounded
 from mailbox.parsing.message import clean_text
 
 TESSERACT = "/usr/bin/tesseract"  # Debian's tesseract-ocr
@@ -27,16 +21,7 @@ TESSERACT = "/usr/bin/tesseract"  # Debian's tesseract-ocr
 # main model, and English words come through under it while umlauts do not under English.
 LANGUAGES = ("deu", "eng")
 # One thread: the pass reads one attachment at a time, and RLIMIT_CPU counts every thread.
-_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "OMP_THREAD_LIMIT": "1"}
-_LIMITED_EXEC = (
-    "import os, resource, sys\n"
-    "memory, cpu = int(sys.argv[1]), int(sys.argv[2])\n"
-    "resource.setrlimit(resource.RLIMIT_AS, (memory, memory))\n"
-    "resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))\n"
-    "resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))\n"
-    "resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
-    "os.execv(sys.argv[3], sys.argv[3:])\n"
-)
+_ENV = {**SAFE_ENV, "OMP_THREAD_LIMIT": "1"}
 _PROBE_SECONDS = 10.0
 _PROBE_OUTPUT = 65536
 
@@ -70,7 +55,7 @@ def find_engine(binary: str = TESSERACT, limits: ExtractionLimits | None = None)
     if not os.access(binary, os.X_OK):
         return None
     ended = run_bounded(
-        _limited(binary, ["--list-langs"], limits or ExtractionLimits()),
+        limited([binary, "--list-langs"], limits or ExtractionLimits()),
         b"",
         _ENV,
         deadline=time.monotonic() + _PROBE_SECONDS,
@@ -97,7 +82,7 @@ def recognize(engine: Engine, png: bytes, dpi: int, limits: ExtractionLimits, de
     if dpi:
         arguments += ["--dpi", str(dpi)]
     ended = run_bounded(
-        _limited(engine.binary, arguments, limits),
+        limited([engine.binary, *arguments], limits),
         png,
         _ENV,
         deadline=deadline,
@@ -112,16 +97,3 @@ def recognize(engine: Engine, png: bytes, dpi: int, limits: ExtractionLimits, de
     # Tesseract ends each page with a form feed; blank lines between its blocks stay.
     text = clean_text(ended.output.decode("utf-8", "replace").replace("\f", "\n")).strip()
     return Recognized(text, "ok" if ended.how == "closed" else "overflow")
-
-
-def _limited(binary: str, arguments: list[str], limits: ExtractionLimits) -> list[str]:
-    return [
-        sys.executable,
-        "-I",
-        "-c",
-        _LIMITED_EXEC,
-        str(limits.memory_bytes),
-        str(limits.cpu_seconds),
-        binary,
-        *arguments,
-    ]

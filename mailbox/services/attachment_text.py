@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -36,8 +36,8 @@ from mailbox.models import (
 from mailbox.parsing import attachment_bytes, parse_message
 from mailbox.services.content import parse_limits, stored_raw
 from mailbox.services.embedding import ATTACHMENT_POSITION
+from mailbox.services.slots import exclusive_slot
 from mailfathom.core.progress import Progress, ProgressCallback
-from mailfathom.core.redis_store import redis_client
 
 logger = logging.getLogger(__name__)
 
@@ -105,17 +105,9 @@ class PassResult:
     inactive: bool = False  # no kind is switched on: nothing was tried
 
 
-@contextmanager
-def extraction_slot() -> Iterator[Callable[[], bool] | None]:
-    """Hold the one extraction slot (a Redis key that expires if its holder dies), or yield None."""
-    client = redis_client()
-    if not client.set(SLOT_KEY, "1", nx=True, ex=SLOT_SECONDS):
-        yield None
-        return
-    try:
-        yield lambda: bool(client.expire(SLOT_KEY, SLOT_SECONDS))
-    finally:
-        client.delete(SLOT_KEY)
+def extraction_slot() -> AbstractContextManager[Callable[[], bool] | None]:
+    """Hold the one extraction slot (see mailbox.services.slots), or yield None."""
+    return exclusive_slot(SLOT_KEY, SLOT_SECONDS)
 
 
 def extract_pending(

@@ -1,15 +1,8 @@
 """Continuation cursors for the timeline: a signed position bound to one selection and direction.
 
-A cursor carries the (received_at, id) of the last email a page returned, the reading
-direction, and the fingerprint of the selection it was issued for. It is signed with the
-keyring under its own purpose, so it cannot be forged, edited, or replayed as another kind
-of token. Refusals name the argument only, never the text a caller sent:
-
-- 52001: the text is no cursor this server issued (too long, truncated, edited, hand-written,
-  signed by a key outside the ring, or carrying a payload of the wrong shape);
-- 52002: a genuine cursor issued for other filters, another scope, or the other direction.
-
-The length is checked before anything is decoded.
+A cursor carries the (received_at, id) of the last email a page returned, the direction and
+the fingerprint of its selection, signed under its own purpose (mailfathom.core.cursors,
+which also owns the refusals: 52001 not issued here, 52002 issued for another selection).
 """
 
 from __future__ import annotations

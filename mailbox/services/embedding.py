@@ -1,16 +1,9 @@
 """Embeddings of the local copy: the active profile, the sweep, and the semantic-search state.
 
-Each email gets one passage: its subject and the first MAILFATHOM_EMBEDDING_WINDOW_CHARACTERS
-of its own words (the body without quotations, signature and list footer); an email with
-text read from its attachments gets a second passage of the start of that text
-(ATTACHMENT_POSITION), and the vector ranking takes an email's nearer passage. The sweep
-embeds newest mail first, in batches, each batch's vectors and the spend ledger written in
-one transaction. Vectors live in pgvector; an HNSW index (cosine) is created per profile
-on its own dimension when the profile is activated.
-
-A configured model that is not the active profile's makes the sweep stop at once (its
-vectors would land in a space no search reads): changing the model is an operation of its
-own, mailbox.services.reembedding (`manage.py reembed`).
+An email's passage is its subject and own words; text read from its attachments makes a
+second passage (ATTACHMENT_POSITION), and vector ranking takes the nearer of the two.
+Changing the model is an operation of its own (mailbox.services.reembedding). How it is
+stored and indexed: docs/search.md.
 """
 
 from __future__ import annotations
@@ -164,7 +157,9 @@ def embed_pending(
     # the queries below run; the first batch waits for the load, outside its deadline.
     embedder.warm()
     profile = activate_profile(embedder)
-    if not profile.active:  # the configured model is not the active profile's: switch first
+    # A configured model that is not the active profile's would write vectors into a space no
+    # search reads: the sweep stops until the model is switched (manage.py reembed).
+    if not profile.active:
         result.stopped_by = "profile"
         return result
     batch_size = max(1, min(batch_size, embedder.max_batch))

@@ -1,16 +1,9 @@
 """Erasure of a person's mail on request (a data-subject request): preview and execute.
 
-A request names the person's addresses and, optionally, accounts and a received range.
-Every stored email the person sent or received (From, To, Cc, Bcc or Reply-To: all stored
-as the row's sender or as Participant rows at parse time) is matched, in every folder of
-the accounts, whether or not tools can see it. Executing removes each match with
-everything derived from it (raw MIME and so its attachments, the text extracted from them,
-participants, passages and
-their vectors, repair requests, its lexical index entry), refreshes the word statistics
-so no word of it stays there, and records a suppression so synchronization and import
-never store it again. The result is counts and plain identities only: no content, no
-address. The audit app records the act; this module knows nothing of it.
-See docs/operations/erasure.md.
+Every stored email the person sent or received goes, with everything derived from it, and a
+suppression keeps synchronization and import from storing it again. Results are counts and
+identities only, never content or an address; the audit app records the act, and this
+module knows nothing of it. See docs/operations/erasure.md.
 """
 
 from __future__ import annotations
@@ -24,8 +17,8 @@ from itertools import islice
 from typing import Any
 
 from django.db import transaction
-from django.db.models import CASCADE, Count, Exists, F, OuterRef, Q, QuerySet, Sum
-from django.db.models.functions import Coalesce, Lower
+from django.db.models import CASCADE, Count, F, QuerySet, Sum
+from django.db.models.functions import Coalesce
 
 from accounts.models import MailAccount
 from mailbox.models import (
@@ -210,24 +203,14 @@ class ErasureResult:
 def matching_emails(request: ErasureRequest) -> QuerySet[Email]:
     """Every stored email the person sent or received, within the request's bounds.
 
-    Not narrowed to what tools may see: unserved accounts, hidden and unmapped folders are
-    all in it. Addresses compare case-insensitively (both case-foldings of each are tried,
-    so Python's and PostgreSQL's agree on it).
+    From, To, Cc, Bcc and Reply-To are all stored as the sender or as Participant rows, so
+    every role is reached. Not narrowed to what tools may see: unserved accounts, hidden and
+    unmapped folders are all in it. Addresses compare case-insensitively.
     """
-    variants = sorted({form for address in request.addresses for form in (address, address.lower())})
-    as_recipient = Participant.objects.annotate(folded=Lower("address")).filter(
-        email=OuterRef("pk"), folded__in=variants
-    )
-    rows = Email.objects.annotate(sender_folded=Lower("sender_address")).filter(
-        Q(sender_folded__in=variants) | Exists(as_recipient)
-    )
+    rows = Email.objects.involving(request.addresses)
     if request.account_ids:
         rows = rows.filter(account__account_id__in=request.account_ids)
-    if request.received_on_or_after:
-        rows = rows.filter(received_at__gte=request.received_on_or_after)
-    if request.received_before:
-        rows = rows.filter(received_at__lt=request.received_before)
-    return rows
+    return rows.received_between(request.received_on_or_after, request.received_before)
 
 
 def preview_erasure(request: ErasureRequest) -> ErasurePreview:

@@ -1,19 +1,8 @@
 """The clean-up after an erasure: rewrite the affected tables' files, then flush and switch the WAL.
 
-Deleting a row in PostgreSQL only marks it dead: its bytes stay in the table's file, in its
-TOAST table and in its indexes until the space is reused, and plain VACUUM frees the space
-without overwriting it. `VACUUM FULL` writes each table (and its TOAST table and indexes) to
-new files and gives the old ones back to the operating system, so no dead copy stays in the
-files PostgreSQL keeps. `ANALYZE` in the same command replaces the column statistics
-(pg_statistic), which may hold sample values of the erased rows; pg_statistic is rewritten
-afterwards where the database user may. A checkpoint then writes everything out, a WAL
-switch closes the segment that holds the deletions, and a second checkpoint lets PostgreSQL
-retire the older segments.
-
-None of it can run inside a transaction. Each step is reported with its outcome; a step the
-database user may not run is reported as such (the tables must be owned by the user, or it
-must hold MAINTAIN; CHECKPOINT wants pg_checkpoint; pg_switch_wal() a superuser or an explicit
-grant: docs/operations/erasure.md). Table names only: no row, no value is ever logged.
+A DELETE only marks rows dead; their bytes stay in the table, its TOAST table and indexes,
+and in the WAL, until rewritten. Each step reports its outcome and table name only, never a
+row or a value. What each step needs and why: docs/operations/erasure.md.
 """
 
 from __future__ import annotations
@@ -53,10 +42,14 @@ def rewrite_after_erasure(tables: Iterable[str] | None = None) -> tuple[CleanupS
     if connection.in_atomic_block:
         raise RuntimeError("the clean-up after an erasure cannot run inside a transaction")
     steps: list[CleanupStep] = []
+    # VACUUM FULL writes each table, its TOAST table and indexes to new files (plain VACUUM frees
+    # the space without overwriting it); ANALYZE replaces statistics that may sample erased rows.
     for table in sorted(set(tables if tables is not None else affected_tables())):
         steps.append(_rewrite(table, f"VACUUM (FULL, ANALYZE) {connection.ops.quote_name(table)}"))
     # The column statistics ANALYZE just replaced: their old versions are dead rows here.
     steps.append(_rewrite("pg_catalog.pg_statistic", "VACUUM FULL pg_catalog.pg_statistic"))
+    # Write everything out, close the WAL segment holding the deletions, and let a second
+    # checkpoint retire the older segments.
     steps.append(_run("CHECKPOINT", "CHECKPOINT"))
     steps.append(_run("SELECT pg_switch_wal()", "SELECT pg_switch_wal()"))
     steps.append(_run("CHECKPOINT", "CHECKPOINT"))

@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import queue as queue_module
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +31,8 @@ from mailbox.services.embedding import (
     embed_pending,
     pending_count,
 )
+from mailbox.services.slots import exclusive_slot
 from mailfathom.core.progress import Progress, ProgressCallback
-from mailfathom.core.redis_store import redis_client
 from mailfathom.providers import get_embedder
 from mailfathom.providers.base import Embedder
 
@@ -45,21 +45,12 @@ SWEEP_BUSY = (
 )
 
 
-@contextmanager
-def sweep_slot() -> Iterator[Callable[[], bool] | None]:
-    """Hold the one sweep slot: a Redis key that expires on its own if the holder dies.
+def sweep_slot() -> AbstractContextManager[Callable[[], bool] | None]:
+    """Hold the one sweep slot (see mailbox.services.slots), or yield None when another sweep has it.
 
-    Yields a function that renews the key (call it at least every SWEEP_LOCK_SECONDS), or
-    None when another sweep holds the slot.
+    The renewing function it yields must be called at least every SWEEP_LOCK_SECONDS.
     """
-    client = redis_client()
-    if not client.set(SWEEP_KEY, "1", nx=True, ex=SWEEP_LOCK_SECONDS):
-        yield None
-        return
-    try:
-        yield lambda: bool(client.expire(SWEEP_KEY, SWEEP_LOCK_SECONDS))
-    finally:
-        client.delete(SWEEP_KEY)
+    return exclusive_slot(SWEEP_KEY, SWEEP_LOCK_SECONDS)
 
 
 def switch_profile(embedder: Embedder) -> EmbeddingProfile:

@@ -83,8 +83,8 @@ def stored_bytes(account_pk: int) -> int:
 def raw_bytes_at_most() -> int:
     """An upper bound on the raw content every account holds: the size on disk of the raw
     messages' table with its TOAST and indexes. It costs a few file-size reads, where the
-    exact SUM reads every row of the account (11 ms at 7,685 emails, growing with the
-    mailbox, once per stored batch). zlib output never shrinks under PostgreSQL's own
+    exact SUM reads every row of the account, a cost growing with the mailbox, once per
+    stored batch. zlib output never shrinks under PostgreSQL's own
     compression, so each stored value takes at least its stored_size on disk."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_total_relation_size(%s::regclass)", [RawMessage._meta.db_table])

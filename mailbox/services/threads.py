@@ -64,7 +64,7 @@ def _stored_threads(
 
     One GIN probe per key (`@>` a one-element array), not one `&&` with all of them: the
     planner's estimate for an overlap with hundreds of elements is most of the table, and
-    it scans the table (6.6 s at 100,000 emails, 11 ms this way; docs/benchmarks.md).
+    it scans the table (the two timed: docs/benchmarks.md).
     Each probe is a subquery of its own that holds only the `@>` (OFFSET 0 keeps the
     account and the other conditions out of it), so the GIN index is its only way in: as
     a plain join, a table not yet analyzed (a first backfill) had the planner read every

@@ -1,9 +1,9 @@
 from collections.abc import Callable
 from typing import Any
 
-import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from mailbox.management.command_slots import held_or_refused
 from mailbox.services.embedding import SWEEP_BATCH, SweepResult, embed_pending
 from mailbox.services.reembedding import SWEEP_BUSY, sweep_slot
 from mailfathom.core.progress import INTERRUPTED, Progress, TerminalProgress
@@ -31,14 +31,8 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: Any) -> None:
         # The worker's sweep, reembed and this command share one slot, so they never embed the
         # same rows.
-        try:
-            with sweep_slot() as renew:
-                if renew is None:
-                    raise CommandError(SWEEP_BUSY)
-                result = self._sweep(renew, options)
-        except redis.RedisError as error:
-            name = type(error).__name__
-            raise CommandError(f"Redis cannot be reached ({name}); check REDIS_URL.") from None
+        with held_or_refused(sweep_slot(), SWEEP_BUSY) as renew:
+            result = self._sweep(renew, options)
         if result.inactive:
             raise CommandError("No embedding provider is configured (MAILFATHOM_EMBEDDING_PROVIDER is none).")
         if result.batches == 0 and not result.stopped_by:

@@ -1,8 +1,8 @@
 from typing import Any
 
-import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from mailbox.management.command_slots import held_or_refused
 from mailbox.services.attachment_text import SLOT_BUSY, extract_pending, extraction_slot
 from mailfathom.core.progress import INTERRUPTED, Progress, TerminalProgress
 
@@ -21,9 +21,7 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: Any) -> None:
         bars = TerminalProgress(self.stderr._out, disable=bool(options["no_progress"]))  # type: ignore[arg-type]  # the TextIO OutputWrapper wraps; the stubs see _out as Callable
         try:
-            with extraction_slot() as renew:
-                if renew is None:
-                    raise CommandError(SLOT_BUSY)
+            with held_or_refused(extraction_slot(), SLOT_BUSY) as renew:
 
                 def report(event: Progress) -> None:
                     renew()  # a long pass keeps its slot
@@ -31,9 +29,6 @@ class Command(BaseCommand):
 
                 with bars:
                     result = extract_pending(max_emails=options["max_emails"], progress=report)
-        except redis.RedisError as error:
-            name = type(error).__name__
-            raise CommandError(f"Redis cannot be reached ({name}); check REDIS_URL.") from None
         except KeyboardInterrupt:
             raise CommandError(INTERRUPTED, returncode=130) from None
         if result.inactive:

@@ -4,6 +4,7 @@ from typing import Any
 import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from mailbox.management.command_slots import redis_unreachable
 from mailbox.services.reembedding import SWEEP_BUSY, discard_inactive_passages, reembed
 from mailfathom.core.progress import INTERRUPTED, TerminalProgress
 from mailfathom.providers import ProviderError
@@ -49,8 +50,7 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             raise CommandError(INTERRUPTED, returncode=130) from None
         except redis.RedisError as error:
-            name = type(error).__name__
-            raise CommandError(f"Redis cannot be reached ({name}); check REDIS_URL.") from None
+            raise redis_unreachable(error) from None
         if result.busy:
             raise CommandError(SWEEP_BUSY)
         if result.switched_from:
