@@ -41,12 +41,10 @@ import hashlib
 import json
 import math
 import os
-import platform
 import random
 import re
 import resource
 import statistics
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -62,7 +60,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 
-from sync import _server_connection, drop_database, recreate_database, setup_django  # noqa: E402
+from sync import (  # noqa: E402
+    _server_connection,
+    commit,
+    cpu_model,
+    drop_database,
+    recreate_database,
+    setup_django,
+)
 
 DATABASE = "mailfathom_search_bench"
 CORPUS = REPO.parent / "shared" / "corpus" / "mail-dev.tar.gz"  # --corpus names another folder
@@ -664,16 +669,6 @@ def statement_label(sql: str) -> str:
 # --- report ----------------------------------------------------------------------------------
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def sizes() -> list[tuple[str, int]]:
     from django.db import connection
 
@@ -975,26 +970,6 @@ class LoadSampler:
 
 
 LOAD = LoadSampler()
-
-
-def commit() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split("\n")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    changed = sorted({line[3:] for line in dirty if line.strip()})
-    return head + (f" (uncommitted changes in {', '.join(changed)})" if changed else "")
 
 
 def main() -> None:

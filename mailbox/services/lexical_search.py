@@ -64,15 +64,15 @@ DEFAULT_AVERAGE_LENGTH = 2000.0
 # Occurrences counted at most per word: a message repeating a word hundreds of times is no
 # more about it than one repeating it fifty times.
 MAX_OCCURRENCES = 50
-# Messages stage 1 hands to the BM25 stage (at least five times the depth asked for): 100
-# instead of 300 cost lexical recall@10 0.535 -> 0.507 on the reply pairs (bench/retrieval.py).
+# Messages stage 1 hands to the BM25 stage (at least five times the depth asked for): fewer
+# cost recall on the reply pairs (bench/retrieval.py; docs/benchmarks.md).
 PRESELECT = 300
 PRESELECT_PER_RESULT = 5
 # Postings (word, message pairs) stage 1 may read to choose candidates: the rarest query
 # words whose document counts fit. Long pasted queries otherwise read every posting of
-# 32 words, which is most of a large mailbox (bench/search.py). 5,000 instead of 20,000
-# cut lexical p95 to 0.60 at 100,000 emails; on the reply pairs, budgets scaled to the
-# corpus's size (384 and 1,537 of 7,685 emails) ranked alike (docs/benchmarks.md).
+# 32 words, which is most of a large mailbox. This budget was chosen by bench/search.py at
+# 100,000 emails, and budgets scaled to the reply pairs' corpus ranked alike
+# (docs/benchmarks.md).
 POSTING_BUDGET = 5_000
 # Characters of each body ts_headline reads for extracts: its cost grows with the text,
 # and an extract from far down a very long message rarely helps a reader choose it.

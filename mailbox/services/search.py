@@ -250,8 +250,8 @@ def search_emails(
     )
 
 
-# Counting a large scope costs about 100 ms at 100,000 emails (bench/search.py), and the
-# figure only says how far the sweep has got: one count per scope is reused for this long.
+# Counting a large scope is costly (docs/benchmarks.md), and the figure only says how far
+# the sweep has got: one count per scope is reused for this long.
 COVERAGE_SECONDS = 30.0
 _coverage_cache: dict[tuple[str, int | None], tuple[float, tuple[int, int]]] = {}
 _coverage_lock = threading.Lock()
