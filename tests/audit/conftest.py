@@ -10,8 +10,9 @@ from accounts.models import FolderRole, MailAccount
 from audit.api.throttling import forget_counts
 from tests.audit.support import SECOND_ADDRESS
 from tests.factories import MailAccountFactory
+from tests.mailbox.erasure_data import message
 from tests.mailbox.factories import mapped_folder
-from tests.mailbox.test_erasure import message, store
+from tests.mailbox.factories import stored_email as store
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from django.test import Client
 from audit import api_tokens as tokens
 from audit.erasure_models import ErasureRequestRecord, ErasureStatus
 from tests.audit.support import SECOND_ADDRESS, api_create, api_execute, person, signed_in
-from tests.mailbox.test_erasure import PERSON, row_counts
+from tests.mailbox.erasure_data import PERSON, row_counts
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 

@@ -26,8 +26,9 @@ from mailfathom.core.errors import MailFathomError
 from tests.audit.support import compliance_officer
 from tests.configure import configure
 from tests.factories import MailAccountFactory
+from tests.mailbox.erasure_data import PERSON, message
 from tests.mailbox.factories import mapped_folder
-from tests.mailbox.test_erasure import PERSON, message, store
+from tests.mailbox.factories import stored_email as store
 
 pytestmark = pytest.mark.django_db
 

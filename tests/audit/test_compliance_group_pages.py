@@ -14,7 +14,7 @@ from django.urls import reverse
 from audit.models import MutationEntry
 from audit.services.erasure import execute_erasure_request, request_erasure
 from tests.audit.support import OFFICER, REVIEWER, SECOND_ADDRESS, compliance_officer
-from tests.mailbox.test_erasure import PERSON
+from tests.mailbox.erasure_data import PERSON
 
 pytestmark = pytest.mark.django_db
 

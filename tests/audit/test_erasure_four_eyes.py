@@ -20,7 +20,7 @@ from audit.services.erasure import Requester, execute_erasure_request, request_e
 from mailbox.models import Email
 from mailfathom.core.errors import Code, MailFathomError
 from tests.audit.support import api_create, api_execute, person, signed_in
-from tests.mailbox.test_erasure import PERSON, row_counts
+from tests.mailbox.erasure_data import PERSON, row_counts
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 

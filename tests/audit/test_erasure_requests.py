@@ -21,7 +21,8 @@ from mailbox.models import Email
 from mailbox.services.erasure import KINDS
 from mailfathom.core.errors import MailFathomError
 from tests.audit.support import OFFICER, REVIEWER, SECOND_ADDRESS, person
-from tests.mailbox.test_erasure import PERSON, TOKEN, message, row_counts, store
+from tests.mailbox.erasure_data import PERSON, TOKEN, message, row_counts
+from tests.mailbox.factories import stored_email as store
 
 pytestmark = pytest.mark.django_db
 

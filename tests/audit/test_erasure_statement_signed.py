@@ -35,7 +35,7 @@ from mailbox.models import Email, Suppression
 from mailbox.services import suppression
 from mailfathom.core import signing
 from tests.audit.support import SECOND_ADDRESS, person
-from tests.mailbox.test_erasure import PERSON
+from tests.mailbox.erasure_data import PERSON
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_rate_counts")]
 

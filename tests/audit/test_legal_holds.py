@@ -23,8 +23,8 @@ from mailfathom.core.errors import Code, MailFathomError
 from tests.audit.support import SECOND_ADDRESS, api_create, api_execute, person, signed_in
 from tests.audit.test_mutations import mutation
 from tests.factories import MailAccountFactory
+from tests.mailbox.erasure_data import PERSON, row_counts
 from tests.mailbox.factories import EmailFactory
-from tests.mailbox.test_erasure import PERSON, row_counts
 
 pytestmark = pytest.mark.django_db
 

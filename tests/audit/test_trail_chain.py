@@ -33,7 +33,7 @@ from audit.services.retention import erase_expired_entries
 from mailbox.models import Email
 from tests.audit.support import OFFICER, REVIEWER, SECOND_ADDRESS
 from tests.factories import MailAccountFactory
-from tests.mailbox.test_erasure import PERSON
+from tests.mailbox.erasure_data import PERSON
 
 KEY_A = "Y2hhbmdlLW1lLXRoaXMtaXMtYS10ZXN0LWtleS0wMDA="  # the suite's ring (tests/conftest.py)
 KEY_B = "YW5vdGhlci10ZXN0LWtleS1mb3ItdGhlLWNoYWluLTE="

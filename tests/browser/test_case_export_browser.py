@@ -24,8 +24,9 @@ from tests.browser import steps
 from tests.browser.conftest import Screenshots
 from tests.celery_worker import Worker
 from tests.factories import MailAccountFactory
+from tests.mailbox.erasure_data import PERSON, message
 from tests.mailbox.factories import mapped_folder
-from tests.mailbox.test_erasure import PERSON, message, store
+from tests.mailbox.factories import stored_email as store
 from tests.mcp.servers import Server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot, pytest.mark.slow]

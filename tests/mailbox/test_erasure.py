@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from email.message import EmailMessage
 from io import StringIO
 
 import pytest
@@ -22,9 +21,6 @@ from mailbox.models import (
     AttachmentText,
     Email,
     LexicalTermStat,
-    Participant,
-    Passage,
-    RawMessage,
     RepairRequest,
     Suppression,
 )
@@ -44,37 +40,14 @@ from mailbox.services.timeline import list_emails
 from mailfathom.core.errors import MailFathomError
 from tests.configure import configure, scripted_embeddings
 from tests.factories import MailAccountFactory
+from tests.mailbox.erasure_data import PERSON, TOKEN, message, row_counts
 from tests.mailbox.factories import mapped_folder
-from tests.mailbox.factories import stored_email as store  # the erasure and audit tests import it from here
+from tests.mailbox.factories import stored_email as store
 from tests.support import isolated_provider_health
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.mailbox.download_urls")]
 
-PERSON = "Dana.Subject@Example.ORG"
-TOKEN = "zyqvoxtrelkin"  # a word no other message holds
 BASE_URL = "https://mail.example.org"
-MODELS = (Email, RawMessage, Participant, Passage, RepairRequest, AttachmentText)
-
-
-def message(role: str, n: int, *, person: str = PERSON, attachment: bool = False) -> bytes:
-    """A message naming `person` in header `role` ("" for none), with TOKEN in the body."""
-    msg = EmailMessage()
-    msg["From"] = person if role == "From" else f"other{n}@example.net"
-    msg["To"] = person if role == "To" else "team@example.com"
-    for header in ("Cc", "Bcc", "Reply-To"):
-        if role == header:
-            msg[header] = person
-    msg["Subject"] = f"note {n} {TOKEN if role else 'plain'}"
-    msg["Message-ID"] = f"<erasure-{n}-{uuid.uuid4().hex}@example.net>"
-    msg["Date"] = f"Mon, {n + 1} Jun 2025 10:00:00 +0000"
-    msg.set_content(f"Body {n} mentions {TOKEN if role else 'nothing'}.")
-    if attachment:
-        msg.add_attachment(b"%PDF-1.4 data", maintype="application", subtype="pdf", filename=f"{TOKEN}.pdf")
-    return msg.as_bytes()
-
-
-def row_counts() -> dict[str, int]:
-    return {model.__name__: model.objects.count() for model in MODELS}
 
 
 @pytest.fixture

@@ -31,8 +31,9 @@ from mailbox.models import AttachmentText, Email
 from mailbox.services.erasure import affected_tables
 from mailbox.services.lexical_search import refresh_term_stats
 from tests.factories import MailAccountFactory
+from tests.mailbox.erasure_data import message
 from tests.mailbox.factories import mapped_folder
-from tests.mailbox.test_erasure import message, store
+from tests.mailbox.factories import stored_email as store
 from tests.mailbox.test_erasure_sync import database_text
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -14,8 +14,9 @@ from mailbox.services.erasure import erasure_request, execute_erasure
 from mailbox.services.importer import import_archive
 from mailbox.services.store import IncomingMessage, store_messages
 from tests.factories import MailAccountFactory
+from tests.mailbox.erasure_data import PERSON, message
 from tests.mailbox.factories import mapped_folder
-from tests.mailbox.test_erasure import PERSON, message, store
+from tests.mailbox.factories import stored_email as store
 
 pytestmark = pytest.mark.django_db
 
