@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, F, OuterRef, Q, QuerySet, Sum
-from django.db.models.functions import Coalesce, Lower
+from django.db.models import F, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import MailAccount
@@ -37,7 +37,7 @@ from audit.services import arguments, chain
 from audit.services.address_hashes import hashes_match, recorded_hashes
 from audit.services.arguments import refused
 from audit.services.mutations import Mutation, message_id_hash, record_mutation
-from mailbox.models import Availability, Email, Participant, RawMessage
+from mailbox.models import Availability, Email, RawMessage
 from mailbox.services.content import StoredRaw, stored_raws
 from mailfathom.core.errors import UNDESCRIBED, Code, MailFathomError
 from mailfathom.core.progress import Progress, ProgressCallback
@@ -128,21 +128,11 @@ def case_selection(
 
 def selected_emails(selection: CaseSelection) -> QuerySet[Email]:
     """Every stored email the selection names, in every folder (hidden and unmapped ones too)."""
-    rows = Email.objects.all()
+    rows = Email.objects.received_between(selection.received_on_or_after, selection.received_before)
     if selection.addresses:
-        variants = sorted({form for address in selection.addresses for form in (address, address.lower())})
-        as_participant = Participant.objects.annotate(folded=Lower("address")).filter(
-            email=OuterRef("pk"), folded__in=variants
-        )
-        rows = rows.annotate(sender_folded=Lower("sender_address")).filter(
-            Q(sender_folded__in=variants) | Exists(as_participant)
-        )
+        rows = rows.involving(selection.addresses)
     if selection.account_ids:
         rows = rows.filter(account__account_id__in=selection.account_ids)
-    if selection.received_on_or_after:
-        rows = rows.filter(received_at__gte=selection.received_on_or_after)
-    if selection.received_before:
-        rows = rows.filter(received_at__lt=selection.received_before)
     return rows
 
 

@@ -19,8 +19,7 @@ from datetime import datetime
 from itertools import islice
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
-from django.db.models.functions import Lower
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import MailAccount
@@ -29,7 +28,7 @@ from audit.hold_models import HoldRequesterKind, HoldScope, LegalHold
 from audit.services.address_hashes import address_hash, recorded_hashes
 from audit.services.arguments import record_id, refused
 from audit.services.hold_requests import checked_text, hold_request
-from mailbox.models import Email, Participant
+from mailbox.models import Email, EmailQuerySet, Participant
 from mailbox.services.erasure import MAX_ADDRESSES as ERASURE_MAX_ADDRESSES
 from mailbox.services.erasure import erasure_request, matching_emails
 from mailfathom.core import signing
@@ -126,31 +125,26 @@ def active_holds() -> list[LegalHold]:
 # --- What a hold covers ---------------------------------------------------------------------
 
 
-def holds_covering_emails(
-    emails: QuerySet[Email], holds: Sequence[LegalHold] | None = None
-) -> list[LegalHold]:
+def holds_covering_emails(emails: EmailQuerySet, holds: Sequence[LegalHold] | None = None) -> list[LegalHold]:
     """The active holds (or of `holds`) that cover at least one email of `emails`."""
     holds = active_holds() if holds is None else holds
     return [hold for hold in holds if covered_emails(hold, emails).exists()]
 
 
-def covered_emails(hold: LegalHold, emails: QuerySet[Email]) -> QuerySet[Email]:
+def covered_emails(hold: LegalHold, emails: EmailQuerySet) -> EmailQuerySet:
     """The emails of `emails` that `hold` covers (whether or not it is active)."""
     rows = emails
     if hold.account_ids:
         rows = rows.filter(account__account_id__in=hold.account_ids)
     elif hold.scope == HoldScope.ACCOUNT:
         return rows.none()
-    if hold.received_on_or_after is not None:
-        rows = rows.filter(received_at__gte=hold.received_on_or_after)
-    if hold.received_before is not None:
-        rows = rows.filter(received_at__lt=hold.received_before)
+    rows = rows.received_between(hold.received_on_or_after, hold.received_before)
     if hold.address_hashes:
         held = set(hold.address_hashes)
         addresses = [address for address, digests in _digests(_addresses_of(rows)).items() if digests & held]
         if not addresses:
             return rows.none()
-        rows = _with_any_address(rows, addresses)
+        rows = rows.involving(addresses)
     return rows
 
 
@@ -287,16 +281,6 @@ def _addresses_of(emails: QuerySet[Email]) -> set[str]:
         Participant.objects.filter(email__in=emails.values("pk")).values_list("address", flat=True).distinct()
     )
     return {address.strip().casefold() for address in (*senders, *others) if address.strip()}
-
-
-def _with_any_address(emails: QuerySet[Email], addresses: list[str]) -> QuerySet[Email]:
-    variants = sorted({form for address in addresses for form in (address, address.lower())})
-    as_participant = Participant.objects.annotate(folded=Lower("address")).filter(
-        email=OuterRef("pk"), folded__in=variants
-    )
-    return emails.annotate(sender_folded=Lower("sender_address")).filter(
-        Q(sender_folded__in=variants) | Exists(as_participant)
-    )
 
 
 def _ranges_meet(hold: LegalHold, start: datetime | None, end: datetime | None) -> bool:

@@ -24,6 +24,7 @@ from accounts.models import MailAccount
 from mailbox.models import (
     AttachmentText,
     Email,
+    EmailQuerySet,
     Folder,
     LexicalCollectionStat,
     LexicalTermStat,
@@ -200,7 +201,7 @@ class ErasureResult:
 # --- Selection ------------------------------------------------------------------------------
 
 
-def matching_emails(request: ErasureRequest) -> QuerySet[Email]:
+def matching_emails(request: ErasureRequest) -> EmailQuerySet:
     """Every stored email the person sent or received, within the request's bounds.
 
     From, To, Cc, Bcc and Reply-To are all stored as the sender or as Participant rows, so
