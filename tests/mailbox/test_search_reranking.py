@@ -6,23 +6,15 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from accounts.models import FolderRole
 from mailbox.models import Email
 from mailbox.services import search
 from mailbox.services.embedding import VectorHit
 from mailbox.services.lexical_search import LexicalHit, rank_lexical, refresh_term_stats
-from mailbox.services.own_words import quoted_part
 from mailbox.services.reranking import (
-    QUOTED_RUNS,
-    QUOTING_FROM,
     Facts,
     Reranking,
-    _query_runs,
-    _quotes,
-    _words,
     candidate_facts,
     facts_of_rows,
     quoting,
@@ -113,6 +105,7 @@ def test_an_author_address_that_is_not_one_address_is_51002(inbox, address):
 
 # --- mail quoting the query ---------------------------------------------------------------
 
+RESULT_LIMIT = 20
 QUERY = "the backup server failed again last night during the nightly copy of the archive"
 
 
@@ -147,37 +140,6 @@ def test_a_short_query_quotes_nothing(quoted_reply):
     # and no body is read to find out
     assert row_facts(RESULT_LIMIT, "backup server failed").body_window == 0
     assert row_facts(RESULT_LIMIT, QUERY).body_window == RESULT_LIMIT
-
-
-RESULT_LIMIT = 20
-_VOCABULARY = ["backup", "server", "failed", "night", "copy", "archive", "the", "of", "Ünïcode", "a1"]
-_PREFIXES = ["", "> ", "| ", "  > "]
-
-
-@settings(max_examples=500, deadline=None)
-@given(
-    query=st.lists(st.sampled_from(_VOCABULARY), min_size=QUOTING_FROM, max_size=30),
-    data=st.data(),
-    end=st.sampled_from(["", "-- ", "-----Original Message-----", "_____"]),
-)
-def test_the_quotation_test_is_the_plain_rule(query, data, end):
-    # _quotes skips runs whose words the quotation lacks; that must never change its answer
-    # from the rule as stated: at least QUOTED_RUNS of the query's runs in the quoted words.
-    # Lines are other words or pieces of the query itself, quoted or not, so that bodies
-    # holding none, one and several of its runs all occur.
-    lines = []
-    for _ in range(data.draw(st.integers(0, 8))):
-        start = data.draw(st.integers(0, len(query) - 1))
-        piece = query[start : start + data.draw(st.integers(1, 12))]
-        words = data.draw(st.one_of(st.just(piece), st.lists(st.sampled_from(_VOCABULARY), max_size=12)))
-        lines.append(data.draw(st.sampled_from(_PREFIXES)) + " ".join(words))
-    body = "\n".join(lines)
-    if end:
-        body += f"\n{end}\n" + " ".join(query[: data.draw(st.integers(0, len(query)))])
-    runs = _query_runs(" ".join(query))
-    quoted = " " + " ".join(_words(quoted_part(body))) + " "
-    expected = sum(run in quoted for run in runs) >= QUOTED_RUNS
-    assert _quotes(body, runs) == expected
 
 
 def test_facts_read_with_the_lexical_rows_are_those_read_apart(account, inbox, quoted_reply):
