@@ -32,9 +32,10 @@ from accounts.services.caller import person
 from audit.case_export_models import EXPORT_PERMISSION, CaseExport, CaseExportStatus
 from audit.services import case_export
 from audit.services.access_trail import AccessChannel, record_access
-from audit.services.arguments import MAX_ADDRESS_LENGTH, MAX_ADDRESSES
+from audit.services.arguments import MAX_ADDRESSES
 from audit.tasks import run_case_export_task
 from mailfathom.core.errors import MailFathomError
+from mailfathom.core.text import MAX_ADDRESS_LENGTH
 
 STATUS_ROWS = 50  # the most recent exports the status JSON reports
 ACTIVE = (CaseExportStatus.QUEUED, CaseExportStatus.RUNNING)

@@ -30,8 +30,9 @@ from audit.services.erasure import (
     preview_counts,
 )
 from mailbox.admin_read_only import ReadOnly
-from mailbox.services.erasure import KINDS, MAX_ADDRESS_LENGTH, MAX_ADDRESSES
+from mailbox.services.erasure import KINDS, MAX_ADDRESSES
 from mailfathom.core.errors import MailFathomError
+from mailfathom.core.text import MAX_ADDRESS_LENGTH
 
 EXECUTE_PERMISSION = "audit.execute_erasurerequestrecord"
 # The column headings of the preview on the execution page, one per kind of row counted.

@@ -24,10 +24,11 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts.models import MailAccount
 from audit.hold_models import HoldRequesterKind, LegalHold
-from audit.services.arguments import MAX_ADDRESS_LENGTH, MAX_ADDRESSES
+from audit.services.arguments import MAX_ADDRESSES
 from audit.services.hold_requests import MAX_REASON_LENGTH, hold_request
 from audit.services.holds import Requester, place_hold, release_hold
 from mailfathom.core.errors import MailFathomError
+from mailfathom.core.text import MAX_ADDRESS_LENGTH
 
 MANAGE_PERMISSION = "audit.manage_legalhold"
 VIEW_PERMISSION = "audit.view_legalhold"

@@ -14,9 +14,9 @@ from itertools import islice
 from accounts.models import MailAccount
 from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.core.identifiers import issued_uuid
+from mailfathom.core.text import MAX_ADDRESS_LENGTH, is_whole_address
 
 MAX_ADDRESSES = 100
-MAX_ADDRESS_LENGTH = 320
 MAX_ACCOUNTS = 64
 
 
@@ -50,13 +50,7 @@ def addresses(values: Iterable[object]) -> list[str]:
     folded: list[str] = []
     for value in bounded(values, MAX_ADDRESSES, "addresses"):
         text = value.strip() if isinstance(value, str) else ""
-        local, _, domain = text.rpartition("@")
-        if (
-            not local
-            or not domain
-            or len(text) > MAX_ADDRESS_LENGTH
-            or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in text)
-        ):
+        if not is_whole_address(text):
             raise refused(
                 "addresses",
                 "Each entry of the addresses argument must be one whole email address of at most "

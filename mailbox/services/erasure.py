@@ -36,11 +36,11 @@ from mailbox.models import (
 )
 from mailbox.services import lexical_search, suppression
 from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
+from mailfathom.core.text import MAX_ADDRESS_LENGTH, is_whole_address
 
 logger = logging.getLogger(__name__)
 
 MAX_ADDRESSES = 100
-MAX_ADDRESS_LENGTH = 320
 MAX_ACCOUNTS = 64
 MAX_ACCOUNT_ID_LENGTH = 256
 DELETE_CHUNK = 500
@@ -115,11 +115,8 @@ def _bounded(values: Iterable[str], limit: int, argument: str, *, at_least_one: 
 
 
 def _address(value: object) -> str:
-    if not isinstance(value, str) or len(value.strip()) > MAX_ADDRESS_LENGTH:
-        raise _not_an_address()
-    text = value.strip()
-    local, _, domain = text.rpartition("@")
-    if not local or not domain or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in text):
+    text = value.strip() if isinstance(value, str) else ""
+    if not is_whole_address(text):
         raise _not_an_address()
     return text.casefold()
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.core.instants import MAX_INSTANT_LENGTH, parse_instant
+from mailfathom.core.text import MAX_ADDRESS_LENGTH
 
 MAX_SUBJECT_FRAGMENT = 256
-MAX_ADDRESS_LENGTH = 320
 # Counted before the text is parsed (mailfathom.core.instants owns the bound).
 MAX_TIMESTAMP_LENGTH = MAX_INSTANT_LENGTH
 TIMESTAMP_REQUIREMENT = "an ISO 8601 date and time with a time zone, such as 2024-05-01T09:30:00Z"

@@ -47,7 +47,7 @@ from mailfathom.core.capability import SEMANTIC_PARTIAL as PARTIAL
 from mailfathom.core.config import MAX_LEXICAL_QUERY_CHARACTERS
 from mailfathom.core.errors import Code, MailFathomError
 from mailfathom.core.resettable import forgotten_when_changed
-from mailfathom.core.text import has_control_character
+from mailfathom.core.text import is_whole_address
 from mailfathom.core.wire import WireModel
 from mailfathom.providers import get_embedder
 from mailfathom.providers.errors import ProviderError
@@ -145,14 +145,7 @@ def checked_author(author_address: object) -> str | None:
     if author_address is None:
         return None
     text = author_address.strip() if isinstance(author_address, str) else ""
-    local, _, domain = text.rpartition("@")
-    if (
-        not local
-        or not domain
-        or len(text) > MAX_ADDRESS_CHARACTERS
-        or has_control_character(text)
-        or any(character.isspace() for character in text)
-    ):
+    if not is_whole_address(text, MAX_ADDRESS_CHARACTERS):
         raise MailFathomError(
             Code.FILTER_REFUSED,
             "The authorAddress argument must be one whole email address.",

@@ -22,7 +22,6 @@ from accounts.models import FolderRole
 from accounts.services.scope import ResolvedScope, resolve_scope
 from mailbox.services.mail_filter import (
     FIELDS,
-    MAX_ADDRESS_LENGTH,
     MAX_SUBJECT_FRAGMENT,
     WIRE_NAMES,
     FilterField,
@@ -31,6 +30,7 @@ from mailbox.services.mail_filter import (
 )
 from mailfathom.core.errors import FILTER_REFUSED, MailFathomError
 from mailfathom.core.text import has_control_character as _has_control_character
+from mailfathom.core.text import is_whole_address
 
 
 @dataclass(frozen=True)
@@ -64,11 +64,7 @@ def _address(value: str | None, argument: str) -> str | None:
     if value is None:
         return None
     text = value.strip()
-    # The length is counted before the text is taken apart.
-    if len(text) > MAX_ADDRESS_LENGTH:
-        raise _not_an_address(argument)
-    local, _, domain = text.rpartition("@")
-    if not local or not domain or _has_control_character(text) or any(ch.isspace() for ch in text):
+    if not is_whole_address(text):
         raise _not_an_address(argument)
     return text.casefold()
 

@@ -14,7 +14,8 @@ import pytest
 
 from accounts.models import FolderRole
 from answering.lookup import LookupRefused, parse_lookup
-from mailbox.services.mail_filter import MAX_ADDRESS_LENGTH, MAX_TIMESTAMP_LENGTH
+from mailbox.services.mail_filter import MAX_TIMESTAMP_LENGTH
+from mailfathom.core.text import MAX_ADDRESS_LENGTH
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import mapped_folder
 from tests.mcp.conftest import error_text, with_client
