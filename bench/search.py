@@ -809,9 +809,12 @@ VARIANTS: dict[str, dict[str, object]] = {
     # mailbox.services.search's own seams: received times read alone, no bodies read for
     # quotations, a lexical-only search reading only its window and reranking nothing.
     "before reranking": {
-        "search.candidate_facts": lambda candidates, ids: _received_only(candidates, ids),
-        "search.row_facts": lambda window, query: None,
-        "search.quoting": lambda ids, query: set(),
+        "search.facts_and_quoting": lambda candidates, ids, query, readable: (
+            _received_only(candidates, ids),
+            set(),
+        ),
+        "search.window_candidates": lambda lexical, semantic, fusion, window: set(),
+        "search.row_facts": lambda limit, query: None,
         "search.LEXICAL_RERANK_DEPTH": 0,
         "search._lexical_only": lambda candidates, lexical, limit, author, words: [
             (hit.email_id, hit.score, "exact" if hit.exact else "stemmed") for hit in lexical[:limit]
@@ -828,6 +831,22 @@ def _received_only(candidates, ids) -> dict:
         str(email_id): Facts(received_at=moment, sender_address="", thread_id=None, unwanted=False)
         for email_id, moment in candidates.filter(id__in=list(ids)).values_list("id", "received_at")
     }
+
+
+@contextmanager
+def _variant(changes: dict[str, object], search, lexical_search) -> Iterator[None]:
+    """The module attributes of one variant set while the block runs, then restored."""
+    # A name "search.X" is an attribute of mailbox.services.search, else of lexical_search.
+    owners = {key: search if key.startswith("search.") else lexical_search for key in changes}
+    names = {key: key.removeprefix("search.") for key in changes}
+    saved = {key: getattr(owners[key], names[key]) for key in changes}
+    for key, value in changes.items():
+        setattr(owners[key], names[key], _Forgetful() if key == "_words_cache" else value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            setattr(owners[key], names[key], value)
 
 
 class _Forgetful(dict):
@@ -858,23 +877,18 @@ def measure_variants(
             search_emails(query.text, result_limit=RESULT_LIMIT)
         best: dict[str, list[float]] = {name: [math.inf] * len(queries) for name in variants}
         with LOAD.phase(f"variants, {mode}"):
-            for _ in range(rounds):
-                for name, changes in variants.items():
-                    # A name "search.X" is a constant of mailbox.services.search, else of lexical_search.
-                    owners = {key: search if key.startswith("search.") else lexical_search for key in changes}
-                    names = {key: key.removeprefix("search.") for key in changes}
-                    saved = {key: getattr(owners[key], names[key]) for key in changes}
-                    for key, value in changes.items():
-                        setattr(owners[key], names[key], _Forgetful() if key == "_words_cache" else value)
-                    try:
-                        for index, query in enumerate(queries):
+            for round_ in range(rounds):
+                for index, query in enumerate(queries):
+                    # Each query is run by every variant in turn, the turn order rotating by
+                    # query and round, so a slow moment of the machine falls on all of them.
+                    names_in_turn = list(variants)
+                    shift = (index + round_) % len(names_in_turn)
+                    for name in names_in_turn[shift:] + names_in_turn[:shift]:
+                        with _variant(variants[name], search, lexical_search):
                             started = time.perf_counter()
                             result = search_emails(query.text, result_limit=RESULT_LIMIT)
                             best[name][index] = min(best[name][index], time.perf_counter() - started)
-                            assert result.retrieval_mode == mode
-                    finally:
-                        for key, value in saved.items():
-                            setattr(owners[key], names[key], value)
+                        assert result.retrieval_mode == mode
         print(f"\n{mode}: variants, best of {rounds} interleaved rounds per query, ms (p50 / p95)")
         anchor = {
             kind: percentile(

@@ -14,11 +14,12 @@ docs/benchmarks.md).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db import connection
+from django.db.models import Case, TextField, Value, When
 from django.db.models.functions import Left
 
 from accounts.models import FolderRole
@@ -37,8 +38,11 @@ SUPPORT_FROM = 20
 BULK_FACTOR = 0.5  # junk-folder mail, and bulk mail that is not list discussion
 # An email that quotes the query's words (it answers the text, so it is not what the text
 # answers), told by QUOTED_RUN-word runs of a query of at least QUOTING_FROM words, at
-# least QUOTED_RUNS of them, looked for in the window's own matches only.
+# least QUOTED_RUNS of them, looked for among the first QUOTING_WINDOW places only: the
+# depth the factor was cross-validated at (bench/retrieval.py ranks 10), and what keeps
+# the bodies a ranking reads for it few.
 QUOTING_FACTOR = 0.5
+QUOTING_WINDOW = 10
 # These four were set, not cross-validated (the factor was, with them as they are).
 QUOTING_FROM = 8
 QUOTED_RUN = 5
@@ -70,19 +74,57 @@ class Reranking:
     quoting_factor: float = QUOTING_FACTOR
 
 
+# What candidate_facts reads, in HitRow's order after the id.
+_FACT_COLUMNS = (
+    "id",
+    "received_at",
+    "sender_address",
+    "thread_id",
+    "is_bulk",
+    "is_list_mail",
+    "folder__mapping__role",
+)
+
+
+def quoting_window(limit: int) -> int:
+    """How many first places of a ranking of `limit` are read for quoting the query."""
+    return min(limit, QUOTING_WINDOW)
+
+
 def candidate_facts(candidates: EmailQuerySet, ids: Iterable[str]) -> dict[str, Facts]:
     """Facts of the emails `ids` among `candidates`, in one query; an id not among them is absent.
 
     Whether an email quotes the query is not read here but by `quoting`, for the first few
     of a ranking only (with_quoting).
     """
-    rows = candidates.filter(id__in=list(ids)).values_list(
-        "id", "received_at", "sender_address", "thread_id", "is_bulk", "is_list_mail", "folder__mapping__role"
-    )
-    return {
-        str(email_id): _facts(HitRow(received, sender, thread, bulk, listed, role, ""), set())
-        for email_id, received, sender, thread, bulk, listed, role in rows
-    }
+    return facts_and_quoting(candidates, ids, "", ())[0]
+
+
+def facts_and_quoting(
+    candidates: EmailQuerySet, ids: Iterable[str], query: str, readable: Collection[str]
+) -> tuple[dict[str, Facts], set[str]]:
+    """candidate_facts of `ids`, and which of `readable` quote `query` (as `quoting` says),
+    in one query: the bodies of `readable` only are read, and none when `query` is too
+    short to be quoted. Facts leave quotes_query unset (with_quoting sets it)."""
+    runs = _query_runs(query) if readable else set()
+    rows = candidates.filter(id__in=list(ids))
+    if runs:
+        rows = rows.annotate(
+            start=Case(
+                When(id__in=list(readable), then=Left("text_body", QUOTING_READ)),
+                default=Value(""),
+                output_field=TextField(),
+            )
+        )
+    else:
+        rows = rows.annotate(start=Value("", output_field=TextField()))
+    values = rows.values_list(*_FACT_COLUMNS, "start")
+    facts, quoted = {}, set()
+    for email_id, received, sender, thread, bulk, listed, role, start in values:
+        facts[str(email_id)] = _facts(HitRow(received, sender, thread, bulk, listed, role, ""), set())
+        if start and _quotes(start, runs):
+            quoted.add(str(email_id))
+    return facts, quoted
 
 
 def facts_of_rows(hits: Sequence[LexicalHit], query: str) -> dict[str, Facts]:
@@ -107,11 +149,12 @@ def _facts(row: HitRow, runs: set[str]) -> Facts:
     )
 
 
-def row_facts(window: int, query: str) -> RowFacts:
-    """What rank_lexical reads with each hit for facts_of_rows: quoting read for `window`
-    hits, or for none when `query` is too short to be quoted (no body is then read)."""
+def row_facts(limit: int, query: str) -> RowFacts:
+    """What rank_lexical reads with each hit for facts_of_rows, ranking a window of `limit`:
+    quoting read for its quoting_window, or for none when `query` is too short to be quoted
+    (no body is then read)."""
     quoted = QUOTING_FACTOR < 1.0 and bool(_query_runs(query))
-    return RowFacts(body_window=window if quoted else 0, body_characters=QUOTING_READ)
+    return RowFacts(body_window=quoting_window(limit) if quoted else 0, body_characters=QUOTING_READ)
 
 
 def quoting(ids: Iterable[str], query: str) -> set[str]:

@@ -34,9 +34,9 @@ from mailbox.services.reranking import (
     Facts,
     Reranking,
     author_words,
-    candidate_facts,
+    facts_and_quoting,
     facts_of_rows,
-    quoting,
+    quoting_window,
     rerank,
     row_facts,
     with_quoting,
@@ -321,13 +321,15 @@ def rank(
         return _lexical_only(candidates, lexical, limit, author_address, words), "lexical", embedding.DEGRADED
     semantic = embedding.rank_vector(candidates, vector, profile, FUSION_DEPTH)
     ids = {hit.email_id for hit in lexical} | {hit.email_id for hit in semantic}
-    facts = candidate_facts(candidates, ids)  # read once: received times and what reranking needs
-    received = {email_id: fact.received_at for email_id, fact in facts.items()}
     fusion = Fusion.for_model(profile.model)
-    quoted: set[str] = set()
-    if fusion.reranking.quoting_factor < 1.0:  # else no body is read for it
-        before = fuse(lexical, semantic, received, limit, fusion).ranked
-        quoted = quoting([email_id for email_id, _, _ in before], words)
+    readable = (  # else no body is read for quoting
+        window_candidates(lexical, semantic, fusion, quoting_window(limit))
+        if fusion.reranking.quoting_factor < 1.0
+        else set()
+    )
+    # One query: received times, what reranking needs, and the quoting of the window's mail.
+    facts, quoted = facts_and_quoting(candidates, ids, words, readable)
+    received = {email_id: fact.received_at for email_id, fact in facts.items()}
     fused = fuse(
         lexical, semantic, received, limit, fusion, facts=facts, author=author_address, quoting_ids=quoted
     )
@@ -347,14 +349,10 @@ def _lexical_only(
     if lexical and all(hit.row is not None for hit in lexical):
         facts = facts_of_rows(lexical, words)
     else:  # ranked for a fusion whose provider then failed: read as the fusion reads them
-        quoted = (
-            quoting([email_id for email_id, _ in order[:limit]], words)
-            if reranking.quoting_factor < 1.0
-            else set()
-        )
-        facts = with_quoting(
-            candidate_facts(candidates, [hit.email_id for hit in lexical]), order, quoted, limit
-        )
+        window = quoting_window(limit)
+        readable = [email_id for email_id, _ in order[:window]] if reranking.quoting_factor < 1.0 else []
+        facts, quoted = facts_and_quoting(candidates, [hit.email_id for hit in lexical], words, readable)
+        facts = with_quoting(facts, order, quoted, window)
     kinds = {hit.email_id: "exact" if hit.exact else "stemmed" for hit in lexical}
     order = rerank(order, facts, author_address, reranking)
     return [(email_id, score, kinds[email_id]) for email_id, score in order[:limit]]
@@ -405,7 +403,7 @@ def fuse(
     query and the query's words did not match enough emails on their own (Fusion). The
     lexical ranking's first hits keep a place near the top (Fusion.kept_lexical). With
     `facts`, the order is then reranked by author, thread, junk and bulk, and those of
-    `quoting_ids` within the window (`limit`) as quoting the query
+    `quoting_ids` among the first quoting_window(limit) places as quoting the query
     (mailbox.services.reranking). `received` maps every email id of both rankings to its
     received time.
     """
@@ -416,12 +414,26 @@ def fuse(
     _keep_lexical(order, scores, [hit.email_id for hit in lexical[: fusion.kept_lexical]], fusion.kept_place)
     ranked = [(email_id, scores[email_id]) for email_id in order]
     if facts is not None:
-        facts = with_quoting(facts, ranked, quoting_ids or set(), limit)
+        facts = with_quoting(facts, ranked, quoting_ids or set(), quoting_window(limit))
         ranked = rerank(ranked, facts, author, fusion.reranking)
     return Fused(
         ranked=[(email_id, score, kinds[email_id]) for email_id, score in ranked[:limit]],
         held_back=held_back,
     )
+
+
+def window_candidates(
+    lexical: Sequence[LexicalHit], semantic: Sequence[VectorHit], fusion: Fusion, window: int
+) -> set[str]:
+    """Every email that can take one of the first `window` places of `fuse`'s order before
+    reranking: received times (read after this) only break ties, so those scoring at least
+    the window-th best fused score, and the lexical hits kept near the top."""
+    scores, _kinds, _held_back = fused_scores(lexical, semantic, fusion)
+    kept = {hit.email_id for hit in lexical[: fusion.kept_lexical]}
+    if len(scores) <= window:
+        return set(scores) | kept
+    threshold = sorted(scores.values(), reverse=True)[window - 1]
+    return {email_id for email_id, score in scores.items() if score >= threshold} | kept
 
 
 def _keep_lexical(order: list[str], scores: dict[str, float], kept: list[str], place: int) -> None:

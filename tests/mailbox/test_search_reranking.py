@@ -13,9 +13,11 @@ from mailbox.services import search
 from mailbox.services.embedding import VectorHit
 from mailbox.services.lexical_search import LexicalHit, rank_lexical, refresh_term_stats
 from mailbox.services.reranking import (
+    QUOTING_WINDOW,
     Facts,
     Reranking,
     candidate_facts,
+    facts_and_quoting,
     facts_of_rows,
     quoting,
     rerank,
@@ -139,7 +141,35 @@ def test_a_short_query_quotes_nothing(quoted_reply):
     assert _subjects(search_emails("backup server failed"))[0] == "Re: Nightly backup"
     # and no body is read to find out
     assert row_facts(RESULT_LIMIT, "backup server failed").body_window == 0
-    assert row_facts(RESULT_LIMIT, QUERY).body_window == RESULT_LIMIT
+    assert row_facts(RESULT_LIMIT, QUERY).body_window == QUOTING_WINDOW < RESULT_LIMIT
+    assert row_facts(3, QUERY).body_window == 3
+
+
+def test_facts_and_quoting_in_one_query_are_what_the_two_read_apart(inbox, quoted_reply):
+    ids = [str(email_id) for email_id in Email.objects.values_list("id", flat=True)]
+    facts, quoted = facts_and_quoting(Email.objects.all(), ids, QUERY, ids)
+    assert facts == candidate_facts(Email.objects.all(), ids)
+    assert quoted == quoting(ids, QUERY) and len(quoted) == 1
+    # only the readable are read, and a typed query reads none
+    assert facts_and_quoting(Email.objects.all(), ids, QUERY, [i for i in ids if i not in quoted])[1] == set()
+    assert facts_and_quoting(Email.objects.all(), ids, "backup server failed", ids)[1] == set()
+
+
+def test_a_quotation_below_the_quoting_window_is_not_looked_for(inbox):
+    # Ten better matches, then a quoting reply and the same words unquoted in an older mail:
+    # the reply is eleventh, below the window, so it is not read and keeps its place on the
+    # tie (the window is the depth its factor was cross-validated at, docs/search.md).
+    assert QUOTING_WINDOW == 10
+    EmailFactory(folder=inbox, subject="Unquoted", body=f"Thanks a lot.\n\n{QUERY}\n")
+    for n in range(10):
+        EmailFactory(folder=inbox, subject=f"Backup note {n}", body=QUERY + " " + "archive " * (4 - n % 3))
+    EmailFactory(folder=inbox, subject="Quoting", body=f"Thanks.\n\n> {QUERY}\n")
+    refresh_term_stats()
+    assert _subjects(search_emails(QUERY, result_limit=RESULT_LIMIT))[10:] == ["Quoting", "Unquoted"]
+    # One better match fewer, and it is tenth: read, it goes below the copy.
+    Email.objects.filter(subject="Backup note 0").delete()
+    refresh_term_stats()
+    assert _subjects(search_emails(QUERY, result_limit=RESULT_LIMIT))[9:] == ["Unquoted", "Quoting"]
 
 
 def test_facts_read_with_the_lexical_rows_are_those_read_apart(account, inbox, quoted_reply):
