@@ -40,7 +40,9 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
+from collections import Counter
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -434,6 +436,16 @@ def child_main(spec: dict) -> None:
         return stored
 
     engine.store_prepared = watched_store
+    engine.PARSE_AHEAD = spec.get("parse_ahead", engine.PARSE_AHEAD)
+    # Which batches were parsed on the second thread (mailbox.sync.spare_core decides).
+    parsed_where: Counter[str] = Counter()
+    prepare = engine.prepare_messages
+
+    def counted_prepare(messages):
+        parsed_where["ahead" if threading.current_thread().name.startswith("sync-parse") else "inline"] += 1
+        return prepare(messages)
+
+    engine.prepare_messages = counted_prepare
     profiler = None
     if spec.get("profile"):
         import cProfile
@@ -481,6 +493,8 @@ def child_main(spec: dict) -> None:
             if backend_after is not None and backend_before is not None
             else None
         ),
+        "batches_parsed_ahead": parsed_where["ahead"],
+        "batches_parsed_inline": parsed_where["inline"],
         "largest_batch_bytes": max((size for size, _ in batches), default=0),
         "batch_bytes": [size for size, _ in batches],
         "rss_after_batches_kib": [rss for _, rss in batches],
@@ -804,6 +818,11 @@ def main() -> None:
         default=100,
         help="(d) also imports the N messages spread over this many Maildirs in one invocation (default 100)",
     )
+    parser.add_argument(
+        "--parse-ahead",
+        choices=("auto", "always", "never"),
+        help="the backfills' mailbox.sync.engine.PARSE_AHEAD (default: the product's, auto)",
+    )
     parser.add_argument("--skip-import", action="store_true", help="skip (d), import_mail")
     parser.add_argument("--skip-notmuch", action="store_true", help="skip (c), notmuch new")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -864,6 +883,7 @@ def main() -> None:
                     "password": POOL[user],
                     "expected": expected,
                     "server_side_binding": args.server_side_binding,
+                    **({"parse_ahead": args.parse_ahead} if args.parse_ahead else {}),
                     **extra,
                 }
 
@@ -878,7 +898,11 @@ def main() -> None:
                 large_run = run_backfill_child(spec(f"bench-large-{number}", LARGE_USER, len(messages)))
                 large_runs.append(large_run)
                 backfill = Rate("(b) MailFathom: synchronize_account", **_rate_fields(large_run, megabytes))
-                print(f"round {number} (b): {backfill.messages} messages in {backfill.seconds:.2f} s")
+                ahead, inline = large_run["batches_parsed_ahead"], large_run["batches_parsed_inline"]
+                print(
+                    f"round {number} (b): {backfill.messages} messages in {backfill.seconds:.2f} s "
+                    f"({ahead} of {ahead + inline} batches parsed ahead)"
+                )
                 indexed = run_notmuch(notmuch, len(messages), megabytes) if notmuch else None
                 if indexed is not None:
                     print(f"round {number} (c): {indexed.messages} messages in {indexed.seconds:.2f} s")

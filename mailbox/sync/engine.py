@@ -12,11 +12,12 @@ import bisect
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from imapclient import IMAPClient
 
@@ -26,6 +27,7 @@ from mailbox.models import IMPORTED_UIDVALIDITY, Availability, Email, Folder, Re
 from mailbox.parsing import HEADER_BLOCK_BYTES
 from mailbox.services.store import (
     IncomingMessage,
+    PreparedMessage,
     fill_content,
     prepare_messages,
     store_prepared,
@@ -42,6 +44,7 @@ from mailbox.sync.failures import (
     describe_internal,
     resume_at,
 )
+from mailbox.sync.spare_core import SpareCore
 from mailfathom.core.progress import Progress, ProgressCallback
 
 logger = logging.getLogger(__name__)
@@ -261,13 +264,20 @@ def _store_new_mail(
     new_uids: list[int],
     progress: ProgressCallback | None,
 ) -> int:
-    """Fetch and store `new_uids` batch by batch; return how many of them are done with."""
+    """Fetch and store `new_uids` batch by batch; return how many of them are done with.
+
+    While a core is spare (PARSE_AHEAD), a batch is parsed on a second thread while the
+    batch before it is written and the batch after it fetched: at most two batches are
+    held. Otherwise each is parsed where it is written. A batch already fetched when a
+    later step fails (the pace spent, the connection lost) is still stored, as it would
+    have been without a successor.
+    """
     done = 0
-    for uids, meta in _fetchable_batches(client, folder, new_uids, result):
-        messages = _fetch_batch(client, folder, token, uids, meta)
-        stored = store_prepared(
-            folder, prepare_messages(messages), advance_to_uid=uids[-1], lease_token=token
-        )
+    pending: tuple[list[int], list[IncomingMessage], Future[list[PreparedMessage]]] | None = None
+
+    def write(uids: list[int], messages: list[IncomingMessage], prepared: list[PreparedMessage]) -> None:
+        nonlocal done
+        stored = store_prepared(folder, prepared, advance_to_uid=uids[-1], lease_token=token)
         result.stored += stored.stored
         result.suppressed += stored.suppressed
         result.withheld += sum(1 for m in messages if m.raw is None)
@@ -275,7 +285,55 @@ def _store_new_mail(
         if progress:  # committed through uids[-1]: every new UID up to it is done with
             done = bisect.bisect_right(new_uids, uids[-1])
             progress(Progress(label=result.alias, done=done, total=len(new_uids)))
+
+    def write_pending() -> None:
+        nonlocal pending
+        if pending is not None:
+            uids, messages, ready = pending
+            pending = None
+            write(uids, messages, ready.result())
+
+    spare = _parse_ahead_watch()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sync-parse") as parser:
+        batches = _fetchable_batches(client, folder, new_uids, result)
+        try:
+            while True:
+                try:
+                    following = next(batches, None)
+                    if following is None:
+                        break
+                    uids, meta = following
+                    messages = _fetch_batch(client, folder, token, uids, meta)
+                except Exception:
+                    write_pending()
+                    raise
+                if spare():
+                    ready = parser.submit(prepare_messages, messages)
+                    write_pending()
+                    pending = (uids, messages, ready)
+                else:
+                    write_pending()
+                    write(uids, messages, prepare_messages(messages))
+            write_pending()
+        finally:
+            if pending is not None:
+                pending[2].cancel()
     return done
+
+
+# Whether a batch is parsed on a second thread while the one before it is written:
+# "auto" while the machine has a core to spare (mailbox.sync.spare_core), "always" or "never".
+PARSE_AHEAD = "auto"
+
+
+def _parse_ahead_watch() -> Callable[[], bool]:
+    """Asked before each batch: whether to parse it ahead (PARSE_AHEAD)."""
+    if PARSE_AHEAD in ("always", "never"):
+        return lambda: PARSE_AHEAD == "always"
+    with connection.cursor() as cursor:  # the backend that writes the batches: its CPU is ours
+        cursor.execute("SELECT pg_backend_pid()")
+        row = cursor.fetchone()
+    return SpareCore(int(row[0]) if row else None).free
 
 
 def _fetchable_batches(

@@ -27,6 +27,13 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot]
 CUT_POINTS = 24
 
 
+@pytest.fixture(autouse=True, params=["always", "never"])
+def parse_ahead(request, monkeypatch):
+    """Every case with batches parsed on the second thread, and with each parsed in place."""
+    monkeypatch.setattr(engine, "PARSE_AHEAD", request.param)
+    return request.param
+
+
 @pytest.fixture
 def user(dovecot):
     return add_user(dovecot)

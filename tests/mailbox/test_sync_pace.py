@@ -24,6 +24,13 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot]
 MESSAGES = 5
 
 
+@pytest.fixture(autouse=True, params=["always", "never"])
+def parse_ahead(request, monkeypatch):
+    """Every case with batches parsed on the second thread, and with each parsed in place."""
+    monkeypatch.setattr(engine, "PARSE_AHEAD", request.param)
+    return request.param
+
+
 def _message(n: int) -> bytes:
     """Message `n`; every one is the same number of bytes, so the pace counts messages."""
     head = [
