@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -168,7 +169,23 @@ def _open(
         logger.warning("sync %s: cannot open a session (failure %s)", account.account_id, run.failure_code)
         return None
     client.normalise_times = False
+    _number_changes(client)
     return client
+
+
+def _number_changes(client: IMAPClient) -> None:
+    """Ask a server that can to number its flag changes (CONDSTORE, RFC 7162): its SELECT
+    then reports HIGHESTMODSEQ and a flag pass asks only for what changed since a run.
+
+    Before any SELECT, as ENABLE requires. A server that refuses, or a session that died
+    here, costs only that: the flag pass then reads every message's flags, as without it,
+    and a dead session fails on the SELECT that follows, where it is classified.
+    """
+    try:
+        if b"CONDSTORE" in client.capabilities():
+            client.enable("CONDSTORE")
+    except Exception as error:
+        logger.info("sync: CONDSTORE not enabled (%s)", type(error).__name__)
 
 
 def announce_synchronization(account_pk: int, stored: int) -> None:
@@ -230,7 +247,7 @@ def synchronize_folder(
     folder.refresh_from_db()
     selected = client.select_folder(folder.remote_name, readonly=True)
     uidvalidity = int(selected[b"UIDVALIDITY"])
-    modseq = selected.get(b"HIGHESTMODSEQ")
+    modseq = int(selected[b"HIGHESTMODSEQ"]) if b"HIGHESTMODSEQ" in selected else None
     # The status page's "stored of the server's" and a backfill's progress start here.
     Folder.objects.filter(pk=folder.pk, lease_token=token).update(
         server_message_count=int(selected.get(b"EXISTS", 0)), run_started_at=timezone.now(), run_stored=0
@@ -238,6 +255,8 @@ def synchronize_folder(
     if folder.uidvalidity != uidvalidity:
         result.uidvalidity_changed = folder.uidvalidity is not None
         _reset_uidvalidity(folder, uidvalidity)
+    held_through = folder.highest_uid  # mail stored by earlier runs
+    flag_queries = _flag_queries(held_through, folder.highest_modseq, modseq)
 
     server_uids = set(client.search(["ALL"]))
     result.expunged = _remove_expunged(folder, uidvalidity, server_uids)
@@ -249,10 +268,10 @@ def synchronize_folder(
     if progress and done < len(new_uids):  # the tail was erased on request: nothing to fetch
         progress(Progress(label=result.alias, done=len(new_uids), total=len(new_uids)))
 
-    result.flags_updated = _reconcile_flags(client, folder, uidvalidity, server_uids)
+    result.flags_updated = _reconcile_flags(client, folder, uidvalidity, server_uids, flag_queries)
     result.refetched = _refetch_missing_content(client, folder, uidvalidity)
     Folder.objects.filter(pk=folder.pk, lease_token=token).record_progress(
-        timezone.now(), highest_modseq=int(modseq) if modseq is not None else None
+        timezone.now(), highest_modseq=modseq
     )
 
 
@@ -460,24 +479,66 @@ def _flags(raw: Iterable[Any]) -> tuple[str, ...]:
     return tuple(sorted(flag for flag in decoded if flag.casefold() != "\\recent"))
 
 
-def _reconcile_flags(client: IMAPClient, folder: Folder, uidvalidity: int, server_uids: set[int]) -> int:
-    """Refresh the flags of held messages; only changed rows are written."""
+@dataclass(frozen=True)
+class FlagQuery:
+    """Held messages whose flags a flag pass asks for: UIDs up to `through` (None: every
+    one) from `after` on, changed since modification sequence `since` (None: all of them)."""
+
+    after: int
+    through: int | None
+    since: int | None
+
+    def holds(self, uid: int) -> bool:
+        return uid > self.after and (self.through is None or uid <= self.through)
+
+
+def _flag_queries(held_through: int, previous: int | None, current: int | None) -> list[FlagQuery]:
+    """What the closing flag pass asks for, given this run's HIGHESTMODSEQ (`current`) and
+    the one recorded by the last complete run (`previous`).
+
+    A flag changed after a SELECT gets a modification sequence above the one that SELECT
+    reported. So mail held before this run needs only what changed since the last complete
+    run's SELECT, and mail stored by this run (its flags read after this SELECT) only what
+    changed since this one. Without a number from the server, or with one that went
+    backwards, every message's flags are read.
+    """
+    if current is None:
+        return [FlagQuery(after=0, through=None, since=None)]
+    usable = previous if previous is not None and previous <= current else None
+    return [FlagQuery(0, held_through, usable), FlagQuery(held_through, None, current)]
+
+
+def _reconcile_flags(
+    client: IMAPClient, folder: Folder, uidvalidity: int, server_uids: set[int], queries: list[FlagQuery]
+) -> int:
+    """Refresh the flags of held messages (as `queries` ask); only changed rows are written."""
     local = dict(Email.objects.filter(folder=folder, uidvalidity=uidvalidity).values_list("uid", "flags"))
-    uids = sorted(uid for uid in local if uid in server_uids)
     now = timezone.now()
     changed = 0
-    for batch in _chunks(uids, FLAG_BATCH_SIZE):
-        answer = client.fetch(batch, ["FLAGS"])
-        for uid, info in answer.items():
-            flags = list(_flags(info[b"FLAGS"]))
-            if uid in local and sorted(local[uid]) != flags:
-                Email.objects.filter(folder=folder, uidvalidity=uidvalidity, uid=uid).update(
-                    flags=flags, flags_observed=True, flags_observed_at=now
-                )
-                changed += 1
+    for query in queries:
+        uids = sorted(uid for uid in local if uid in server_uids and query.holds(uid))
+        modifiers = [f"CHANGEDSINCE {query.since}"] if query.since is not None else None
+        for batch in _chunks(uids, FLAG_BATCH_SIZE):
+            answer = client.fetch(batch, ["FLAGS"], modifiers=modifiers)
+            changed += _changed_flags(answer, local, folder, uidvalidity, now)
     Email.objects.filter(folder=folder, uidvalidity=uidvalidity, flags_observed=False).update(
         flags_observed=True, flags_observed_at=now
     )
+    return changed
+
+
+def _changed_flags(
+    answer: dict[int, Any], local: dict[int, list[str]], folder: Folder, uidvalidity: int, now: datetime
+) -> int:
+    """Write the flags of `answer` (a FLAGS FETCH) that differ from `local`'s; return how many."""
+    changed = 0
+    for uid, info in answer.items():
+        flags = list(_flags(info[b"FLAGS"]))
+        if uid in local and sorted(local[uid]) != flags:
+            Email.objects.filter(folder=folder, uidvalidity=uidvalidity, uid=uid).update(
+                flags=flags, flags_observed=True, flags_observed_at=now
+            )
+            changed += 1
     return changed
 
 
