@@ -102,6 +102,19 @@ PARTIAL_BELOW = 0.95
 # MAX_LEXICAL_QUERY_CHARACTERS, declared in mailfathom.core.config beside the drafting setting it bounds.
 
 
+# The large columns a match's summary never reads (its extracts are read apart): loading
+# them for the window cost about a third of the rows' load.
+NOT_SUMMARIZED = (
+    "text_body",
+    "participants_text",
+    "attachment_text",
+    "search_vector",
+    "thread_keys",
+    "references",
+    "parse_defects",
+)
+
+
 class AttachmentMatch(WireModel):
     """A query word found in the text extracted from one attachment of the matched email."""
 
@@ -203,7 +216,8 @@ def search_emails(
     selection = select(accounts, folders, mail_filter)
     candidates = Email.objects.in_selection(selection)
     ranked, mode, state = rank(candidates, query, limit, lexical_query=words, author_address=author)
-    emails = {str(e.id): e for e in Email.objects.filter(id__in=[email_id for email_id, _, _ in ranked])}
+    shown_rows = Email.objects.filter(id__in=[email_id for email_id, _, _ in ranked]).defer(*NOT_SUMMARIZED)
+    emails = {str(e.id): e for e in shown_rows}
     ordered = [emails[email_id] for email_id, _, _ in ranked if email_id in emails]
     summaries = {summary.stored_email_id: summary for summary in summarize(ordered)}
     shown = [str(e.id) for e in ordered]

@@ -313,3 +313,26 @@ def test_the_lexical_top_hit_keeps_a_place_in_the_window():
 
     assert "strong" not in ranked(0)
     assert ranked(1)[9] == "strong"
+
+
+# --- the window's rows --------------------------------------------------------------------
+
+
+def test_the_windows_rows_are_read_without_their_large_columns_and_in_a_fixed_number_of_queries(inbox):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries_for(count: int) -> list[str]:
+        Email.objects.all().delete()
+        for n in range(count):
+            EmailFactory(folder=inbox, subject=f"Budget {n}", body=f"budget plan {n} " + "words " * 300)
+        refresh_term_stats()
+        with CaptureQueriesContext(connection) as captured:
+            result = search_emails("budget")
+        assert len(result.matches) == count and result.matches[0].snippets
+        return [query["sql"] for query in captured.captured_queries]
+
+    one, many = queries_for(1), queries_for(6)
+    assert len(one) == len(many)  # no column is read afterwards, row by row
+    rows = next(sql for sql in many if sql.startswith('SELECT "mailbox_email"."id"') and "IN (" in sql)
+    assert '"mailbox_email"."text_body"' not in rows and '"mailbox_email"."search_vector"' not in rows
