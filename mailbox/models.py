@@ -423,7 +423,11 @@ class Participant(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["email", "role", "position"], name="participant_position_unique"),
         ]
-        indexes = [models.Index(fields=["address"], name="participant_address")]
+        indexes = [
+            models.Index(fields=["address"], name="participant_address"),
+            # An author's names are looked up by address in any case (search's reranking).
+            models.Index(Lower("address"), name="participant_address_folded"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.role}:{self.position}"

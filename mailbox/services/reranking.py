@@ -20,7 +20,7 @@ from datetime import datetime
 
 from django.db import connection
 from django.db.models import Case, TextField, Value, When
-from django.db.models.functions import Left
+from django.db.models.functions import Left, Lower
 
 from accounts.models import FolderRole
 from mailbox.models import Email, EmailQuerySet, Participant
@@ -209,8 +209,11 @@ def author_words(candidates: EmailQuerySet, address: str | None) -> frozenset[st
         return frozenset()
     address = address.strip()
     local = address.rpartition("@")[0]
+    # Stored addresses keep their local part's case: matched in lower case, as EmailQuerySet.involving does.
+    forms = sorted({address, address.lower()})
     names = list(
-        Participant.objects.filter(address=address, email__in=candidates.values("id"))
+        Participant.objects.alias(folded=Lower("address"))
+        .filter(folded__in=forms, email__in=candidates.values("id"))
         .exclude(display_name="")
         .values_list("display_name", flat=True)
         .distinct()[:AUTHOR_NAMES]

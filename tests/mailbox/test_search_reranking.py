@@ -88,6 +88,29 @@ def test_a_told_author_is_no_evidence_and_the_answered_post_comes_first(martins_
     assert _subjects(result) == ["Pasta question", "Dinner"]
 
 
+def test_the_authors_names_are_found_whatever_case_their_address_was_stored_in(inbox):
+    # Martin is named only as a recipient, his address stored in the case his mailer wrote it.
+    EmailFactory(
+        folder=inbox,
+        subject="Dinner",
+        sender_address="anna@example.org",
+        participants_text="Anna anna@example.org Martin Adamson MA@example.org",
+        to=[("Martin Adamson", "MA@example.org")],
+        body="Carbonara tonight?",
+    )
+    EmailFactory(
+        folder=inbox,
+        subject="Pasta question",
+        sender_address="bob@example.org",
+        participants_text="Bob bob@example.org",
+        body="How do you make pancetta carbonara?",
+    )
+    refresh_term_stats()
+    assert _subjects(search_emails("carbonara with pancetta, Adamson"))[0] == "Dinner"
+    told = search_emails("carbonara with pancetta, Adamson", author_address="ma@example.org")
+    assert _subjects(told)[0] == "Pasta question"
+
+
 def test_mail_the_author_sent_ranks_below_the_same_words_from_others(inbox):
     # Martin's is the newer, so it would come first on the tie if he were not the author.
     for sender in ("anna@example.org", "martin@example.org"):
