@@ -133,9 +133,9 @@ class PreparedMessage:
 def prepare_messages(messages: Sequence[IncomingMessage]) -> list[PreparedMessage]:
     """Parse, compress and hash `messages`: the part of storing that touches no database.
 
-    It reads nothing shared and writes nothing: the work before the transaction, which the
-    transaction need not wait on (a second thread for it was measured and not kept:
-    docs/benchmarks.md).
+    It reads nothing shared and writes nothing: the work before the transaction, which
+    synchronization runs on a second thread while the machine has a core to spare
+    (mailbox.sync.engine, PARSE_AHEAD).
     """
     prepared = []
     for message in messages:
