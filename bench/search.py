@@ -809,14 +809,14 @@ VARIANTS: dict[str, dict[str, object]] = {
     # mailbox.services.search's own seams: received times read alone, no bodies read for
     # quotations, a lexical-only search reading only its window and reranking nothing.
     "before reranking": {
-        "search.facts_and_quoting": lambda candidates, ids, query, readable: (
+        "search.facts_and_quoting": lambda candidates, ids, query, readable, roles=True: (
             _received_only(candidates, ids),
             set(),
         ),
         "search.window_candidates": lambda lexical, semantic, fusion, window: set(),
-        "search.row_facts": lambda limit, query: None,
+        "search.row_facts": lambda limit, query, roles=True: None,
         "search.LEXICAL_RERANK_DEPTH": 0,
-        "search._lexical_only": lambda candidates, lexical, limit, author, words: [
+        "search._lexical_only": lambda candidates, lexical, limit, author, words, junk=True: [
             (hit.email_id, hit.score, "exact" if hit.exact else "stemmed") for hit in lexical[:limit]
         ],
     },

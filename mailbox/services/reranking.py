@@ -101,11 +101,17 @@ def candidate_facts(candidates: EmailQuerySet, ids: Iterable[str]) -> dict[str, 
 
 
 def facts_and_quoting(
-    candidates: EmailQuerySet, ids: Iterable[str], query: str, readable: Collection[str]
+    candidates: EmailQuerySet,
+    ids: Iterable[str],
+    query: str,
+    readable: Collection[str],
+    *,
+    roles: bool = True,
 ) -> tuple[dict[str, Facts], set[str]]:
     """candidate_facts of `ids`, and which of `readable` quote `query` (as `quoting` says),
     in one query: the bodies of `readable` only are read, and none when `query` is too
-    short to be quoted. Facts leave quotes_query unset (with_quoting sets it)."""
+    short to be quoted. Facts leave quotes_query unset (with_quoting sets it). Without
+    `roles` no folder role is read (candidates that hold no junk folder: RowFacts.roles)."""
     runs = _query_runs(query) if readable else set()
     rows = candidates.filter(id__in=list(ids))
     if runs:
@@ -118,7 +124,9 @@ def facts_and_quoting(
         )
     else:
         rows = rows.annotate(start=Value("", output_field=TextField()))
-    values = rows.values_list(*_FACT_COLUMNS, "start")
+    if not roles:
+        rows = rows.annotate(no_role=Value(None, output_field=TextField()))
+    values = rows.values_list(*_FACT_COLUMNS[:-1], _FACT_COLUMNS[-1] if roles else "no_role", "start")
     facts, quoted = {}, set()
     for email_id, received, sender, thread, bulk, listed, role, start in values:
         facts[str(email_id)] = _facts(HitRow(received, sender, thread, bulk, listed, role, ""), set())
@@ -149,12 +157,14 @@ def _facts(row: HitRow, runs: set[str]) -> Facts:
     )
 
 
-def row_facts(limit: int, query: str) -> RowFacts:
+def row_facts(limit: int, query: str, *, roles: bool = True) -> RowFacts:
     """What rank_lexical reads with each hit for facts_of_rows, ranking a window of `limit`:
     quoting read for its quoting_window, or for none when `query` is too short to be quoted
-    (no body is then read)."""
+    (no body is then read); folder roles as `roles` says (RowFacts.roles)."""
     quoted = QUOTING_FACTOR < 1.0 and bool(_query_runs(query))
-    return RowFacts(body_window=quoting_window(limit) if quoted else 0, body_characters=QUOTING_READ)
+    return RowFacts(
+        body_window=quoting_window(limit) if quoted else 0, body_characters=QUOTING_READ, roles=roles
+    )
 
 
 def quoting(ids: Iterable[str], query: str) -> set[str]:

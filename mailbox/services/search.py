@@ -215,7 +215,14 @@ def search_emails(
     )
     selection = select(accounts, folders, mail_filter)
     candidates = Email.objects.in_selection(selection)
-    ranked, mode, state = rank(candidates, query, limit, lexical_query=words, author_address=author)
+    ranked, mode, state = rank(
+        candidates,
+        query,
+        limit,
+        lexical_query=words,
+        author_address=author,
+        junk_possible=selection.filter.include_junk,
+    )
     shown_rows = Email.objects.filter(id__in=[email_id for email_id, _, _ in ranked]).defer(*NOT_SUMMARIZED)
     emails = {str(e.id): e for e in shown_rows}
     ordered = [emails[email_id] for email_id, _, _ in ranked if email_id in emails]
@@ -301,12 +308,15 @@ def rank(
     *,
     lexical_query: str | None = None,
     author_address: str | None = None,
+    junk_possible: bool = True,
 ) -> tuple[list[tuple[str, float, str]], str, str]:
     """Rank `candidates` for `query`: [(email id, score, match kind)], mode, semantic state.
 
     The lexical arm ranks by `lexical_query` when given (else `query`); only `query` is
     embedded. `author_address` is whoever wrote the query text, if known: their name and
     address count for nothing, and their own mail ranks lower (mailbox.services.reranking).
+    `junk_possible` False says the candidates hold no junk folder (the selection left junk
+    out), so no folder role is read for reranking.
     Candidates empty by construction rank nothing without a query: the mode is the one a
     search would have had with a working provider, since none was asked.
     """
@@ -318,10 +328,10 @@ def rank(
     authors = author_words(candidates, author_address)
     if state == embedding.INACTIVE:
         # Lexical only: the hits' own rows come with them, for reranking without a second query.
-        lexical = rank_lexical(
-            candidates, words, lexical_depth(limit), author_words=authors, row_facts=row_facts(limit, words)
-        )
-        return _lexical_only(candidates, lexical, limit, author_address, words), "lexical", state
+        rows = row_facts(limit, words, roles=junk_possible)
+        lexical = rank_lexical(candidates, words, lexical_depth(limit), author_words=authors, row_facts=rows)
+        reranked = _lexical_only(candidates, lexical, limit, author_address, words, junk_possible)
+        return reranked, "lexical", state
     lexical = rank_lexical(candidates, words, FUSION_DEPTH, author_words=authors)
     embedder = get_embedder()
     try:
@@ -332,7 +342,8 @@ def rank(
         logger.info("search: query embedding failed (%s); answering lexically", error.kind)
         vector = None
     if vector is None or profile is None:
-        return _lexical_only(candidates, lexical, limit, author_address, words), "lexical", embedding.DEGRADED
+        degraded = _lexical_only(candidates, lexical, limit, author_address, words, junk_possible)
+        return degraded, "lexical", embedding.DEGRADED
     semantic = embedding.rank_vector(candidates, vector, profile, FUSION_DEPTH)
     ids = {hit.email_id for hit in lexical} | {hit.email_id for hit in semantic}
     fusion = Fusion.for_model(profile.model)
@@ -342,7 +353,7 @@ def rank(
         else set()
     )
     # One query: received times, what reranking needs, and the quoting of the window's mail.
-    facts, quoted = facts_and_quoting(candidates, ids, words, readable)
+    facts, quoted = facts_and_quoting(candidates, ids, words, readable, roles=junk_possible)
     received = {email_id: fact.received_at for email_id, fact in facts.items()}
     fused = fuse(
         lexical, semantic, received, limit, fusion, facts=facts, author=author_address, quoting_ids=quoted
@@ -356,7 +367,12 @@ def lexical_depth(limit: int) -> int:
 
 
 def _lexical_only(
-    candidates: EmailQuerySet, lexical: list[LexicalHit], limit: int, author_address: str | None, words: str
+    candidates: EmailQuerySet,
+    lexical: list[LexicalHit],
+    limit: int,
+    author_address: str | None,
+    words: str,
+    junk_possible: bool = True,
 ) -> list[tuple[str, float, str]]:
     order = [(hit.email_id, hit.score) for hit in lexical]
     reranking = Reranking()
@@ -365,7 +381,8 @@ def _lexical_only(
     else:  # ranked for a fusion whose provider then failed: read as the fusion reads them
         window = quoting_window(limit)
         readable = [email_id for email_id, _ in order[:window]] if reranking.quoting_factor < 1.0 else []
-        facts, quoted = facts_and_quoting(candidates, [hit.email_id for hit in lexical], words, readable)
+        hits = [hit.email_id for hit in lexical]
+        facts, quoted = facts_and_quoting(candidates, hits, words, readable, roles=junk_possible)
         facts = with_quoting(facts, order, quoted, window)
     kinds = {hit.email_id: "exact" if hit.exact else "stemmed" for hit in lexical}
     order = rerank(order, facts, author_address, reranking)

@@ -229,6 +229,25 @@ def test_junk_and_bulk_rank_below_correspondence_but_stay_reachable(account, inb
     found = _subjects(search_emails("invoice", mail_filter=MailFilter(include_junk=True)))
     assert found[:2] == ["Invoice list thread", "Lunch"]
     assert set(found[2:]) == {"Invoice invoice", "Invoice newsletter"}
+    # Junk left out (the default), no folder role is read, and bulk still comes after.
+    assert _subjects(search_emails("invoice")) == ["Invoice list thread", "Lunch", "Invoice newsletter"]
+
+
+def test_without_junk_in_the_selection_no_folder_role_is_read(account, inbox, quoted_reply):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    EmailFactory(folder=inbox, subject="Backup news", body="nightly backup", is_bulk=True, is_list_mail=False)
+    refresh_term_stats()
+    candidates = Email.objects.all()
+    with CaptureQueriesContext(connection) as captured:
+        hits = rank_lexical(candidates, QUERY, 40, row_facts=row_facts(3, QUERY, roles=False))
+        ids = [hit.email_id for hit in hits]
+        facts, quoted = facts_and_quoting(candidates, ids, QUERY, ids[:3], roles=False)
+    assert not any("mailbox_foldermapping" in query["sql"] for query in captured.captured_queries)
+    order = [(hit.email_id, hit.score) for hit in hits]
+    assert facts_of_rows(hits, QUERY) == with_quoting(facts, order, quoted, 3)
+    assert sum(fact.unwanted for fact in facts.values()) == 1  # the bulk newsletter
 
 
 # --- threads ------------------------------------------------------------------------------
