@@ -213,12 +213,10 @@ class EmailQuerySet(models.QuerySet["Email"]):
         Both case-foldings of each address are tried, so Python's lower() and PostgreSQL's
         lower() agree on what matches.
         """
-        variants = sorted({form for address in addresses for form in (address, address.lower())})
-        as_participant = Participant.objects.annotate(folded=Lower("address")).filter(
-            email=models.OuterRef("pk"), folded__in=variants
-        )
+        addresses = list(addresses)
+        as_participant = Participant.objects.naming(addresses).filter(email=models.OuterRef("pk"))
         return self.annotate(sender_folded=Lower("sender_address")).filter(
-            models.Q(sender_folded__in=variants) | models.Exists(as_participant)
+            models.Q(sender_folded__in=address_forms(addresses)) | models.Exists(as_participant)
         )
 
     def readable(
@@ -412,6 +410,19 @@ class ParticipantRole(models.TextChoices):
     REPLY_TO = "reply_to", "Reply-To"
 
 
+def address_forms(addresses: Iterable[str]) -> list[str]:
+    """Each address as given and lower-cased: matched against PostgreSQL's lower() of a
+    stored address, both forms make Python's and PostgreSQL's case-folding agree."""
+    return sorted({form for address in addresses for form in (address, address.lower())})
+
+
+class ParticipantQuerySet(models.QuerySet["Participant"]):
+    def naming(self, addresses: Iterable[str]) -> ParticipantQuerySet:
+        """Participants whose address is one of `addresses` in any case (stored addresses
+        keep their local part's case); the participant_address_folded index serves it."""
+        return self.alias(folded=Lower("address")).filter(folded__in=address_forms(addresses))
+
+
 class Participant(models.Model):
     email = models.ForeignKey(Email, on_delete=models.CASCADE, related_name="participants")
     role = models.CharField(max_length=8, choices=ParticipantRole.choices)
@@ -419,13 +430,15 @@ class Participant(models.Model):
     address = models.CharField(max_length=320, blank=True, default="")
     display_name = models.CharField(max_length=998, blank=True, default="")
 
+    objects = ParticipantQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["email", "role", "position"], name="participant_position_unique"),
         ]
         indexes = [
             models.Index(fields=["address"], name="participant_address"),
-            # An author's names are looked up by address in any case (search's reranking).
+            # ParticipantQuerySet.naming: an address in any case (search's author, erasure, holds).
             models.Index(Lower("address"), name="participant_address_folded"),
         ]
 

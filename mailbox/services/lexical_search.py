@@ -123,7 +123,7 @@ class RowFacts:
     body_window: int = 0  # hits, best first, whose body start is read
     body_characters: int = 0
     # Whether the folder mapping's role is read (HitRow.folder_role): a selection that
-    # leaves junk out holds none, and the two joins cost a third of reading the rows.
+    # leaves junk out holds no junk, so it need not join the folder and mapping for it.
     roles: bool = True
 
 

@@ -19,8 +19,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Case, TextField, Value, When
-from django.db.models.functions import Left, Lower
+from django.db.models import Case, F, TextField, Value, When
+from django.db.models.expressions import Expression
+from django.db.models.functions import Left
 
 from accounts.models import FolderRole
 from mailbox.models import Email, EmailQuerySet, Participant
@@ -74,16 +75,8 @@ class Reranking:
     quoting_factor: float = QUOTING_FACTOR
 
 
-# What candidate_facts reads, in HitRow's order after the id.
-_FACT_COLUMNS = (
-    "id",
-    "received_at",
-    "sender_address",
-    "thread_id",
-    "is_bulk",
-    "is_list_mail",
-    "folder__mapping__role",
-)
+# What candidate_facts reads, in HitRow's order after the id (then the folder's role).
+_FACT_COLUMNS = ("id", "received_at", "sender_address", "thread_id", "is_bulk", "is_list_mail")
 
 
 def quoting_window(limit: int) -> int:
@@ -113,20 +106,13 @@ def facts_and_quoting(
     short to be quoted. Facts leave quotes_query unset (with_quoting sets it). Without
     `roles` no folder role is read (candidates that hold no junk folder: RowFacts.roles)."""
     runs = _query_runs(query) if readable else set()
-    rows = candidates.filter(id__in=list(ids))
+    body_start: Expression = Value("", output_field=TextField())
     if runs:
-        rows = rows.annotate(
-            start=Case(
-                When(id__in=list(readable), then=Left("text_body", QUOTING_READ)),
-                default=Value(""),
-                output_field=TextField(),
-            )
-        )
-    else:
-        rows = rows.annotate(start=Value("", output_field=TextField()))
-    if not roles:
-        rows = rows.annotate(no_role=Value(None, output_field=TextField()))
-    values = rows.values_list(*_FACT_COLUMNS[:-1], _FACT_COLUMNS[-1] if roles else "no_role", "start")
+        read = When(id__in=list(readable), then=Left("text_body", QUOTING_READ))
+        body_start = Case(read, default=body_start, output_field=TextField())
+    folder_role: F | Value = F("folder__mapping__role") if roles else Value(None, output_field=TextField())
+    rows = candidates.filter(id__in=list(ids)).annotate(role=folder_role, start=body_start)
+    values = rows.values_list(*_FACT_COLUMNS, "role", "start")
     facts, quoted = {}, set()
     for email_id, received, sender, thread, bulk, listed, role, start in values:
         facts[str(email_id)] = _facts(HitRow(received, sender, thread, bulk, listed, role, ""), set())
@@ -219,11 +205,9 @@ def author_words(candidates: EmailQuerySet, address: str | None) -> frozenset[st
         return frozenset()
     address = address.strip()
     local = address.rpartition("@")[0]
-    # Stored addresses keep their local part's case: matched in lower case, as EmailQuerySet.involving does.
-    forms = sorted({address, address.lower()})
     names = list(
-        Participant.objects.alias(folded=Lower("address"))
-        .filter(folded__in=forms, email__in=candidates.values("id"))
+        Participant.objects.naming([address])
+        .filter(email__in=candidates.values("id"))
         .exclude(display_name="")
         .values_list("display_name", flat=True)
         .distinct()[:AUTHOR_NAMES]

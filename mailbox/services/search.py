@@ -102,8 +102,8 @@ PARTIAL_BELOW = 0.95
 # MAX_LEXICAL_QUERY_CHARACTERS, declared in mailfathom.core.config beside the drafting setting it bounds.
 
 
-# The large columns a match's summary never reads (its extracts are read apart): loading
-# them for the window cost about a third of the rows' load.
+# The large columns a match's summary never reads (its extracts are read apart), left out
+# of the window's rows (docs/benchmarks.md has what they cost).
 NOT_SUMMARIZED = (
     "text_body",
     "participants_text",

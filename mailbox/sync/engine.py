@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from imapclient import IMAPClient
 
@@ -247,7 +247,7 @@ def synchronize_folder(
     folder.refresh_from_db()
     selected = client.select_folder(folder.remote_name, readonly=True)
     uidvalidity = int(selected[b"UIDVALIDITY"])
-    modseq = int(selected[b"HIGHESTMODSEQ"]) if b"HIGHESTMODSEQ" in selected else None
+    modseq = highest_modseq(selected)
     # The status page's "stored of the server's" and a backfill's progress start here.
     Folder.objects.filter(pk=folder.pk, lease_token=token).update(
         server_message_count=int(selected.get(b"EXISTS", 0)), run_started_at=timezone.now(), run_stored=0
@@ -349,10 +349,7 @@ def _parse_ahead_watch() -> Callable[[], bool]:
     """Asked before each batch: whether to parse it ahead (PARSE_AHEAD)."""
     if PARSE_AHEAD in ("always", "never"):
         return lambda: PARSE_AHEAD == "always"
-    with connection.cursor() as cursor:  # the backend that writes the batches: its CPU is ours
-        cursor.execute("SELECT pg_backend_pid()")
-        row = cursor.fetchone()
-    return SpareCore(int(row[0]) if row else None).free
+    return SpareCore.beside_this_connection().free
 
 
 def _fetchable_batches(
@@ -477,6 +474,20 @@ def _flags(raw: Iterable[Any]) -> tuple[str, ...]:
     """Decode flags; \\Recent is left out: it belongs to a session, not to the message."""
     decoded = (f.decode("utf-8", "replace") if isinstance(f, bytes) else str(f) for f in raw)
     return tuple(sorted(flag for flag in decoded if flag.casefold() != "\\recent"))
+
+
+# A modification sequence is a 63-bit unsigned number (RFC 7162), as the folder keeps it.
+MAX_MODSEQ = 2**63 - 1
+
+
+def highest_modseq(selected: dict[bytes, Any]) -> int | None:
+    """The HIGHESTMODSEQ a SELECT reported, or None when it reported none or none usable:
+    a malformed number costs only the quick flag pass, never the run."""
+    try:
+        value = int(selected[b"HIGHESTMODSEQ"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return value if 0 <= value <= MAX_MODSEQ else None
 
 
 @dataclass(frozen=True)

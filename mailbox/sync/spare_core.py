@@ -1,8 +1,7 @@
 """Whether the machine has a core to spare for parsing the next batch while this one is written.
 
-Parsing ahead on a second thread only pays when a core is idle: on a quiet machine a
-backfill ran 1.4 to 1.8 times as fast with it, on a busy one it ran slower, the two threads
-queueing for the GIL (docs/benchmarks.md, "Backfill speed"). The machine's load average
+Parsing ahead on a second thread pays when a core is idle; on a busy machine the two
+threads may queue for the GIL instead (docs/benchmarks.md, "Backfill speed"). The load average
 cannot tell the two apart, since it counts the backfill itself. So the watch reads, between
 two batches, how much CPU the machine spent (/proc/stat) less what this process and its
 own PostgreSQL backend spent: what is left is everyone else's work. Where /proc cannot be
@@ -14,6 +13,8 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+
+from django.db import connection
 
 # Others may use this share of one core and still leave one to spare (a terminal, a
 # scheduler tick, the IMAP server answering our own FETCH).
@@ -48,6 +49,14 @@ def process_seconds(pid: int) -> float:
 
 class SpareCore:
     """Reads, each time it is asked, whether others left a core idle since it was last asked."""
+
+    @classmethod
+    def beside_this_connection(cls) -> SpareCore:
+        """A watch counting the Django connection's PostgreSQL backend (it writes the batches) as ours."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            row = cursor.fetchone()
+        return cls(int(row[0]) if row else None)
 
     def __init__(self, backend_pid: int | None) -> None:
         self.backend_pid = backend_pid

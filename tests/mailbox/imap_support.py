@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -129,6 +129,24 @@ def stored_twice(account) -> int:
 
     keys = Email.objects.filter(account=account).values("folder", "uidvalidity", "uid")
     return keys.annotate(n=Count("id")).filter(n__gt=1).count()
+
+
+def before_second_batch(monkeypatch, act: Callable[[], None], batch_size: int = 10) -> None:
+    """Run `act` (another client's changes) once, mid-run: as the second batch of
+    `batch_size` is about to be stored, after the first batch's flags were read."""
+    from mailbox.sync import engine
+
+    monkeypatch.setattr(engine, "BATCH_SIZE", batch_size)
+    store = engine.store_prepared
+    calls = {"n": 0}
+
+    def meddle(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            act()
+        return store(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "store_prepared", meddle)
 
 
 def iter_cut_points(total: int, count: int) -> Iterator[int]:

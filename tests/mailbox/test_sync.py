@@ -5,9 +5,15 @@ from __future__ import annotations
 import pytest
 
 from mailbox.models import Availability, Direction, Email, Folder, RawMessage, RepairRequest
-from mailbox.sync import engine
 from mailbox.sync.engine import synchronize_account
-from tests.mailbox.imap_support import account_for, add_user, corpus_messages, local_state, stored_twice
+from tests.mailbox.imap_support import (
+    account_for,
+    add_user,
+    before_second_batch,
+    corpus_messages,
+    local_state,
+    stored_twice,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot]
 
@@ -229,23 +235,17 @@ def test_a_run_that_finds_the_lease_taken_skips_the_folder(user):
 def test_changes_made_by_another_client_during_a_run_converge_on_the_next(user, monkeypatch):
     user.append("INBOX", [_message(n) for n in range(30)])
     account = account_for(user)
-    monkeypatch.setattr(engine, "BATCH_SIZE", 10)
-    original = engine.store_prepared
-    calls = {"n": 0}
 
-    def meddle(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            with user.client() as other:
-                other.select_folder("INBOX")
-                uids = other.search(["ALL"])
-                other.add_flags(uids[:3], ["\\Flagged"])
-                other.delete_messages(uids[3:5])
-                other.expunge()
-                other.append("INBOX", _message(99))
-        return original(*args, **kwargs)
+    def meddle() -> None:
+        with user.client() as other:
+            other.select_folder("INBOX")
+            uids = other.search(["ALL"])
+            other.add_flags(uids[:3], ["\\Flagged"])
+            other.delete_messages(uids[3:5])
+            other.expunge()
+            other.append("INBOX", _message(99))
 
-    monkeypatch.setattr(engine, "store_prepared", meddle)
+    before_second_batch(monkeypatch, meddle)
     synchronize_account(account.pk)
     synchronize_account(account.pk, force=True)
 

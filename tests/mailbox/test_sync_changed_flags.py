@@ -6,9 +6,8 @@ import pytest
 from imapclient import IMAPClient
 
 from mailbox.models import Folder
-from mailbox.sync import engine
-from mailbox.sync.engine import FlagQuery, _flag_queries, synchronize_account
-from tests.mailbox.imap_support import account_for, add_user, local_state
+from mailbox.sync.engine import FlagQuery, _flag_queries, highest_modseq, synchronize_account
+from tests.mailbox.imap_support import account_for, add_user, before_second_batch, local_state
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.dovecot]
 
@@ -68,17 +67,7 @@ def test_a_later_run_reads_only_the_flags_changed_since_the_last(user, flag_fetc
 def test_a_flag_changed_during_the_run_on_mail_it_stored_is_read_before_it_ends(user, monkeypatch):
     user.append("INBOX", [_message(n) for n in range(30)])
     account = account_for(user)
-    monkeypatch.setattr(engine, "BATCH_SIZE", 10)
-    store = engine.store_prepared
-    calls = {"n": 0}
-
-    def meddle(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 2:  # the first batch's flags were read before this change
-            _flag(user, 3, "\\Seen")
-        return store(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "store_prepared", meddle)
+    before_second_batch(monkeypatch, lambda: _flag(user, 3, "\\Seen"))  # the first batch's flags
     synchronize_account(account.pk)
 
     assert local_state(account, "inbox") == user.state("INBOX")
@@ -92,3 +81,10 @@ def test_without_a_usable_number_every_flag_is_read():
     for previous in (None, 12):
         assert _flag_queries(50, previous, 9) == [FlagQuery(0, 50, None), FlagQuery(50, None, 9)]
     assert _flag_queries(50, 7, 9) == [FlagQuery(0, 50, 7), FlagQuery(50, None, 9)]
+
+
+def test_a_malformed_highest_modseq_costs_only_the_quick_flag_pass():
+    for reported in (b"soon", None, -1, 2**63):
+        assert highest_modseq({b"HIGHESTMODSEQ": reported}) is None
+    assert highest_modseq({}) is None
+    assert highest_modseq({b"HIGHESTMODSEQ": 42}) == 42
