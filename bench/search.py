@@ -1,6 +1,7 @@
 """Search at scale: index builds, embedding sweep rate and search_emails latency over N emails.
 
     .venv/bin/python bench/search.py [--emails 100000] [--pool 3000] [--keep] [--explain 2]
+                                     [--variants] [--anchor-tree DIR]
 
 Builds a mailbox of N synthetic emails in a scratch database (mailfathom_search_bench,
 re-created each run; --keep reuses it when it already holds N emails and leaves it in
@@ -31,7 +32,10 @@ fixed query set (short typed queries drawn from pool subjects, long pasted ones 
 words from pool bodies) in lexical mode (provider none) and hybrid mode (provider local),
 after one warm-up pass: p50/p95 against the targets (lexical p95 < 150 ms, hybrid p95 <
 300 ms at 100,000 emails), where the time goes, and EXPLAIN ANALYZE of the slowest
-statements of the slowest queries. Results and their reading: docs/benchmarks.md.
+statements of the slowest queries. --anchor-tree DIR times another checkout of the product
+(for example the commit a change started from, `git archive <commit> | tar -x -C DIR`)
+against this one on the same mailbox, each in a child process (bench/search_child.py),
+query by query. Results and their reading: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import random
 import re
 import resource
 import statistics
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -922,6 +927,90 @@ def measure_variants(
             print(f"    {name:<50} " + "  ".join(cells))
 
 
+class SearchChild:
+    """bench/search_child.py serving one product tree's search_emails to this process."""
+
+    def __init__(self, tree: Path, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(REPO / "bench" / "search_child.py"), str(tree)],
+            cwd=tree,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def ask(self, request: dict[str, object]) -> dict:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"the search child ended (exit {self.process.wait()})")
+        return json.loads(line)
+
+    def search(self, text: str) -> dict:
+        return self.ask({"query": text, "limit": RESULT_LIMIT})
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def measure_anchor(pool: list[PoolMessage], each: int, seed: int, rounds: int, tree: Path) -> None:
+    """This checkout against the tree in `tree`, each in a child of its own, query by query.
+
+    Both children read the same database; every query is run by both in turns that rotate by
+    query and round, and each query keeps the best of its rounds, so a slow moment of the
+    machine falls on both. The verdict is the p95 per query kind.
+    """
+    from uvicorn_server import mcp_server_environment
+
+    env = mcp_server_environment(DATABASE)
+    env.pop("PYTHONPATH", None)
+    children = {"today": SearchChild(REPO, env), "anchor": SearchChild(tree, env)}
+    queries = make_queries(pool, each, random.Random(seed))  # noqa: S311
+    print(f"\nanchor: {tree} against this checkout, {len(queries)} queries, best of {rounds} rounds")
+    try:
+        for mode, provider in (("lexical", "none"), ("hybrid", HYBRID_PROVIDER)):
+            for child in children.values():
+                child.ask({"provider": provider})
+            differing = 0
+            for query in queries:  # warm-up, and how often the two rankings differ
+                answers = [child.search(query.text) for child in children.values()]
+                for answer in answers:
+                    if answer["mode"] != mode:
+                        raise SystemExit(f"expected {mode} search, got {answer['mode']}")
+                differing += answers[0]["ids"] != answers[1]["ids"]
+            best = {name: [math.inf] * len(queries) for name in children}
+            with LOAD.phase(f"anchor, {mode}"):
+                for round_ in range(rounds):
+                    for index, query in enumerate(queries):
+                        names = list(children)
+                        shift = (index + round_) % len(names)
+                        for name in names[shift:] + names[:shift]:
+                            seconds = children[name].search(query.text)["seconds"]
+                            best[name][index] = min(best[name][index], seconds)
+            print(f"\n{mode}: ranked differently from the anchor in {differing} of {len(queries)} queries")
+            header = f"{'today p50/p95':>16}{'anchor p50/p95':>18}{'p95 ratio':>11}"
+            print(f"  {'kind':<8}{header}  paired median   slower at p95")
+            for kind in (*KINDS, "all"):
+                picked = [i for i, q in enumerate(queries) if kind in ("all", q.kind)]
+                mine = [best["today"][i] for i in picked]
+                theirs = [best["anchor"][i] for i in picked]
+                p95 = (percentile(mine, 0.95), percentile(theirs, 0.95))
+                paired = statistics.median((a - b) * 1000 for a, b in zip(mine, theirs, strict=True))
+                print(
+                    f"  {kind:<8}{percentile(mine, 0.5) * 1000:>8.1f}/{p95[0] * 1000:<7.1f}"
+                    f"{percentile(theirs, 0.5) * 1000:>10.1f}/{p95[1] * 1000:<7.1f}{p95[0] / p95[1]:>10.2f}"
+                    f"  {paired:>+8.1f} ms      {'yes' if p95[0] > p95[1] else 'no'}"
+                )
+    finally:
+        for child in children.values():
+            child.close()
+
+
 def verdict(met: bool) -> str:
     return "met" if met else "MISSED"
 
@@ -1037,6 +1126,11 @@ def main() -> None:
     )
     parser.add_argument("--variant", help="with --variants: only those whose names start with this")
     parser.add_argument("--variant-rounds", type=int, default=2, help="with --variants: interleaved rounds")
+    parser.add_argument(
+        "--anchor-tree",
+        type=Path,
+        help="another checkout (git archive <commit> | tar -x -C DIR) timed against this one, query by query",
+    )
     args = parser.parse_args()
     CORPUS = args.corpus / "mail-dev.tar.gz"
 
@@ -1108,6 +1202,8 @@ def main() -> None:
         results = measure_latency(pool, args.emails, args.queries, args.seed + 1, args.explain, build_timings)
     if args.variants:
         measure_variants(pool, args.queries, args.seed + 1, rounds=args.variant_rounds, named=args.variant)
+    if args.anchor_tree:
+        measure_anchor(pool, args.queries, args.seed + 1, args.variant_rounds, args.anchor_tree.resolve())
     LOAD.stop()
     print_summary(args.emails, build_timings, sweep, results)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
