@@ -9,7 +9,6 @@ stored and indexed: docs/search.md.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from django.utils import timezone
 from mailbox.models import Availability, Email, EmailQuerySet, EmbeddingProfile, EmbeddingSpend, Passage
 from mailbox.services.own_words import own_words
 from mailbox.services.raw_sql import Params, column, selects_nothing, table
+from mailbox.services.selection_size import selection_size
 from mailfathom.core.capability import CapabilityState
 from mailfathom.core.progress import Progress, ProgressCallback
 from mailfathom.providers import EMBEDDING_ROLE, get_embedder
@@ -325,32 +325,6 @@ class VectorHit:
 EXACT_WITHIN = 20_000
 HNSW_EF_SEARCH = 100
 HNSW_MAX_SCAN_TUPLES = 100_000
-# The selection's size is counted (up to EXACT_WITHIN + 1) once per selection and reused
-# for this long: it only decides which of two correct plans runs.
-SIZE_SECONDS = 60.0
-_sizes: dict[tuple[str, tuple[object, ...]], tuple[float, int]] = {}
-_sizes_lock = threading.Lock()
-
-
-def _selection_size(candidates: EmailQuerySet, cap: int) -> int:
-    """How many emails `candidates` holds, counted up to `cap` + 1 (more is reported as cap + 1)."""
-    sql, params = candidates.order_by().values("id").query.sql_with_params()
-    key = (sql, tuple(str(value) for value in params))
-    now = time.monotonic()
-    with _sizes_lock:
-        cached = _sizes.get(key)
-    if cached is not None and now - cached[0] < SIZE_SECONDS:
-        return cached[1]
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM ({sql} LIMIT {int(cap) + 1}) AS s", params)
-        size = int(cursor.fetchone()[0])
-    with _sizes_lock:
-        if len(_sizes) > 1000:
-            _sizes.clear()
-        _sizes[key] = (now, size)
-    return size
-
-
 def rank_vector(
     candidates: EmailQuerySet, query_vector: list[float], profile: EmbeddingProfile, limit: int
 ) -> list[VectorHit]:
@@ -370,7 +344,7 @@ def rank_vector(
     vector = f"{bind(str(query_vector))}::vector({dims})"
     # An email may have two passages (body, attachments), so twice the depth is read and
     # each email keeps its nearer one.
-    if _selection_size(candidates, EXACT_WITHIN) <= EXACT_WITHIN:
+    if selection_size(candidates, EXACT_WITHIN) <= EXACT_WITHIN:
         # OFFSET 0 keeps the ORDER BY off the HNSW index: every passage of the selection is measured.
         sql = f"""
             SELECT found, distance FROM (

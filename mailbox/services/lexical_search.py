@@ -35,6 +35,7 @@ from mailbox.models import (
 )
 from mailbox.services import query_language
 from mailbox.services.raw_sql import Params, column, selects_nothing, table
+from mailbox.services.selection_size import selection_size
 
 COMMON_WORD_SHARE = 0.2
 MIN_COLLECTION_FOR_COMMON_WORDS = 50
@@ -74,6 +75,13 @@ PRESELECT_PER_RESULT = 5
 # 100,000 emails, and budgets scaled to the reply pairs' corpus ranked alike
 # (docs/benchmarks.md).
 POSTING_BUDGET = 5_000
+# Document counts are the whole mailbox's, but stage 1 reads only the selection's postings:
+# a selection of at most SCOPE_COUNTED_WITHIN emails (counted up to that, and remembered for
+# a minute) has each word's postings estimated as its share of the mailbox, so one small
+# account among many keeps as many generating words as it would alone. Without it, an
+# account of 7,685 emails inside a million kept one or two of a pasted query's words and
+# lost a quarter of its recall@10 (docs/benchmarks.md, "Search at a million emails").
+SCOPE_COUNTED_WITHIN = 20_000
 # Characters of each body ts_headline reads for extracts: its cost grows with the text,
 # and an extract from far down a very long message rarely helps a reader choose it.
 HIGHLIGHT_READ = 8000
@@ -137,19 +145,27 @@ class QueryWords:
     average_length: float = DEFAULT_AVERAGE_LENGTH  # of the collection's indexed emails, in characters
     language: str | None = None  # the query's language by its function words (query_language), if told
     function_words: frozenset[str] = frozenset()  # query words left out as that language's function words
+    collection: int = 0  # emails the document counts were taken over (the whole mailbox)
 
-    def generating(self, budget: int) -> list[str]:
+    def postings(self) -> int:
+        """Postings of every query word in the whole mailbox (as `documents` estimates them)."""
+        documents = self.documents or {}
+        return sum(documents.get(word, 1) for word in self.weights)
+
+    def generating(self, budget: int, share: float = 1.0) -> list[str]:
         """The rarest words whose postings fit `budget` (at least one): they choose candidates.
 
         A message holding none of them holds only words common enough that it cannot
         outscore one holding a rare word by much, so it is not worth reading postings of
         thousands of messages to find it; every word still counts in the BM25 stage.
+        `share` is the part of the mailbox the selection holds: each word's postings in it
+        are estimated as that part of its document count.
         """
         documents = self.documents or {}
         chosen: list[str] = []
-        spent = 0
+        spent = 0.0
         for word in self.weights:
-            spent += documents.get(word, 1)
+            spent += documents.get(word, 1) * share
             if chosen and spent > budget:
                 break
             chosen.append(word)
@@ -307,6 +323,7 @@ def _query_words(query: str, total: int, average: float) -> QueryWords:
         average_length=average,
         language=reading.language,
         function_words=frozenset(written) - frozenset(counts),
+        collection=total,
     )
 
 
@@ -494,7 +511,7 @@ def _occurrences(candidates: EmailQuerySet, words: QueryWords, limit: int, bind:
             members.append(form)
             idfs.append(idf)
             exact.append(form in words.exact)
-    generating = words.generating(POSTING_BUDGET)
+    generating = words.generating(POSTING_BUDGET, scope_share(candidates, words))
     email, email_id = table(Email), column(Email, "id")
     received_at, vector = column(Email, "received_at"), column(Email, "search_vector")
     length = column(Email, "search_length")
@@ -555,6 +572,20 @@ def _occurrences(candidates: EmailQuerySet, words: QueryWords, limit: int, bind:
         JOIN q ON q.lexeme = u.lexeme
         GROUP BY m.id, m.received_at, m.size, q.head
     """
+
+
+def scope_share(candidates: EmailQuerySet, words: QueryWords) -> float:
+    """The part of the mailbox `candidates` holds, when it is small enough to count (else 1).
+
+    Counted only when it could change stage 1: when the query's words hold more postings
+    than the budget in the whole mailbox.
+    """
+    if words.postings() <= POSTING_BUDGET or words.collection <= 0:
+        return 1.0
+    size = selection_size(candidates, SCOPE_COUNTED_WITHIN)
+    if size > SCOPE_COUNTED_WITHIN:
+        return 1.0
+    return min(1.0, max(size, 1) / words.collection)
 
 
 def occurrence_rows(candidates: EmailQuerySet, query: str, limit: int) -> tuple[list[tuple[Any, ...]], float]:

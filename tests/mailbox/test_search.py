@@ -168,3 +168,42 @@ def test_candidates_come_from_the_rarest_words_whose_postings_fit_the_budget():
     assert words.generating(10) == ["zygote"]
     assert words.generating(1) == ["zygote"]  # at least the rarest word, whatever the budget
     assert words.generating(10**6) == ["zygote", "invoice", "meeting", "the"]
+
+
+def test_a_selection_holding_part_of_the_mailbox_spends_the_budget_on_its_own_share():
+    from mailbox.services.lexical_search import QueryWords
+
+    words = QueryWords(
+        weights={"zygote": 9.0, "invoice": 4.0, "meeting": 2.0},
+        exact=frozenset(),
+        documents={"zygote": 300, "invoice": 900, "meeting": 5000},
+    )
+    assert words.generating(1000) == ["zygote"]
+    # A tenth of the mailbox holds about a tenth of each word's postings: 30 + 90 + 500.
+    assert words.generating(1000, share=0.1) == ["zygote", "invoice", "meeting"]
+    assert words.generating(100, share=0.1) == ["zygote"]
+
+
+def test_a_small_account_among_many_finds_mail_holding_only_its_second_rarest_word(monkeypatch):
+    from mailbox.services import lexical_search, selection_size
+
+    small = MailAccountFactory(account_id="small")
+    large = MailAccountFactory(account_id="large")
+    small_inbox = mapped_folder(small, "inbox", FolderRole.INBOX)
+    large_inbox = mapped_folder(large, "inbox", FolderRole.INBOX)
+    EmailFactory(folder=small_inbox, subject="Zygote samples", body="The zygote samples arrived.")
+    EmailFactory(folder=small_inbox, subject="Okapi enclosure", body="The okapi enclosure needs a new gate.")
+    EmailFactory.create_batch(7, folder=large_inbox, subject="Zygote", body="zygote notes")
+    EmailFactory.create_batch(19, folder=large_inbox, subject="Okapi", body="okapi notes")
+    EmailFactory.create_batch(100, folder=large_inbox, subject="Weekly notes", body="nothing of either")
+    refresh_term_stats()
+    selection_size.forget()
+    # 8 and 20 of 128 emails hold the two words: in the whole mailbox a budget of 10 postings
+    # lets only the rarer choose candidates; the small account holds 2 of 128, so both fit.
+    monkeypatch.setattr(lexical_search, "POSTING_BUDGET", 10)
+
+    everywhere = search_emails("zygote okapi", result_limit=50)
+    in_small = search_emails("zygote okapi", accounts=["small"])
+
+    assert all("Okapi" not in subject for subject in _subjects(everywhere))
+    assert sorted(_subjects(in_small)) == ["Okapi enclosure", "Zygote samples"]

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 
 from mailbox.models import Email, EmbeddingProfile, Passage
-from mailbox.services import embedding
+from mailbox.services import embedding, selection_size
 from mailbox.services.selection import select
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
@@ -46,7 +46,7 @@ def mailbox():
         emails[str(email.pk)] = email
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
-    embedding._sizes.clear()
+    selection_size.forget()
     return profile, emails, inbox
 
 
@@ -54,7 +54,7 @@ def mailbox():
 def test_both_plans_rank_the_selection_alone_nearest_first(mailbox, monkeypatch, exact_within):
     profile, emails, inbox = mailbox
     monkeypatch.setattr(embedding, "EXACT_WITHIN", exact_within)
-    embedding._sizes.clear()
+    selection_size.forget()
     candidates = Email.objects.in_selection(select(["chosen"], ["inbox"]))
 
     hits = embedding.rank_vector(candidates, _vector(1.0), profile, 5)
@@ -75,6 +75,6 @@ def test_both_plans_rank_the_selection_alone_nearest_first(mailbox, monkeypatch,
 def test_the_size_is_counted_once_per_selection(mailbox, django_assert_num_queries):
     _, _, _ = mailbox
     candidates = Email.objects.in_selection(select(["chosen"]))
-    assert embedding._selection_size(candidates, 5) == 6  # 20 emails, counted up to the cap + 1
+    assert selection_size.selection_size(candidates, 5) == 6  # 20 emails, counted up to the cap + 1
     with django_assert_num_queries(0):
-        assert embedding._selection_size(candidates, 5) == 6
+        assert selection_size.selection_size(candidates, 5) == 6
