@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
@@ -325,6 +326,8 @@ class VectorHit:
 EXACT_WITHIN = 20_000
 HNSW_EF_SEARCH = 100
 HNSW_MAX_SCAN_TUPLES = 100_000
+
+
 def rank_vector(
     candidates: EmailQuerySet, query_vector: list[float], profile: EmbeddingProfile, limit: int
 ) -> list[VectorHit]:
@@ -357,7 +360,7 @@ def rank_vector(
             ORDER BY distance
             LIMIT {bind(2 * limit)}
         """
-        settings_sql: list[str] = []
+        scan_settings: dict[str, str] = {}
     else:
         # The selection is checked per passage the index scan visits (a correlated EXISTS
         # the planner cannot turn into a join that drives the plan), so ORDER BY distance
@@ -372,14 +375,17 @@ def rank_vector(
             ORDER BY distance
             LIMIT {bind(2 * limit)}
         """
-        settings_sql = [
-            "SET LOCAL hnsw.iterative_scan = relaxed_order",
-            f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}",
-            f"SET LOCAL hnsw.max_scan_tuples = {int(HNSW_MAX_SCAN_TUPLES)}",
-        ]
-    with transaction.atomic(), connection.cursor() as cursor:
-        for statement in settings_sql:
-            cursor.execute(statement)
+        scan_settings = {
+            "hnsw.iterative_scan": "relaxed_order",
+            "hnsw.ef_search": str(int(HNSW_EF_SEARCH)),
+            "hnsw.max_scan_tuples": str(int(HNSW_MAX_SCAN_TUPLES)),
+        }
+    # The index scan's settings hold for this transaction only (set_config's is_local, as SET
+    # LOCAL), all set by one statement; the exact plan needs neither them nor a transaction.
+    with transaction.atomic() if scan_settings else nullcontext(), connection.cursor() as cursor:
+        if scan_settings:
+            calls = ", ".join("set_config(%s, %s, true)" for _ in scan_settings)
+            cursor.execute(f"SELECT {calls}", [value for pair in scan_settings.items() for value in pair])
         cursor.execute(sql, bind.values)
         nearest: dict[str, float] = {}
         for found, distance in cursor.fetchall():

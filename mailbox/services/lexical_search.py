@@ -15,8 +15,12 @@ missing from it counts as rare and stands only for itself).
 from __future__ import annotations
 
 import math
+import re
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -341,6 +345,20 @@ def _merged(families: dict[str, dict[str, int]]) -> dict[str, list[str]]:
     return {words[0]: words for _, words in sorted(groups, key=lambda group: group[1][0])}
 
 
+_read_once: ContextVar[list[tuple[int, int | None, float]] | None] = ContextVar("collection", default=None)
+
+
+@contextmanager
+def collection_read_once() -> Iterator[None]:
+    """Within the block the collection's figures are read once: one search ranks and then
+    extracts by the same query words, and each would otherwise read them again."""
+    token = _read_once.set([])
+    try:
+        yield
+    finally:
+        _read_once.reset(token)
+
+
 def _collection() -> tuple[int, int | None, float]:
     """How many emails are held, which snapshot is current, and its average indexed length.
 
@@ -348,6 +366,16 @@ def _collection() -> tuple[int, int | None, float]:
     magnitude, and counting 100,000 rows on every search costs more than the rest of a
     short query's ranking), else an exact count. One statement reads all three.
     """
+    held = _read_once.get()
+    if held:
+        return held[0]
+    figures = _read_collection()
+    if held is not None:
+        held.append(figures)
+    return figures
+
+
+def _read_collection() -> tuple[int, int | None, float]:
     stats = table(LexicalCollectionStat)
     snapshot_id, average = (
         column(LexicalCollectionStat, "id"),
@@ -632,7 +660,7 @@ def refresh_term_stats() -> int:
 # offsets at which the original text is cut (docs/search.md, Extracts).
 _START, _STOP, _DELIMITER = "\x02", "\x03", "\x1f"
 _MASKED = "<" + _START + _STOP + _DELIMITER
-_MASK = str.maketrans(_MASKED, " " * len(_MASKED))
+_MARKS = re.compile(f"[{_START}{_STOP}]")
 
 
 @dataclass(frozen=True)
@@ -684,20 +712,13 @@ def highlight(
 
 def _placed(headline: str, text: str) -> list[_Fragment]:
     """ts_headline's fragments holding a match, located in the masked copy and cut from `text`."""
-    masked = text.translate(_MASK)
+    masked = text
+    for character in _MASKED:  # str.replace per character: translate() walks the text in Python's slow path
+        if character in masked:
+            masked = masked.replace(character, " ")
     placed, cursor = [], 0
     for piece in headline.split(_DELIMITER):
-        plain: list[str] = []
-        marks: list[tuple[int, int]] = []
-        start = 0
-        for character in piece:
-            if character == _START:
-                start = len(plain)
-            elif character == _STOP:
-                marks.append((start, len(plain)))
-            else:
-                plain.append(character)
-        joined = "".join(plain)
+        joined, marks = _unmarked(piece)
         found = joined.strip()
         if not marks or not found:
             continue
@@ -715,6 +736,23 @@ def _placed(headline: str, text: str) -> list[_Fragment]:
         placed.append(_Fragment(text=text[at : at + len(found)], marks=shifted))
         cursor = at + len(found)
     return placed
+
+
+def _unmarked(piece: str) -> tuple[str, list[tuple[int, int]]]:
+    """`piece` without its start and stop marks, and the [start, stop) offsets they enclosed."""
+    parts: list[str] = []
+    marks: list[tuple[int, int]] = []
+    length = start = last = 0
+    for mark in _MARKS.finditer(piece):
+        parts.append(piece[last : mark.start()])
+        length += mark.start() - last
+        if mark.group() == _START:
+            start = length
+        else:
+            marks.append((start, length))
+        last = mark.end()
+    parts.append(piece[last:])
+    return "".join(parts), marks
 
 
 def _render(fragment: _Fragment, max_characters: int, marker: str) -> str:

@@ -27,7 +27,13 @@ from mailbox.services import embedding
 from mailbox.services.bounds import bounded_text, whole_number
 from mailbox.services.embedding import VectorHit
 from mailbox.services.freshness import FolderFreshness, folder_freshness
-from mailbox.services.lexical_search import LexicalHit, highlight, highlight_attachments, rank_lexical
+from mailbox.services.lexical_search import (
+    LexicalHit,
+    collection_read_once,
+    highlight,
+    highlight_attachments,
+    rank_lexical,
+)
 from mailbox.services.mail_filter import MailFilter
 from mailbox.services.raw_sql import selects_nothing
 from mailbox.services.reranking import (
@@ -185,6 +191,7 @@ def lexical_text(lexical_query_text: object, query: str) -> str:
     return text if text.strip() else query
 
 
+@collection_read_once()
 def search_emails(
     query_text: str,
     accounts: Iterable[str] | None = None,
