@@ -37,12 +37,25 @@ def selects_nothing(queryset: models.QuerySet[Any]) -> bool:
     A condition such as `id__in=[]` (a scope whose folders leave nothing to read) makes the
     compiler raise EmptyResultSet instead of writing SQL, so a statement embedding such a
     queryset cannot be built; its callers answer "nothing" without querying.
+
+    The answer is kept on the queryset itself, since one search asks it of the same
+    candidates at every step: a QuerySet is never changed once built (filter() and the
+    rest return a copy, which does not carry it).
     """
+    known = queryset.__dict__.get(_SELECTS_NOTHING)
+    if known is not None:
+        return bool(known)
     try:
         queryset.query.sql_with_params()
     except EmptyResultSet:
-        return True
-    return False
+        empty = True
+    else:
+        empty = False
+    queryset.__dict__[_SELECTS_NOTHING] = empty
+    return empty
+
+
+_SELECTS_NOTHING = "_selects_nothing"
 
 
 class Params:

@@ -68,3 +68,20 @@ def test_ranking_extracts_and_term_statistics_read_the_models_tables(inbox, monk
     assert len(hits) == 1 and extracts[hits[0].email_id] == ["**insurer** agreed to pay the repair"]
     assert {"mailbox_email", "search_vector", "received_at", "text_body"} <= set(executed)
     assert not hasattr(lexical_search, "_name_positional")
+
+
+def test_an_empty_selection_is_told_once_per_queryset_and_afresh_for_a_narrowed_copy(monkeypatch):
+    from django.db.models.sql.query import Query
+
+    from mailbox.services.raw_sql import selects_nothing
+
+    compiled = []
+    original = Query.sql_with_params
+    monkeypatch.setattr(Query, "sql_with_params", lambda self: compiled.append(self) or original(self))
+    some = Email.objects.filter(subject="x")
+
+    assert selects_nothing(some) is False
+    assert selects_nothing(some) is False
+    assert len(compiled) == 1  # the second answer was kept, not compiled again
+    assert selects_nothing(some.filter(id__in=[])) is True  # a copy is judged on its own
+    assert selects_nothing(Email.objects.filter(id__in=[])) is True

@@ -38,13 +38,14 @@ def test_others_burning_every_core_leave_none_to_spare():
 @needs_proc
 def test_the_callers_own_work_is_not_counted_as_others():
     watch = SpareCore(backend_pid=None)
-    before = spare_core.machine_busy_seconds()
+    before, own_before = spare_core.machine_busy_seconds(), time.process_time()
     _spin(0.5)  # this process: the backfill's own parsing
     watch.free()
-    busy = spare_core.machine_busy_seconds()
+    busy, own = spare_core.machine_busy_seconds(), time.process_time() - own_before
     assert before is not None and busy is not None and busy - before >= 0.4
-    # What the machine spent beyond this process, not the half second it spun itself.
-    assert watch.others is not None and watch.others < (busy - before) / 0.5 - 0.5
+    # What the machine spent beyond this process, not what it spun itself (most of the half
+    # second on a quiet machine; less when other work takes turns on the cores with it).
+    assert watch.others is not None and watch.others < (busy - before - 0.8 * own) / 0.5
 
 
 def _readings(monkeypatch, machine: list[float], own: list[float], clock: list[float]) -> None:
