@@ -105,7 +105,5 @@ def test_the_index_scan_runs_under_its_settings_and_they_end_with_it(mailbox, mo
     with connection.execute_wrapper(wrapper):
         embedding.rank_vector(candidates, _vector(1.0), profile, 5)
 
-    assert seen == [
-        ("relaxed_order", str(embedding.HNSW_EF_SEARCH), str(embedding.HNSW_MAX_SCAN_TUPLES))
-    ]
+    assert seen == [("relaxed_order", str(embedding.HNSW_EF_SEARCH), str(embedding.HNSW_MAX_SCAN_TUPLES))]
     assert current() == before  # local to the ranking's transaction
