@@ -85,3 +85,34 @@ def test_an_empty_selection_is_told_once_per_queryset_and_afresh_for_a_narrowed_
     assert len(compiled) == 1  # the second answer was kept, not compiled again
     assert selects_nothing(some.filter(id__in=[])) is True  # a copy is judged on its own
     assert selects_nothing(Email.objects.filter(id__in=[])) is True
+
+
+# Committed transactions, as in production: inside a test's own transaction the ranking's
+# atomic block is a savepoint, and a local setting outlives a released savepoint.
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("large", [True, False], ids=["large mailbox", "small mailbox"])
+def test_a_large_mailbox_ranks_with_more_work_memory_for_that_statement_alone(monkeypatch, large):
+    EmailFactory(subject="Quarterly invoice", body="The invoice is attached.")
+    refresh_term_stats()
+    monkeypatch.setattr(lexical_search, "LARGE_MAILBOX", 0 if large else 10**9)
+    lexical_search._words_cache.clear()
+
+    def work_mem() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('work_mem')")
+            return str(cursor.fetchone()[0])
+
+    seen: list[str] = []
+
+    def wrapper(execute, sql, params, many, context):
+        if "WITH occurrences" in sql:
+            seen.append(work_mem())
+        return execute(sql, params, many, context)
+
+    before = work_mem()
+    with connection.execute_wrapper(wrapper):
+        hits = rank_lexical(Email.objects.all(), "invoice", 5)
+
+    assert len(hits) == 1
+    assert seen == [lexical_search.RANKING_WORK_MEM if large else before]
+    assert work_mem() == before
