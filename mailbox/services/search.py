@@ -48,7 +48,7 @@ from mailbox.services.reranking import (
     with_quoting,
 )
 from mailbox.services.selection import Selection, select
-from mailbox.services.summaries import EmailSummary, summarize
+from mailbox.services.summaries import EmailSummary, summarize, with_summary_columns
 from mailfathom.core.capability import SEMANTIC_PARTIAL as PARTIAL
 from mailfathom.core.config import MAX_LEXICAL_QUERY_CHARACTERS
 from mailfathom.core.errors import Code, MailFathomError
@@ -230,7 +230,9 @@ def search_emails(
         author_address=author,
         junk_possible=selection.filter.include_junk,
     )
-    shown_rows = Email.objects.filter(id__in=[email_id for email_id, _, _ in ranked]).defer(*NOT_SUMMARIZED)
+    shown_rows = with_summary_columns(
+        Email.objects.filter(id__in=[email_id for email_id, _, _ in ranked]).defer(*NOT_SUMMARIZED)
+    )
     emails = {str(e.id): e for e in shown_rows}
     ordered = [emails[email_id] for email_id, _, _ in ranked if email_id in emails]
     summaries = {summary.stored_email_id: summary for summary in summarize(ordered)}

@@ -378,3 +378,34 @@ def test_the_windows_rows_are_read_without_their_large_columns_and_in_a_fixed_nu
     assert len(one) == len(many)  # no column is read afterwards, row by row
     rows = next(sql for sql in many if sql.startswith('SELECT "mailbox_email"."id"') and "IN (" in sql)
     assert '"mailbox_email"."text_body"' not in rows and '"mailbox_email"."search_vector"' not in rows
+
+
+def test_the_windows_summaries_are_those_summarize_reads_apart_and_need_no_more_statements(inbox):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from mailbox.services.summaries import summarize, with_summary_columns
+
+    EmailFactory(
+        folder=inbox, subject="Budget for spring", to=[("Ann", "ann@example.org"), "", "bo@example.org"]
+    )
+    EmailFactory(folder=inbox, subject="Budget for autumn", to=["cy@example.org"])
+    EmailFactory(folder=inbox, subject="Budget with nobody", to=[])
+    refresh_term_stats()
+    with CaptureQueriesContext(connection) as captured:
+        result = search_emails("budget")
+    apart = {s.stored_email_id: s for s in summarize(list(Email.objects.all()))}
+
+    assert len(result.matches) == 3
+    for match in result.matches:
+        assert match.summary == apart[match.summary.stored_email_id]
+    assert {tuple(m.summary.to_addresses) for m in result.matches} == {
+        ("ann@example.org", "bo@example.org"),
+        ("cy@example.org",),
+        (),
+    }
+    assert not any(q["sql"].startswith('SELECT "mailbox_participant"') for q in captured.captured_queries)
+    rows = list(with_summary_columns(Email.objects.all()))
+    with CaptureQueriesContext(connection) as again:
+        summarize(rows)
+    assert again.captured_queries == []
