@@ -859,6 +859,19 @@ class _Forgetful(dict):
         return None
 
 
+def in_turns(queries: list[Query], names: list[str], rounds: int) -> Iterator[tuple[int, int, Query, str]]:
+    """(round, index, query, name): every query run by every name in turn, `rounds` times.
+
+    The turn order rotates by query and round, so a slow moment of the machine falls on
+    all of them alike and each query's times can be compared pair by pair.
+    """
+    for round_ in range(rounds):
+        for index, query in enumerate(queries):
+            shift = (index + round_) % len(names)
+            for name in names[shift:] + names[:shift]:
+                yield round_, index, query, name
+
+
 def measure_variants(
     pool: list[PoolMessage], each: int, seed: int, rounds: int = 2, named: str | None = None
 ) -> None:
@@ -882,18 +895,12 @@ def measure_variants(
             search_emails(query.text, result_limit=RESULT_LIMIT)
         best: dict[str, list[float]] = {name: [math.inf] * len(queries) for name in variants}
         with LOAD.phase(f"variants, {mode}"):
-            for round_ in range(rounds):
-                for index, query in enumerate(queries):
-                    # Each query is run by every variant in turn, the turn order rotating by
-                    # query and round, so a slow moment of the machine falls on all of them.
-                    names_in_turn = list(variants)
-                    shift = (index + round_) % len(names_in_turn)
-                    for name in names_in_turn[shift:] + names_in_turn[:shift]:
-                        with _variant(variants[name], search, lexical_search):
-                            started = time.perf_counter()
-                            result = search_emails(query.text, result_limit=RESULT_LIMIT)
-                            best[name][index] = min(best[name][index], time.perf_counter() - started)
-                        assert result.retrieval_mode == mode
+            for _, index, query, name in in_turns(queries, list(variants), rounds):
+                with _variant(variants[name], search, lexical_search):
+                    started = time.perf_counter()
+                    result = search_emails(query.text, result_limit=RESULT_LIMIT)
+                    best[name][index] = min(best[name][index], time.perf_counter() - started)
+                assert result.retrieval_mode == mode
         print(f"\n{mode}: variants, best of {rounds} interleaved rounds per query, ms (p50 / p95)")
         anchor = {
             kind: percentile(
@@ -985,13 +992,9 @@ def measure_anchor(pool: list[PoolMessage], each: int, seed: int, rounds: int, t
                 differing += answers[0]["ids"] != answers[1]["ids"]
             best = {name: [math.inf] * len(queries) for name in children}
             with LOAD.phase(f"anchor, {mode}"):
-                for round_ in range(rounds):
-                    for index, query in enumerate(queries):
-                        names = list(children)
-                        shift = (index + round_) % len(names)
-                        for name in names[shift:] + names[:shift]:
-                            seconds = children[name].search(query.text)["seconds"]
-                            best[name][index] = min(best[name][index], seconds)
+                for _, index, query, name in in_turns(queries, list(children), rounds):
+                    seconds = children[name].search(query.text)["seconds"]
+                    best[name][index] = min(best[name][index], seconds)
             print(f"\n{mode}: ranked differently from the anchor in {differing} of {len(queries)} queries")
             header = f"{'today p50/p95':>16}{'anchor p50/p95':>18}{'p95 ratio':>11}"
             print(f"  {'kind':<8}{header}  paired median   slower at p95")

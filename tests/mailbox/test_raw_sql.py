@@ -13,6 +13,7 @@ from mailbox.services.raw_sql import Params, column, table
 from mailbox.services.search import search_emails
 from mailbox.services.selection import MailFilter
 from tests.mailbox.factories import EmailFactory
+from tests.mailbox.session_settings import current_settings, settings_seen_by
 
 pytestmark = pytest.mark.django_db
 
@@ -97,22 +98,10 @@ def test_a_large_mailbox_ranks_with_more_work_memory_for_that_statement_alone(mo
     monkeypatch.setattr(lexical_search, "LARGE_MAILBOX", 0 if large else 10**9)
     lexical_search._words_cache.clear()
 
-    def work_mem() -> str:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT current_setting('work_mem')")
-            return str(cursor.fetchone()[0])
-
-    seen: list[str] = []
-
-    def wrapper(execute, sql, params, many, context):
-        if "WITH occurrences" in sql:
-            seen.append(work_mem())
-        return execute(sql, params, many, context)
-
-    before = work_mem()
-    with connection.execute_wrapper(wrapper):
+    before = current_settings("work_mem")
+    with settings_seen_by("WITH occurrences", "work_mem") as seen:
         hits = rank_lexical(Email.objects.all(), "invoice", 5)
 
     assert len(hits) == 1
-    assert seen == [lexical_search.RANKING_WORK_MEM if large else before]
-    assert work_mem() == before
+    assert seen == [(lexical_search.RANKING_WORK_MEM,) if large else before]
+    assert current_settings("work_mem") == before

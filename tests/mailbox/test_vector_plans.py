@@ -16,6 +16,7 @@ from mailbox.services import embedding, selection_size
 from mailbox.services.selection import select
 from tests.factories import MailAccountFactory
 from tests.mailbox.factories import EmailFactory, mapped_folder
+from tests.mailbox.session_settings import current_settings, settings_seen_by
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -81,29 +82,15 @@ def test_the_size_is_counted_once_per_selection(mailbox, django_assert_num_queri
 
 
 def test_the_index_scan_runs_under_its_settings_and_they_end_with_it(mailbox, monkeypatch):
-    from django.db import connection
-
     profile, _, _ = mailbox
     monkeypatch.setattr(embedding, "EXACT_WITHIN", 0)
     selection_size.forget()
     candidates = Email.objects.in_selection(select(["chosen"], ["inbox"]))
     names = ("hnsw.iterative_scan", "hnsw.ef_search", "hnsw.max_scan_tuples")
 
-    def current() -> tuple[str, ...]:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT " + ", ".join("current_setting(%s)" for _ in names), list(names))
-            return tuple(cursor.fetchone())
-
-    seen: list[tuple[str, ...]] = []
-
-    def wrapper(execute, sql, params, many, context):
-        if "<=>" in sql:
-            seen.append(current())
-        return execute(sql, params, many, context)
-
-    before = current()
-    with connection.execute_wrapper(wrapper):
+    before = current_settings(*names)
+    with settings_seen_by("<=>", *names) as seen:
         embedding.rank_vector(candidates, _vector(1.0), profile, 5)
 
     assert seen == [("relaxed_order", str(embedding.HNSW_EF_SEARCH), str(embedding.HNSW_MAX_SCAN_TUPLES))]
-    assert current() == before  # local to the ranking's transaction
+    assert current_settings(*names) == before  # local to the ranking's transaction
