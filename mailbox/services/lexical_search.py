@@ -82,14 +82,14 @@ POSTING_BUDGET = 5_000
 # Document counts are the whole mailbox's, but stage 1 reads only the selection's postings:
 # a selection of at most SCOPE_COUNTED_WITHIN emails (counted up to that, and remembered for
 # a minute) has each word's postings estimated as its share of the mailbox, so one small
-# account among many keeps as many generating words as it would alone. Without it, an
-# account of 7,685 emails inside a million kept one or two of a pasted query's words and
-# lost a quarter of its recall@10 (docs/benchmarks.md, "Search at a million emails").
+# account among many keeps as many generating words as it would alone, where the whole
+# mailbox's counts left it one or two and cost it recall (docs/benchmarks.md, "Search at
+# a million emails").
 SCOPE_COUNTED_WITHIN = 20_000
 # In a mailbox of at least LARGE_MAILBOX emails the ranking statement runs with work_mem
 # raised to RANKING_WORK_MEM: a common word's bitmap from the GIN index then stays exact
-# instead of lossy, so stage 1 rechecks only the rows that hold it (at a million emails
-# with the default 4 MB, the slowest typed query rechecked 12,494 rows it then dropped).
+# instead of lossy, so stage 1 rechecks only the rows that hold it rather than every row
+# of every page the bitmap names (docs/benchmarks.md, "Search at a million emails").
 LARGE_MAILBOX = 250_000
 RANKING_WORK_MEM = "32MB"
 # Characters of each body ts_headline reads for extracts: its cost grows with the text,
