@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
@@ -25,7 +24,7 @@ from django.utils import timezone
 
 from mailbox.models import Availability, Email, EmailQuerySet, EmbeddingProfile, EmbeddingSpend, Passage
 from mailbox.services.own_words import own_words
-from mailbox.services.raw_sql import Params, column, selects_nothing, table
+from mailbox.services.raw_sql import Params, column, cursor_under, selects_nothing, table
 from mailbox.services.selection_size import selection_size
 from mailfathom.core.capability import CapabilityState
 from mailfathom.core.progress import Progress, ProgressCallback
@@ -380,12 +379,7 @@ def rank_vector(
             "hnsw.ef_search": str(int(HNSW_EF_SEARCH)),
             "hnsw.max_scan_tuples": str(int(HNSW_MAX_SCAN_TUPLES)),
         }
-    # The index scan's settings hold for this transaction only (set_config's is_local, as SET
-    # LOCAL), all set by one statement; the exact plan needs neither them nor a transaction.
-    with transaction.atomic() if scan_settings else nullcontext(), connection.cursor() as cursor:
-        if scan_settings:
-            calls = ", ".join("set_config(%s, %s, true)" for _ in scan_settings)
-            cursor.execute(f"SELECT {calls}", [value for pair in scan_settings.items() for value in pair])
+    with cursor_under(scan_settings) as cursor:  # the exact plan needs no settings
         cursor.execute(sql, bind.values)
         nearest: dict[str, float] = {}
         for found, distance in cursor.fetchall():

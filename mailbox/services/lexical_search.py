@@ -19,7 +19,7 @@ import re
 import threading
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -38,7 +38,7 @@ from mailbox.models import (
     LexicalTermStat,
 )
 from mailbox.services import query_language
-from mailbox.services.raw_sql import Params, column, selects_nothing, table
+from mailbox.services.raw_sql import Params, column, cursor_under, selects_nothing, table
 from mailbox.services.selection_size import selection_size
 
 COMMON_WORD_SHARE = 0.2
@@ -489,11 +489,8 @@ def rank_lexical(
         SELECT r.id::text, r.score, r.exact, r.in_attachment{_row_columns(row_facts, bind)}
         ORDER BY r.score DESC, r.received_at DESC, r.id DESC
     """
-    large = words.collection >= LARGE_MAILBOX
-    # Raised for this statement's transaction only (set_config's is_local, as SET LOCAL).
-    with transaction.atomic() if large else nullcontext(), connection.cursor() as cursor:
-        if large:
-            cursor.execute("SELECT set_config('work_mem', %s, true)", [RANKING_WORK_MEM])
+    settings = {"work_mem": RANKING_WORK_MEM} if words.collection >= LARGE_MAILBOX else {}
+    with cursor_under(settings) as cursor:
         cursor.execute(sql, bind.values)
         rows = cursor.fetchall()
     return [

@@ -13,10 +13,13 @@ values:
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet
-from django.db import connection, models
+from django.db import connection, models, transaction
+from django.db.backends.utils import CursorWrapper
 
 
 def table(model: type[models.Model]) -> str:
@@ -56,6 +59,20 @@ def selects_nothing(queryset: models.QuerySet[Any]) -> bool:
 
 
 _SELECTS_NOTHING = "_selects_nothing"
+
+
+@contextmanager
+def cursor_under(settings: Mapping[str, str]) -> Iterator[CursorWrapper]:
+    """A cursor whose statements run under `settings`, which end with them.
+
+    The settings are set by one statement for the block's own transaction only
+    (set_config's is_local, as SET LOCAL); with none, the cursor opens no transaction.
+    """
+    with transaction.atomic() if settings else nullcontext(), connection.cursor() as cursor:
+        if settings:
+            calls = ", ".join("set_config(%s, %s, true)" for _ in settings)
+            cursor.execute(f"SELECT {calls}", [value for pair in settings.items() for value in pair])
+        yield cursor
 
 
 class Params:

@@ -105,3 +105,22 @@ def test_a_large_mailbox_ranks_with_more_work_memory_for_that_statement_alone(mo
     assert len(hits) == 1
     assert seen == [(lexical_search.RANKING_WORK_MEM,) if large else before]
     assert current_settings("work_mem") == before
+
+
+def test_one_search_reads_the_collections_figures_once(inbox):
+    from django.test.utils import CaptureQueriesContext
+
+    EmailFactory(folder=inbox, subject="Quarterly invoice", body="The invoice is attached.")
+    refresh_term_stats()
+    lexical_search._words_cache.clear()
+
+    with CaptureQueriesContext(connection) as captured:
+        result = search_emails("invoice")
+
+    assert len(result.matches) == 1 and result.matches[0].snippets  # ranked, then extracts read
+    assert sum("reltuples" in query["sql"] for query in captured.captured_queries) == 1
+    # Outside a search each reading is its own.
+    with CaptureQueriesContext(connection) as apart:
+        lexical_search.query_words("invoice")
+        lexical_search.query_words("invoice")
+    assert sum("reltuples" in query["sql"] for query in apart.captured_queries) == 2

@@ -79,6 +79,7 @@ def test_the_size_is_counted_once_per_selection(mailbox, django_assert_num_queri
     assert selection_size.selection_size(candidates, 5) == 6  # 20 emails, counted up to the cap + 1
     with django_assert_num_queries(0):
         assert selection_size.selection_size(candidates, 5) == 6
+    assert selection_size.selection_size(candidates, 100) == 20  # another cap counts afresh
 
 
 def test_the_index_scan_runs_under_its_settings_and_they_end_with_it(mailbox, monkeypatch):
