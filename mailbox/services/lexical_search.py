@@ -92,6 +92,9 @@ SCOPE_COUNTED_WITHIN = 20_000
 # of every page the bitmap names (docs/benchmarks.md, "Search at a million emails").
 LARGE_MAILBOX = 250_000
 RANKING_WORK_MEM = "32MB"
+# Decimal places a BM25 score keeps: far below any difference a word makes, far above the
+# rounding of a float sum.
+SCORE_DIGITS = 9
 # Characters of each body ts_headline reads for extracts: its cost grows with the text,
 # and an extract from far down a very long message rarely helps a reader choose it.
 HIGHLIGHT_READ = 8000
@@ -458,26 +461,35 @@ def rank_lexical(
         authored = []
     bind = Params()
     occurrences = _occurrences(candidates, words, limit, bind)
+
+    def real(value: float) -> str:
+        # A bound float reaches PostgreSQL as a numeric literal, and numeric arithmetic
+        # over every (message, word) row was a large part of a long query's ranking.
+        return f"{bind(value)}::float8"
+
     sql = f"""
         WITH occurrences AS ({occurrences}),
         terms AS (
             SELECT o.*,
-                   least((o.a + {bind(VARIANT_WEIGHT)} * o.va) * {bind(SUBJECT_WEIGHT)}
-                         + (o.b + {bind(VARIANT_WEIGHT)} * o.vb)
-                           * CASE WHEN o.head = ANY({bind(authored)}::text[]) THEN 0
-                                  ELSE {bind(PARTICIPANTS_WEIGHT)} END
-                         + (o.c + {bind(VARIANT_WEIGHT)} * o.vc)
-                         + (o.d + {bind(VARIANT_WEIGHT)} * o.vd) * {bind(ATTACHMENT_WEIGHT)},
-                         {bind(MAX_OCCURRENCES)}) AS tf
+                   least((o.a + {real(VARIANT_WEIGHT)} * o.va) * {real(SUBJECT_WEIGHT)}
+                         + (o.b + {real(VARIANT_WEIGHT)} * o.vb)
+                           * CASE WHEN o.head = ANY({bind(authored)}::text[]) THEN {real(0.0)}
+                                  ELSE {real(PARTICIPANTS_WEIGHT)} END
+                         + (o.c + {real(VARIANT_WEIGHT)} * o.vc)
+                         + (o.d + {real(VARIANT_WEIGHT)} * o.vd) * {real(ATTACHMENT_WEIGHT)},
+                         {real(MAX_OCCURRENCES)}) AS tf
             FROM occurrences o
         ),
         -- Stage 2: BM25F over the preselected messages' own word positions and fields.
+        -- The score is rounded so that messages scoring alike tie exactly: summed in
+        -- whatever order the aggregate meets their words, equal scores differ in the last
+        -- bits, and ties are to fall to the newest.
         ranked AS (
             SELECT t.id,
-                   sum(t.idf * (t.tf * ({bind(BM25_K1)} + 1))
-                       / (t.tf + {bind(BM25_K1)}
-                          * (1 - {bind(BM25_B)} + {bind(BM25_B)} * t.size / {bind(words.average_length)}))
-                   ) AS score,
+                   round(sum(t.idf * (t.tf * ({real(BM25_K1)} + 1))
+                       / (t.tf + {real(BM25_K1)}
+                          * (1 - {real(BM25_B)} + {real(BM25_B)} * t.size / {real(words.average_length)}))
+                   )::numeric, {bind(SCORE_DIGITS)}) AS score,
                    bool_or(t.a + t.b + t.c + t.d > 0) AS exact,
                    bool_or(t.d + t.vd > 0) AS in_attachment,
                    t.received_at

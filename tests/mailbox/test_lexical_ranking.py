@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from mailbox.models import Email, LexicalCollectionStat
-from mailbox.services.lexical_search import MAX_QUERY_WORDS, query_words, rank_lexical, refresh_term_stats
+from mailbox.services.lexical_search import (
+    MAX_QUERY_WORDS,
+    SCORE_DIGITS,
+    query_words,
+    rank_lexical,
+    refresh_term_stats,
+)
 from mailbox.services.search import search_emails
 from tests.configure import configure
 from tests.mailbox.factories import EmailFactory
@@ -112,3 +118,23 @@ def test_passages_take_the_lexical_text_too(inbox):
         lexical_query_text="away August",
     )
     assert [passage.subject for passage in found.passages] == ["Holiday rota"]
+
+
+def test_messages_scoring_alike_come_newest_first(inbox):
+    # Scores are rounded to SCORE_DIGITS places: a float sum taken in another order differs
+    # in its last bits, which would otherwise decide between messages that score alike.
+    _background(inbox)
+    words = [f"{stem}{suffix}" for stem in ("quarter", "invoice", "pallet", "freight") for suffix in "xyzw"]
+    for n, word in enumerate(words):  # each word in its own number of other messages
+        for _ in range(n % 5):
+            EmailFactory(folder=inbox, subject="Memo", body=f"{word} and other things")
+    body = " ".join(words) + " " + " ".join(words[::3])
+    copies = [EmailFactory(folder=inbox, subject="Freight status", body=body) for _ in range(12)]
+    refresh_term_stats()
+
+    hits = rank_lexical(Email.objects.filter(pk__in=[c.pk for c in copies]), " ".join(words), 12)
+
+    newest_first = sorted(copies, key=lambda c: (c.received_at, str(c.id)), reverse=True)
+    assert [hit.email_id for hit in hits] == [str(c.id) for c in newest_first]
+    (score,) = {hit.score for hit in hits}
+    assert score == round(score, SCORE_DIGITS) and score != round(score, SCORE_DIGITS - 3)
