@@ -27,7 +27,9 @@ of a call (the request's time in the server less its wait for a slot and its use
 the wait, p50 per tool. Then the ratios: calls/s with the wait on / off (and / the anchor),
 and phase B's legitimate p95 / phase A's (target: at most 2, and no error other than
 documented refusals). A client told 54002 waits 50 ms before its next call, as a
-well-behaved client backs off; that wait is not counted as latency.
+well-behaved client backs off; that wait is not counted as latency. The clients share the
+machine's cores with the servers; --clients-nice lowers their priority, to see how much of
+the server's own share is waiting for the clients' CPU.
 """
 
 from __future__ import annotations
@@ -351,6 +353,13 @@ def main() -> None:
     parser.add_argument("--anchor-tree", type=Path, help="another checkout served as a third server")
     parser.add_argument("--profile", type=Path, help="cProfile the 'wait on' server's event loop into FILE")
     parser.add_argument(
+        "--clients-nice",
+        type=int,
+        default=0,
+        help="lower the CPU priority of the clients and the flood by this much once the servers run (os.nice), as if the "
+        "load came from other machines; the servers and PostgreSQL keep theirs",
+    )
+    parser.add_argument(
         "--web-processes",
         type=int,
         default=1,
@@ -389,10 +398,17 @@ def main() -> None:
         ),
     }
     if args.anchor_tree:
-        servers["anchor"] = start_server(args.anchor_tree.resolve(), env)
+        anchor = args.anchor_tree.resolve()
+        # An anchor tree that has the stopwatch runs under it too, so its own share is printed.
+        timed = (anchor / "bench" / "mcp_timing.py").exists()
+        servers["anchor"] = start_server(
+            anchor, env, app=TIMED_APP if timed else "mailfathom.asgi:application"
+        )
     bases = {label: base for label, (_, base) in servers.items()}
+    if args.clients_nice:
+        os.nice(args.clients_nice)  # this process only: started after the servers, it is no parent of theirs
     try:
-        print(f"commit {commit()}, {os.cpu_count()} cores, call slots: {limit}")
+        print(f"commit {commit()}, {os.cpu_count()} cores, call slots: {limit}, clients' nice: {os.nice(0)}")
         print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
         for base in bases.values():
             anyio.run(legitimate, base + "/mcp", key, ids, args.clients, 5.0)  # warm-up, not reported
