@@ -356,8 +356,9 @@ def main() -> None:
         "--clients-nice",
         type=int,
         default=0,
-        help="lower the CPU priority of the clients and the flood by this much once the servers run (os.nice), as if the "
-        "load came from other machines; the servers and PostgreSQL keep theirs",
+        help="lower the CPU priority of the clients and the flood by this much once the servers "
+        "run (os.nice), as if the load came from other machines; the servers and PostgreSQL "
+        "keep theirs",
     )
     parser.add_argument(
         "--web-processes",
