@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/mcp_load.py [--emails 10000] [--clients 20] [--flood 200]
                                        [--seconds 60] [--slices 2] [--max-concurrent-calls N]
-                                       [--anchor-tree DIR]
+                                       [--anchor-tree DIR] [--clients-nice N] [--profile FILE]
 
 On a scratch database (mailfathom_mcp_load_bench) holding one account of N emails, each
 with its stored MIME, uvicorn processes serve /mcp with posture api-key: "wait on" with the
