@@ -703,10 +703,7 @@ def highlight(
     words = query_words(query)
     if not words.weights:
         return {}
-    options = (
-        f"StartSel={_START}, StopSel={_STOP}, MaxFragments={max_extracts}, MaxWords=35, MinWords=12, "
-        f"FragmentDelimiter={_DELIMITER}, HighlightAll=false"
-    )
+    options = _headline_options(max_extracts)
     email_id, body = column(Email, "id"), column(Email, "text_body")
     bind = Params()
     sql = f"""
@@ -727,6 +724,14 @@ def highlight(
         fragments = _placed(headline, text)
         extracts[email_id] = [_render(f, max_characters, marker) for f in fragments[:max_extracts]]
     return extracts
+
+
+def _headline_options(max_extracts: int) -> str:
+    """ts_headline's options for extracts, the same for a body and an attachment's text."""
+    return (
+        f"StartSel={_START}, StopSel={_STOP}, MaxFragments={max_extracts}, MaxWords=35, MinWords=12, "
+        f"FragmentDelimiter={_DELIMITER}, HighlightAll=false"
+    )
 
 
 def _placed(headline: str, text: str) -> list[_Fragment]:
@@ -812,10 +817,7 @@ def highlight_attachments(
     words = query_words(query)
     if not words.weights:
         return {}
-    options = (
-        f"StartSel={_START}, StopSel={_STOP}, MaxFragments={max_extracts}, MaxWords=35, MinWords=12, "
-        f"FragmentDelimiter={_DELIMITER}, HighlightAll=false"
-    )
+    options = _headline_options(max_extracts)
     email, email_id = table(Email), column(Email, "id")
     vector, joined = column(Email, "search_vector"), column(Email, "attachment_text")
     part = table(AttachmentText)
