@@ -727,12 +727,22 @@ class MailFathomSettings:
         unit="seconds",
     )
     mcp_max_concurrent_calls: int = _whole(
-        8,
+        0,
+        0,
+        256,
+        "Calls of the quick tools (list_accounts, list_emails, get_email_content, search_emails) "
+        "one process runs at once, each on a database connection; 0 means one per CPU the "
+        "process may run on. A call past the limit waits for a slot "
+        "(MAILFATHOM_MCP_SLOT_WAIT_SECONDS) or is refused with 54002 (retryable). tools/list and "
+        "initialize take no slot; ask_mail and draft_reply take the model slots.",
+    )
+    mcp_max_concurrent_model_calls: int = _whole(
+        4,
         1,
         256,
-        "Tool calls one process runs at once (each holds a database connection); a call past the "
-        "limit waits for a slot (MAILFATHOM_MCP_SLOT_WAIT_SECONDS) or is refused with 54002 "
-        "(retryable). tools/list and initialize take no slot.",
+        "ask_mail and draft_reply calls one process runs at once, each holding a database "
+        "connection while its models answer. They wait for these slots, or are refused with "
+        "54002, by the same rules as the quick tools, whose slots they never take.",
     )
     mcp_slot_wait_seconds: float = _decimal(
         5.0,

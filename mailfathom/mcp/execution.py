@@ -1,7 +1,12 @@
 """Running synchronous use cases from the async MCP server, a bounded number at a time.
 
-The ORM must not run on the event loop, so each call runs on a worker thread of its own pool,
-sized by MAILFATHOM_MCP_MAX_CONCURRENT_CALLS. A call finding every slot taken waits for one,
+The ORM must not run on the event loop, so each call runs on a worker thread of its own pool.
+The quick tools share MAILFATHOM_MCP_MAX_CONCURRENT_CALLS slots, by default one per CPU: their
+use cases are Python that holds the interpreter lock between database round trips, so more
+threads than cores add no throughput, only more threads for the event loop to wait behind
+whenever it needs the lock back (docs/benchmarks.md, "Where the own share goes"). ask_mail and
+draft_reply spend seconds waiting on models and have MAILFATHOM_MCP_MAX_CONCURRENT_MODEL_CALLS
+slots of their own, so questions never hold up a listing. A call finding every slot taken waits for one,
 first come first served, for at most MAILFATHOM_MCP_SLOT_WAIT_SECONDS, and is then refused
 with 54002; so is a call arriving while MAILFATHOM_MCP_MAX_WAITING_CALLS calls already wait
 (and every call, at once, while the wait is 0). A waiting call that is cancelled (its client
@@ -16,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -40,6 +46,16 @@ QUEUE_FULL_MESSAGE = Code.SERVER_BUSY.message(state="is in use and the queue for
 # Advertisement reads are a local lookup each; two threads keep one slow read from
 # holding up every tools/list without adding many database connections.
 SIDE_WORKERS = 2
+
+
+def quick_slot_count(configured: int) -> int:
+    """The quick tools' slots: `configured`, or for 0 one per CPU this process may run on."""
+    if configured > 0:
+        return configured
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def waited_message(seconds: float) -> str:
@@ -146,9 +162,12 @@ class UseCaseRunner:
     (CallSlots); with the defaults a call finding every slot taken is refused at once.
     """
 
-    def __init__(self, max_workers: int, wait_seconds: float = 0.0, max_waiting: int = 0) -> None:
+    def __init__(
+        self, max_workers: int, wait_seconds: float = 0.0, max_waiting: int = 0, name: str = "mcp-call"
+    ) -> None:
         self.max_workers = max_workers
-        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="mcp-call")
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=name)
+        # Threads start on first use, so a runner whose side pool is never read costs nothing.
         self._side = ThreadPoolExecutor(max_workers=SIDE_WORKERS, thread_name_prefix="mcp-side")
         self.slots = CallSlots(max_workers, wait_seconds, max_waiting)
 

@@ -28,7 +28,7 @@ from mailfathom.core import config
 from mailfathom.core.config import MailFathomSettings
 from mailfathom.core.errors import DEPENDENCY_UNAVAILABLE, DEPENDENCY_UNAVAILABLE_MESSAGE, MailFathomError
 from mailfathom.core.hosts import is_loopback_host
-from mailfathom.mcp.execution import UseCaseRunner
+from mailfathom.mcp.execution import UseCaseRunner, quick_slot_count
 from mailfathom.mcp.jsonrpc import BodyScreen, PlainErrors, answer_error
 from mailfathom.mcp.server import OWN_ERROR_MESSAGES, build_server
 from mailfathom.outage import RETRY_AFTER_SECONDS, note, outage_of
@@ -273,11 +273,17 @@ def build_mcp_app() -> ASGIApp:
     """Build the /mcp app from settings; the system checks have already refused a bad posture."""
     values: MailFathomSettings = settings.MAILFATHOM
     runner = UseCaseRunner(
-        values.mcp_max_concurrent_calls,
+        quick_slot_count(values.mcp_max_concurrent_calls),
         wait_seconds=values.mcp_slot_wait_seconds,
         max_waiting=values.mcp_max_waiting_calls,
     )
-    server = build_server(runner)
+    model_runner = UseCaseRunner(
+        values.mcp_max_concurrent_model_calls,
+        wait_seconds=values.mcp_slot_wait_seconds,
+        max_waiting=values.mcp_max_waiting_calls,
+        name="mcp-model-call",
+    )
+    server = build_server(runner, model_runner=model_runner)
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=True,

@@ -37,7 +37,6 @@ from mailfathom.core.errors import (
     published,
 )
 from mailfathom.core.version import VERSION
-from mailfathom.core.wire import WireModel
 from mailfathom.mcp import calls
 from mailfathom.mcp.arguments import convert_arguments
 from mailfathom.mcp.execution import UseCaseRunner
@@ -75,6 +74,7 @@ def error_result(error: MailFathomError) -> CallToolResult:
 
 
 def success_result(payload: dict[str, Any]) -> CallToolResult:
+    """A published result as structured content, mirrored as JSON text for older clients."""
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(content=[TextContent(text=text)], structured_content=payload)
 
@@ -82,10 +82,12 @@ def success_result(payload: dict[str, Any]) -> CallToolResult:
 class Bridge:
     """The tools this server publishes and how a call reaches the use case behind one."""
 
-    def __init__(self, tools: tuple[ToolSpec, ...], runner: UseCaseRunner) -> None:
+    def __init__(
+        self, tools: tuple[ToolSpec, ...], runner: UseCaseRunner, model_runner: UseCaseRunner
+    ) -> None:
         self.tools = tools
         self.by_name = {tool.name: tool for tool in tools}
-        self.runner = runner
+        self.runner, self.model_runner = runner, model_runner
         self.descriptors = {tool.name: tool.descriptor() for tool in tools}
 
     async def list_tools(
@@ -126,8 +128,10 @@ class Bridge:
         A tool is called whether or not it was listed: an advertisement rule is not
         authorization, and the use case answers for itself. An unknown tool is the
         protocol's invalid-params error, recorded as refused (docs/operations/mcp-endpoint.md).
-        A call that finds every slot taken is refused with 54002, one that finds the database
-        or Redis unreachable with 54003 (retry). Cancellation propagates.
+        A call runs on the model slots if its tool waits on models, else on the quick slots.
+        One that finds every slot of its kind taken, past the wait, is refused with 54002,
+        one that finds the database or Redis unreachable with 54003 (retry). Cancellation
+        propagates.
         """
         tool = self.by_name.get(params.name)
         if tool is None:
@@ -135,8 +139,8 @@ class Bridge:
         try:
             keywords = convert_arguments(tool.arguments, params.arguments)
             who = (current_caller() or Caller(UNAUTHENTICATED, "")).with_client(client_name(ctx))
-            published_result = await self.runner.call(call_recorded, tool, who, keywords)
-            payload = published_result.wire()
+            runner = self.model_runner if tool.model_bound else self.runner
+            answer = await runner.call(call_recorded, tool, who, keywords)
         except MailFathomError as error:
             shown = published(error)
             if shown is not error:
@@ -146,7 +150,7 @@ class Bridge:
         except Exception as error:
             return self._unavailable(error) or self._failed("mcp: undiagnosed failure", exc_info=error)
         calls.settle(calls.OK)
-        return success_result(payload)
+        return answer
 
     def _unavailable(self, error: BaseException) -> CallToolResult | None:
         """54003 for a call that met an unreachable dependency (one warning line, no traceback)."""
@@ -172,25 +176,36 @@ def client_name(ctx: ServerRequestContext[Any, Any]) -> str:
     return name if isinstance(name, str) else ""
 
 
-def call_recorded(tool: ToolSpec, who: Caller, keywords: Mapping[str, Any]) -> WireModel:
+def call_recorded(tool: ToolSpec, who: Caller, keywords: Mapping[str, Any]) -> CallToolResult:
     """Run the tool's use case as `who`, publish its result, and record the read in the access trail.
 
-    On the call's worker thread, inside its slot: the record is part of the call's cost. Only a
-    call that returned is recorded (a refused one handed over no mail). The accounts recorded
-    are those the call's scope reached, or for a read by id those whose mail it returned; the
-    emails are those the published result names (docs/operations/compliance.md, Access trail).
+    On the call's worker thread, inside its slot: the record is part of the call's cost, and so
+    is shaping the result for the wire, which on the event loop would hold up every other
+    request. Only a call that returned is recorded (a refused one handed over no mail). The
+    accounts recorded are those the call's scope reached, or for a read by id those whose mail
+    it returned; the emails are those the published result names
+    (docs/operations/compliance.md, Access trail).
     """
     with acting_as(who), observing_scope() as reached:
         result = tool.publish(tool.use_case(**keywords))
+    answer = success_result(result.wire())
     record_access(
         AccessChannel.MCP, tool.name, who, tool.returned(result), reached if tool.scope_reached else ()
     )
-    return result
+    return answer
 
 
-def build_server(runner: UseCaseRunner, tools: tuple[ToolSpec, ...] = TOOLS) -> Server[Any]:
-    """The low-level SDK server publishing `tools`, every call going through the call filter."""
-    bridge = Bridge(tools, runner)
+def build_server(
+    runner: UseCaseRunner,
+    tools: tuple[ToolSpec, ...] = TOOLS,
+    model_runner: UseCaseRunner | None = None,
+) -> Server[Any]:
+    """The low-level SDK server publishing `tools`, every call going through the call filter.
+
+    Model-bound tools run on `model_runner`, the others on `runner` (both on `runner` when
+    no model runner is given).
+    """
+    bridge = Bridge(tools, runner, model_runner or runner)
     server: Server[Any] = Server(
         SERVER_NAME,
         version=SERVER_VERSION,

@@ -58,6 +58,9 @@ class ToolSpec:
     # a search, a question) or only those whose mail it returned (a read by id).
     returned: Callable[[Any], list[str]] = lambda result: []
     scope_reached: bool = True
+    # A call that waits seconds on chat models runs on the model slots, so it never holds
+    # one of the few quick slots a listing or a search needs (mailfathom.mcp.execution).
+    model_bound: bool = False
 
     def descriptor(self) -> Tool:
         return Tool(
@@ -434,6 +437,7 @@ ASK_MAIL = ToolSpec(
     publish=_bounded_answer,
     advertised=answering_available,
     returned=_cited,
+    model_bound=True,
 )
 
 # --- draft_reply ----------------------------------------------------------------------------
@@ -473,6 +477,7 @@ DRAFT_REPLY = ToolSpec(
     advertised=drafting_available,
     returned=_drafted_from,
     scope_reached=False,
+    model_bound=True,
 )
 
 TOOLS: tuple[ToolSpec, ...] = (*READ_TOOLS, ASK_MAIL, DRAFT_REPLY)
