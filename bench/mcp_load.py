@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/mcp_load.py [--emails 10000] [--clients 20] [--flood 200]
                                        [--seconds 60] [--slices 2] [--max-concurrent-calls N]
-                                       [--anchor-tree DIR] [--clients-nice N] [--profile FILE]
+                                       [--anchor-tree DIR [--anchor-uvicorn-args "..."]]
+                                       [--clients-nice N] [--profile FILE]
 
 On a scratch database (mailfathom_mcp_load_bench) holding one account of N emails, each
 with its stored MIME, uvicorn processes serve /mcp with posture api-key: "wait on" with the
@@ -39,6 +40,7 @@ import hashlib
 import multiprocessing
 import os
 import random
+import shlex
 import statistics
 import sys
 import time
@@ -351,6 +353,11 @@ def main() -> None:
     )
     parser.add_argument("--slices", type=int, default=2, help="phase A slices per server, alternating")
     parser.add_argument("--anchor-tree", type=Path, help="another checkout served as a third server")
+    parser.add_argument(
+        "--anchor-uvicorn-args",
+        default="",
+        help='uvicorn options for the anchor only (for example "--loop asyncio --http h11")',
+    )
     parser.add_argument("--profile", type=Path, help="cProfile the 'wait on' server's event loop into FILE")
     parser.add_argument(
         "--clients-nice",
@@ -403,7 +410,10 @@ def main() -> None:
         # An anchor tree that has the stopwatch runs under it too, so its own share is printed.
         timed = (anchor / "bench" / "mcp_timing.py").exists()
         servers["anchor"] = start_server(
-            anchor, env, app=TIMED_APP if timed else "mailfathom.asgi:application"
+            anchor,
+            env,
+            tuple(shlex.split(args.anchor_uvicorn_args)),
+            app=TIMED_APP if timed else "mailfathom.asgi:application",
         )
     bases = {label: base for label, (_, base) in servers.items()}
     if args.clients_nice:
