@@ -80,6 +80,20 @@ def _keyring_for_tests(settings):
     settings.MAILFATHOM_KEYRING = "Y2hhbmdlLW1lLXRoaXMtaXMtYS10ZXN0LWtleS0wMDA="
 
 
+@pytest.fixture(autouse=True)
+def _default_language_after_each_test():
+    """Leave the thread speaking the default language again.
+
+    LocaleMiddleware activates the language a request asked for and leaves it active on
+    the thread once the response is made, so a test client request in German would make
+    the next test on that worker read German messages.
+    """
+    yield
+    from django.utils import translation
+
+    translation.deactivate()
+
+
 @pytest.fixture(scope="session")
 def metric_reader():
     """The one in-memory reader of this session's meter provider (a provider is set only once)."""
