@@ -179,7 +179,8 @@ def bridge(monkeypatch, settings) -> Bridge:
     mapped_folder(account, "hidden", visible_to_tools=False)
     EmailFactory(folder=inbox, subject="Insurance claim settled", body="The insurer agreed to pay.")
     refresh_term_stats()
-    return Bridge(TOOLS, InlineRunner())
+    inline = InlineRunner()
+    return Bridge(TOOLS, inline, inline)  # quick and model-bound tools alike
 
 
 def published_schema(bridge: Bridge, name: str) -> dict[str, Any]:
@@ -244,6 +245,7 @@ def test_a_failure_would_be_noticed(bridge):
     listed = call(bridge, "list_accounts", {}).structured_content  # the runner reads this test's rows
     assert [account["accountId"] for account in listed["accounts"]] == ["billing"]
     spec = next(tool for tool in TOOLS if tool.name == "list_accounts")
-    failing = Bridge((dataclasses.replace(spec, use_case=broken),), InlineRunner())
+    inline = InlineRunner()
+    failing = Bridge((dataclasses.replace(spec, use_case=broken),), inline, inline)
     with pytest.raises(AssertionError):
         check_outcome(call(failing, "list_accounts", {}), "list_accounts", {})
