@@ -732,7 +732,7 @@ class MailFathomSettings:
         256,
         "Calls of the quick tools (list_accounts, list_emails, get_email_content, search_emails) "
         "one process runs at once, each on a database connection; 0 means one per CPU the "
-        "process may run on. A call past the limit waits for a slot "
+        "process may run on, at most 8. A call past the limit waits for a slot "
         "(MAILFATHOM_MCP_SLOT_WAIT_SECONDS) or is refused with 54002 (retryable). tools/list and "
         "initialize take no slot; ask_mail and draft_reply take the model slots.",
     )

@@ -4,12 +4,13 @@ The ORM must not run on the event loop, so each call runs on a worker thread of 
 The quick tools share MAILFATHOM_MCP_MAX_CONCURRENT_CALLS slots, by default one per CPU: their
 use cases are Python that holds the interpreter lock between database round trips, so more
 threads than cores add no throughput, only more threads for the event loop to wait behind
-whenever it needs the lock back (docs/benchmarks.md, "Where the own share goes"). ask_mail and
+whenever it needs the lock back (docs/benchmarks.md, "MCP under load"). ask_mail and
 draft_reply spend seconds waiting on models and have MAILFATHOM_MCP_MAX_CONCURRENT_MODEL_CALLS
-slots of their own, so questions never hold up a listing. A call finding every slot taken waits for one,
-first come first served, for at most MAILFATHOM_MCP_SLOT_WAIT_SECONDS, and is then refused
-with 54002; so is a call arriving while MAILFATHOM_MCP_MAX_WAITING_CALLS calls already wait
-(and every call, at once, while the wait is 0). A waiting call that is cancelled (its client
+slots of their own, so questions never hold up a listing. A call finding every slot of its
+kind taken waits for one, first come first served, for at most
+MAILFATHOM_MCP_SLOT_WAIT_SECONDS, and is then refused with 54002; so is a call arriving while
+MAILFATHOM_MCP_MAX_WAITING_CALLS calls already wait (and every call, at once, while the wait
+is 0). A waiting call that is cancelled (its client
 went away, the request timed out) leaves the queue. A slot is held until the use case
 returns, even after the request timed out. Reads that are not tool calls use a small side
 pool. Each run is framed by request_started/request_finished, so connections are reset as
@@ -48,14 +49,20 @@ QUEUE_FULL_MESSAGE = Code.SERVER_BUSY.message(state="is in use and the queue for
 SIDE_WORKERS = 2
 
 
+# The most quick slots the default gives. In a container limited by a CPU quota the process
+# still sees every core of the host, and each slot holds a database connection.
+MOST_QUICK_SLOTS_BY_DEFAULT = 8
+
+
 def quick_slot_count(configured: int) -> int:
-    """The quick tools' slots: `configured`, or for 0 one per CPU this process may run on."""
+    """The quick tools' slots: `configured`, or for 0 one per CPU this process may run on (at most 8)."""
     if configured > 0:
         return configured
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MOST_QUICK_SLOTS_BY_DEFAULT))
 
 
 def waited_message(seconds: float) -> str:

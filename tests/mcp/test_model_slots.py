@@ -17,7 +17,12 @@ import pytest
 from mcp import Client
 
 from mailfathom.core.wire import WireModel
-from mailfathom.mcp.execution import SERVER_BUSY, UseCaseRunner, quick_slot_count
+from mailfathom.mcp.execution import (
+    MOST_QUICK_SLOTS_BY_DEFAULT,
+    SERVER_BUSY,
+    UseCaseRunner,
+    quick_slot_count,
+)
 from mailfathom.mcp.server import build_server
 from mailfathom.mcp.tools import TOOLS, ToolSpec
 from tests.mcp.conftest import error_code, sole_error
@@ -134,4 +139,12 @@ def test_a_configured_number_of_quick_slots_is_taken_as_it_stands(configured):
 
 
 def test_zero_quick_slots_means_one_per_cpu_the_process_may_run_on():
-    assert quick_slot_count(0) == len(os.sched_getaffinity(0))
+    assert quick_slot_count(0) == min(len(os.sched_getaffinity(0)), MOST_QUICK_SLOTS_BY_DEFAULT)
+
+
+def test_the_default_gives_at_most_eight_quick_slots_however_many_cpus_are_seen(monkeypatch):
+    # A container held to two CPUs by a quota still sees every core of its host.
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    assert quick_slot_count(0) == MOST_QUICK_SLOTS_BY_DEFAULT == 8
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert quick_slot_count(0) == 1
