@@ -56,8 +56,8 @@ class Stand:
         self.release_quick, self.release_model = threading.Event(), threading.Event()
         self.quick_started, self.model_started = threading.Event(), threading.Event()
         self.tools = (
-            _tool("quick", self.release_quick, self.quick_started, model_bound=False),
-            _tool("question", self.release_model, self.model_started, model_bound=True),
+            _tool("stand_in_quick", self.release_quick, self.quick_started, model_bound=False),
+            _tool("stand_in_model", self.release_model, self.model_started, model_bound=True),
         )
         self.quick, self.model = UseCaseRunner(1), UseCaseRunner(1, name="mcp-model-call")
 
@@ -98,17 +98,17 @@ def test_a_question_holding_its_slot_leaves_the_quick_slot_free():
 
     async def action(client):
         async with anyio.create_task_group() as group:
-            held = await _hold(client, "question", stand.model_started, group)
-            second_question = await client.call_tool("question", {})
+            held = await _hold(client, "stand_in_model", stand.model_started, group)
+            second_question = await client.call_tool("stand_in_model", {})
             stand.release_quick.set()
-            quick = await client.call_tool("quick", {})
+            quick = await client.call_tool("stand_in_quick", {})
             stand.release_model.set()
         return held["result"], second_question, quick
 
     held, second_question, quick = stand.run(action)
     assert error_code(second_question) == SERVER_BUSY  # the only model slot was taken
-    assert quick.structured_content == {"value": "quick"}
-    assert held.structured_content == {"value": "question"}
+    assert quick.structured_content == {"value": "stand_in_quick"}
+    assert held.structured_content == {"value": "stand_in_model"}
 
 
 def test_a_quick_call_holding_its_slot_leaves_the_model_slot_free():
@@ -116,17 +116,17 @@ def test_a_quick_call_holding_its_slot_leaves_the_model_slot_free():
 
     async def action(client):
         async with anyio.create_task_group() as group:
-            held = await _hold(client, "quick", stand.quick_started, group)
-            second_quick = await client.call_tool("quick", {})
+            held = await _hold(client, "stand_in_quick", stand.quick_started, group)
+            second_quick = await client.call_tool("stand_in_quick", {})
             stand.release_model.set()
-            question = await client.call_tool("question", {})
+            question = await client.call_tool("stand_in_model", {})
             stand.release_quick.set()
         return held["result"], second_quick, question
 
     held, second_quick, question = stand.run(action)
     assert error_code(second_quick) == SERVER_BUSY  # the only quick slot was taken
-    assert question.structured_content == {"value": "question"}
-    assert held.structured_content == {"value": "quick"}
+    assert question.structured_content == {"value": "stand_in_model"}
+    assert held.structured_content == {"value": "stand_in_quick"}
 
 
 def test_the_tools_that_wait_on_models_are_ask_mail_and_draft_reply():
