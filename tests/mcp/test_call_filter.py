@@ -18,31 +18,19 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mailfathom.core.errors import MailFathomError
-from mailfathom.core.wire import WireModel
 from mailfathom.mcp import calls
 from mailfathom.mcp.execution import UseCaseRunner
 from mailfathom.mcp.server import build_server
 from mailfathom.mcp.tools import ToolSpec
 from tests.mcp.conftest import error_code, error_text, post, sole_error
+from tests.mcp.stand_ins import Echo, stand_in_tool
 from tests.support import wait_for
 
 HOSTILE = "list_emails\n2031-01-01 INFO forged log line <script>alert(1)</script>"
 
 
-class Echo(WireModel):
-    value: str
-
-
 def _tool(name: str, use_case, *, advertised=None) -> ToolSpec:
-    return ToolSpec(
-        name=name,
-        title=name,
-        description="A stand-in tool.",
-        arguments=(),
-        result_model=Echo,
-        use_case=use_case,
-        advertised=advertised,
-    )
+    return stand_in_tool(name, use_case, advertised=advertised)
 
 
 def _ok() -> Echo:

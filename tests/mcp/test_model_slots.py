@@ -16,7 +16,6 @@ import anyio
 import pytest
 from mcp import Client
 
-from mailfathom.core.wire import WireModel
 from mailfathom.mcp.execution import (
     MOST_QUICK_SLOTS_BY_DEFAULT,
     SERVER_BUSY,
@@ -26,40 +25,27 @@ from mailfathom.mcp.execution import (
 from mailfathom.mcp.server import build_server
 from mailfathom.mcp.tools import TOOLS, ToolSpec
 from tests.mcp.conftest import error_code, sole_error
+from tests.mcp.stand_ins import Echo, stand_in_tool
 
-
-class Echo(WireModel):
-    value: str
-
-
-def _tool(name: str, release: threading.Event, started: threading.Event, *, model_bound: bool) -> ToolSpec:
-    def use_case() -> Echo:
-        started.set()
-        release.wait(30)
-        return Echo(value=name)
-
-    return ToolSpec(
-        name=name,
-        title=name,
-        description="A stand-in tool.",
-        arguments=(),
-        result_model=Echo,
-        use_case=use_case,
-        model_bound=model_bound,
-    )
+QUICK, MODEL = "stand_in_quick", "stand_in_model"
 
 
 class Stand:
-    """A quick stand-in and a model-bound one, each blocking until its event is set."""
+    """A quick stand-in tool and a model-bound one, each blocking until its event is set."""
 
     def __init__(self) -> None:
-        self.release_quick, self.release_model = threading.Event(), threading.Event()
-        self.quick_started, self.model_started = threading.Event(), threading.Event()
-        self.tools = (
-            _tool("stand_in_quick", self.release_quick, self.quick_started, model_bound=False),
-            _tool("stand_in_model", self.release_model, self.model_started, model_bound=True),
-        )
+        self.release = {QUICK: threading.Event(), MODEL: threading.Event()}
+        self.started = {QUICK: threading.Event(), MODEL: threading.Event()}
+        self.tools = tuple(self._tool(name, model_bound=name == MODEL) for name in (QUICK, MODEL))
         self.quick, self.model = UseCaseRunner(1), UseCaseRunner(1, name="mcp-model-call")
+
+    def _tool(self, name: str, *, model_bound: bool) -> ToolSpec:
+        def use_case() -> Echo:
+            self.started[name].set()
+            self.release[name].wait(30)
+            return Echo(value=name)
+
+        return stand_in_tool(name, use_case, model_bound=model_bound)
 
     def run(self, action):
         server = build_server(self.quick, tools=self.tools, model_runner=self.model)
@@ -73,60 +59,37 @@ class Stand:
         except BaseExceptionGroup as group:
             raise sole_error(group) from None
         finally:
-            self.release_quick.set()
-            self.release_model.set()
+            for event in self.release.values():
+                event.set()
             self.quick.shutdown()
             self.model.shutdown()
 
 
-async def _hold(client, name: str, started: threading.Event, group) -> dict:
-    """Start a call of `name` in `group` and return once its use case runs (it holds a slot)."""
-    held: dict = {}
-
-    async def call() -> None:
-        held["result"] = await client.call_tool(name, {})
-
-    group.start_soon(call)
-    with anyio.fail_after(10):
-        while not started.is_set():
-            await anyio.sleep(0.01)
-    return held
-
-
-def test_a_question_holding_its_slot_leaves_the_quick_slot_free():
+@pytest.mark.parametrize(("holder", "other"), [(MODEL, QUICK), (QUICK, MODEL)])
+def test_a_call_holding_its_kinds_only_slot_leaves_the_other_kinds_slot_free(holder, other):
     stand = Stand()
 
     async def action(client):
+        held: dict = {}
+
+        async def hold() -> None:
+            held["result"] = await client.call_tool(holder, {})
+
         async with anyio.create_task_group() as group:
-            held = await _hold(client, "stand_in_model", stand.model_started, group)
-            second_question = await client.call_tool("stand_in_model", {})
-            stand.release_quick.set()
-            quick = await client.call_tool("stand_in_quick", {})
-            stand.release_model.set()
-        return held["result"], second_question, quick
+            group.start_soon(hold)
+            with anyio.fail_after(10):
+                while not stand.started[holder].is_set():  # the held call is in its slot
+                    await anyio.sleep(0.01)
+            same_kind = await client.call_tool(holder, {})
+            stand.release[other].set()
+            other_kind = await client.call_tool(other, {})
+            stand.release[holder].set()
+        return held["result"], same_kind, other_kind
 
-    held, second_question, quick = stand.run(action)
-    assert error_code(second_question) == SERVER_BUSY  # the only model slot was taken
-    assert quick.structured_content == {"value": "stand_in_quick"}
-    assert held.structured_content == {"value": "stand_in_model"}
-
-
-def test_a_quick_call_holding_its_slot_leaves_the_model_slot_free():
-    stand = Stand()
-
-    async def action(client):
-        async with anyio.create_task_group() as group:
-            held = await _hold(client, "stand_in_quick", stand.quick_started, group)
-            second_quick = await client.call_tool("stand_in_quick", {})
-            stand.release_model.set()
-            question = await client.call_tool("stand_in_model", {})
-            stand.release_quick.set()
-        return held["result"], second_quick, question
-
-    held, second_quick, question = stand.run(action)
-    assert error_code(second_quick) == SERVER_BUSY  # the only quick slot was taken
-    assert question.structured_content == {"value": "stand_in_model"}
-    assert held.structured_content == {"value": "stand_in_quick"}
+    held, same_kind, other_kind = stand.run(action)
+    assert error_code(same_kind) == SERVER_BUSY  # the only slot of its kind was taken
+    assert other_kind.structured_content == {"value": other}
+    assert held.structured_content == {"value": holder}
 
 
 def test_the_tools_that_wait_on_models_are_ask_mail_and_draft_reply():
