@@ -22,8 +22,10 @@ from mailfathom.mcp.execution import (
     UseCaseRunner,
     quick_slot_count,
 )
+from mailfathom.mcp import http
 from mailfathom.mcp.server import build_server
 from mailfathom.mcp.tools import TOOLS, ToolSpec
+from tests.configure import configure
 from tests.mcp.conftest import error_code, sole_error
 from tests.mcp.stand_ins import Echo, stand_in_tool
 
@@ -111,3 +113,19 @@ def test_the_default_gives_at_most_eight_quick_slots_however_many_cpus_are_seen(
     assert quick_slot_count(0) == MOST_QUICK_SLOTS_BY_DEFAULT == 8
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     assert quick_slot_count(0) == 1
+
+
+@pytest.mark.parametrize(("quick", "model"), [(0, 4), (3, 1)])
+def test_the_served_app_sizes_each_kind_of_slot_from_its_setting(settings, monkeypatch, quick, model):
+    built: dict = {}
+
+    def capture(runner, tools=TOOLS, model_runner=None):
+        built["quick"], built["model"] = runner, model_runner
+        return build_server(runner, tools, model_runner)
+
+    monkeypatch.setattr(http, "build_server", capture)
+    configure(settings, mcp_max_concurrent_calls=quick, mcp_max_concurrent_model_calls=model, mcp_auth="none")
+    http.build_mcp_app()
+    assert built["quick"].max_workers == quick_slot_count(quick)
+    assert built["model"].max_workers == model
+    assert built["quick"] is not built["model"]
