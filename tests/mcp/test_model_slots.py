@@ -16,13 +16,13 @@ import anyio
 import pytest
 from mcp import Client
 
+from mailfathom.mcp import http
 from mailfathom.mcp.execution import (
     MOST_QUICK_SLOTS_BY_DEFAULT,
     SERVER_BUSY,
     UseCaseRunner,
     quick_slot_count,
 )
-from mailfathom.mcp import http
 from mailfathom.mcp.server import build_server
 from mailfathom.mcp.tools import TOOLS, ToolSpec
 from tests.configure import configure
