@@ -10,11 +10,10 @@ slots of their own, so questions never hold up a listing. A call finding every s
 kind taken waits for one, first come first served, for at most
 MAILFATHOM_MCP_SLOT_WAIT_SECONDS, and is then refused with 54002; so is a call arriving while
 MAILFATHOM_MCP_MAX_WAITING_CALLS calls already wait (and every call, at once, while the wait
-is 0). A waiting call that is cancelled (its client
-went away, the request timed out) leaves the queue. A slot is held until the use case
-returns, even after the request timed out. Reads that are not tool calls use a small side
-pool. Each run is framed by request_started/request_finished, so connections are reset as
-for a Django request.
+is 0). A waiting call that is cancelled (its client went away, the request timed out) leaves
+the queue. A slot is held until the use case returns, even after the request timed out.
+Reads that are not tool calls use a small side pool. Each run is framed by
+request_started/request_finished, so connections are reset as for a Django request.
 """
 
 from __future__ import annotations
@@ -55,7 +54,7 @@ MOST_QUICK_SLOTS_BY_DEFAULT = 8
 
 
 def quick_slot_count(configured: int) -> int:
-    """The quick tools' slots: `configured`, or for 0 one per CPU this process may run on (at most 8)."""
+    """The quick tools' slots: `configured`, or for 0 one per usable CPU up to MOST_QUICK_SLOTS_BY_DEFAULT."""
     if configured > 0:
         return configured
     try:

@@ -14,23 +14,17 @@ import time
 
 import anyio
 import pytest
-from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mailfathom.core.errors import MailFathomError
 from mailfathom.mcp import calls
 from mailfathom.mcp.execution import UseCaseRunner
 from mailfathom.mcp.server import build_server
-from mailfathom.mcp.tools import ToolSpec
-from tests.mcp.conftest import error_code, error_text, post, sole_error
-from tests.mcp.stand_ins import Echo, stand_in_tool
+from tests.mcp.conftest import error_code, error_text, post
+from tests.mcp.stand_ins import Echo, in_process, stand_in_tool
 from tests.support import wait_for
 
 HOSTILE = "list_emails\n2031-01-01 INFO forged log line <script>alert(1)</script>"
-
-
-def _tool(name: str, use_case, *, advertised=None) -> ToolSpec:
-    return stand_in_tool(name, use_case, advertised=advertised)
 
 
 def _ok() -> Echo:
@@ -55,25 +49,16 @@ def _slow() -> Echo:
 
 
 TOOLS = (
-    _tool("stand_in_ok", _ok),
-    _tool("stand_in_refuses", _refuses),
-    _tool("stand_in_internal", _internal),
-    _tool("stand_in_crashes", _crashes),
-    _tool("stand_in_slow", _slow),
+    stand_in_tool("stand_in_ok", _ok),
+    stand_in_tool("stand_in_refuses", _refuses),
+    stand_in_tool("stand_in_internal", _internal),
+    stand_in_tool("stand_in_crashes", _crashes),
+    stand_in_tool("stand_in_slow", _slow),
 )
 
 
 def _in_process(action, tools=TOOLS):
-    server = build_server(UseCaseRunner(4), tools=tools)
-
-    async def run():
-        async with Client(server, mode="legacy") as client:
-            return await action(client)
-
-    try:
-        return anyio.run(run)
-    except BaseExceptionGroup as group:
-        raise sole_error(group) from None
+    return in_process(build_server(UseCaseRunner(4), tools=tools), action)
 
 
 def _call(name: str):
@@ -208,7 +193,7 @@ def test_instruments_count_calls_by_published_tool_outcome_and_code(metric_reade
 
 def test_a_tool_with_an_advertisement_rule_is_listed_only_while_it_reads_true():
     state = {"available": False}
-    tools = (*TOOLS[:1], _tool("ask_stand_in", _ok, advertised=lambda: state["available"]))
+    tools = (*TOOLS[:1], stand_in_tool("ask_stand_in", _ok, advertised=lambda: state["available"]))
 
     async def names(client):
         return [tool.name for tool in (await client.list_tools()).tools]

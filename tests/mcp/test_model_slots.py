@@ -14,7 +14,6 @@ import threading
 
 import anyio
 import pytest
-from mcp import Client
 
 from mailfathom.mcp import http
 from mailfathom.mcp.execution import (
@@ -26,8 +25,8 @@ from mailfathom.mcp.execution import (
 from mailfathom.mcp.server import build_server
 from mailfathom.mcp.tools import TOOLS, ToolSpec
 from tests.configure import configure
-from tests.mcp.conftest import error_code, sole_error
-from tests.mcp.stand_ins import Echo, stand_in_tool
+from tests.mcp.conftest import error_code
+from tests.mcp.stand_ins import Echo, in_process, stand_in_tool
 
 QUICK, MODEL = "stand_in_quick", "stand_in_model"
 
@@ -50,16 +49,8 @@ class Stand:
         return stand_in_tool(name, use_case, model_bound=model_bound)
 
     def run(self, action):
-        server = build_server(self.quick, tools=self.tools, model_runner=self.model)
-
-        async def main():
-            async with Client(server, mode="legacy") as client:
-                return await action(client)
-
         try:
-            return anyio.run(main)
-        except BaseExceptionGroup as group:
-            raise sole_error(group) from None
+            return in_process(build_server(self.quick, tools=self.tools, model_runner=self.model), action)
         finally:
             for event in self.release.values():
                 event.set()
