@@ -80,8 +80,11 @@ def warm_embedder(sender: Any = None, **kwargs: object) -> None:
 
 @beat_init.connect
 def mark_beat(**kwargs: object) -> None:
+    """Beat is seen from its start, not only from its first task up to a minute later, so
+    the status of a deployment that just started does not say beat was never seen."""
     global _in_beat
     _in_beat = True
+    heartbeat.record(heartbeat.BEAT, socket.gethostname())
 
 
 @before_task_publish.connect

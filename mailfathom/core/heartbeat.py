@@ -3,9 +3,10 @@
 Every worker records itself under `worker:<queue>` for each queue it consumes (the
 default `celery`, and `push` for the IDLE watchers' worker) every HEARTBEAT_SECONDS, from
 its own timer (mailfathom.celery.RecordHeartbeat), so a worker busy with long runs is
-still seen. Beat records itself whenever it publishes a task (mailfathom.celery); it
-publishes at least every minute (the polling schedule). So beat and the workers are seen
-separately: a beat that stopped leaves the workers' times moving and its own still.
+still seen. Beat records itself when it starts and whenever it publishes a task
+(mailfathom.celery); it publishes at least every minute (the polling schedule). So beat
+and the workers are seen separately: a beat that stopped leaves the workers' times moving
+and its own still.
 
 The hash is namespaced like provider health (the database's name, or
 PROVIDER_HEALTH_NAMESPACE), so deployments and test runs sharing one Redis stay apart.

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from celery.signals import beat_init
 from django.conf import settings
 
 import mailfathom.celery
@@ -72,6 +73,17 @@ def test_beat_is_seen_when_it_publishes_and_no_other_publisher_counts(settings, 
             assert heartbeat.last_seen()[heartbeat.BEAT].at is not None
         finally:
             redis_client().delete(VOID_QUEUE)
+
+
+@pytest.mark.django_db
+def test_beat_is_seen_as_soon_as_it_starts(settings, monkeypatch):
+    monkeypatch.setattr(mailfathom.celery, "_in_beat", False)  # put back after the signal sets it
+    with isolated_provider_health(settings, "beat-start"):
+        assert heartbeat.last_seen()[heartbeat.BEAT].at is None
+
+        beat_init.send(sender=None)
+
+        assert heartbeat.last_seen()[heartbeat.BEAT].at is not None
 
 
 def test_every_scheduled_task_is_a_registered_task():
