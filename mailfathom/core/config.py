@@ -29,6 +29,10 @@ EMAIL_SECURITIES = ("starttls", "tls", "none")  # how notification mail reaches 
 # The most the search's lexical arm reads of a text handed to it on its own (a whole email),
 # and so the most of the answered mail drafting may be built from.
 MAX_LEXICAL_QUERY_CHARACTERS = 8000
+# The most quick MCP call slots MAILFATHOM_MCP_MAX_CONCURRENT_CALLS=0 gives (one per CPU up
+# to this; mailfathom.mcp.execution): in a container held to a few CPUs by a quota the process
+# still sees every core of its host, and each slot holds a database connection.
+MOST_QUICK_SLOTS_BY_DEFAULT = 8
 
 
 @dataclass(frozen=True)
@@ -732,7 +736,7 @@ class MailFathomSettings:
         256,
         "Calls of the quick tools (list_accounts, list_emails, get_email_content, search_emails) "
         "one process runs at once, each on a database connection; 0 means one per CPU the "
-        "process may run on, at most 8. A call past the limit waits for a slot "
+        f"process may run on, at most {MOST_QUICK_SLOTS_BY_DEFAULT}. A call past the limit waits for a slot "
         "(MAILFATHOM_MCP_SLOT_WAIT_SECONDS) or is refused with 54002 (retryable). tools/list and "
         "initialize take no slot; ask_mail and draft_reply take the model slots.",
     )
@@ -756,8 +760,9 @@ class MailFathomSettings:
         64,
         0,
         4096,
-        "Tool calls one process lets wait for a call slot at once; a call arriving while this "
-        "many wait is refused at once with 54002, so a flood cannot pile up.",
+        "Tool calls one process lets wait for a call slot at once, for each kind of slot (quick "
+        "and model); a call arriving while this many of its kind wait is refused at once with "
+        "54002, so a flood cannot pile up.",
     )
     mcp_max_body_bytes: int = _whole(
         1048576,

@@ -33,6 +33,7 @@ import anyio
 from asgiref.sync import sync_to_async
 from django.core.signals import request_finished, request_started
 
+from mailfathom.core.config import MOST_QUICK_SLOTS_BY_DEFAULT
 from mailfathom.core.errors import Code, MailFathomError
 
 logger = logging.getLogger("mailfathom.mcp")
@@ -46,11 +47,6 @@ QUEUE_FULL_MESSAGE = Code.SERVER_BUSY.message(state="is in use and the queue for
 # Advertisement reads are a local lookup each; two threads keep one slow read from
 # holding up every tools/list without adding many database connections.
 SIDE_WORKERS = 2
-
-
-# The most quick slots the default gives. In a container limited by a CPU quota the process
-# still sees every core of the host, and each slot holds a database connection.
-MOST_QUICK_SLOTS_BY_DEFAULT = 8
 
 
 def quick_slot_count(configured: int) -> int:

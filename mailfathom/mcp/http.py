@@ -272,17 +272,17 @@ class LoopbackGate:
 def build_mcp_app() -> ASGIApp:
     """Build the /mcp app from settings; the system checks have already refused a bad posture."""
     values: MailFathomSettings = settings.MAILFATHOM
-    runner = UseCaseRunner(
-        quick_slot_count(values.mcp_max_concurrent_calls),
-        wait_seconds=values.mcp_slot_wait_seconds,
-        max_waiting=values.mcp_max_waiting_calls,
-    )
-    model_runner = UseCaseRunner(
-        values.mcp_max_concurrent_model_calls,
-        wait_seconds=values.mcp_slot_wait_seconds,
-        max_waiting=values.mcp_max_waiting_calls,
-        name="mcp-model-call",
-    )
+
+    def slots(count: int, name: str) -> UseCaseRunner:  # each kind waits and queues alike
+        return UseCaseRunner(
+            count,
+            wait_seconds=values.mcp_slot_wait_seconds,
+            max_waiting=values.mcp_max_waiting_calls,
+            name=name,
+        )
+
+    runner = slots(quick_slot_count(values.mcp_max_concurrent_calls), "mcp-call")
+    model_runner = slots(values.mcp_max_concurrent_model_calls, "mcp-model-call")
     server = build_server(runner, model_runner=model_runner)
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,

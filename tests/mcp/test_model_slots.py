@@ -15,13 +15,9 @@ import threading
 import anyio
 import pytest
 
+from mailfathom.core.config import MOST_QUICK_SLOTS_BY_DEFAULT
 from mailfathom.mcp import http
-from mailfathom.mcp.execution import (
-    MOST_QUICK_SLOTS_BY_DEFAULT,
-    SERVER_BUSY,
-    UseCaseRunner,
-    quick_slot_count,
-)
+from mailfathom.mcp.execution import SERVER_BUSY, UseCaseRunner, quick_slot_count
 from mailfathom.mcp.server import build_server
 from mailfathom.mcp.tools import TOOLS, ToolSpec
 from tests.configure import configure
@@ -107,7 +103,9 @@ def test_the_default_gives_at_most_eight_quick_slots_however_many_cpus_are_seen(
 
 
 @pytest.mark.parametrize(("quick", "model"), [(0, 4), (3, 1)])
-def test_the_served_app_sizes_each_kind_of_slot_from_its_setting(settings, monkeypatch, quick, model):
+def test_the_served_app_sizes_and_bounds_each_kind_of_slot_from_its_settings(
+    settings, monkeypatch, quick, model
+):
     built: dict = {}
 
     def capture(runner, tools=TOOLS, model_runner=None):
@@ -115,8 +113,18 @@ def test_the_served_app_sizes_each_kind_of_slot_from_its_setting(settings, monke
         return build_server(runner, tools, model_runner)
 
     monkeypatch.setattr(http, "build_server", capture)
-    configure(settings, mcp_max_concurrent_calls=quick, mcp_max_concurrent_model_calls=model, mcp_auth="none")
+    configure(
+        settings,
+        mcp_max_concurrent_calls=quick,
+        mcp_max_concurrent_model_calls=model,
+        mcp_slot_wait_seconds=2.5,
+        mcp_max_waiting_calls=7,
+        mcp_auth="none",
+    )
     http.build_mcp_app()
     assert built["quick"].max_workers == quick_slot_count(quick)
     assert built["model"].max_workers == model
     assert built["quick"] is not built["model"]
+    # Each kind waits as long, and queues as many, as the settings say (a queue each).
+    for runner in (built["quick"], built["model"]):
+        assert (runner.slots.wait_seconds, runner.slots.max_waiting) == (2.5, 7)
